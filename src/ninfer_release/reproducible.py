@@ -1,0 +1,85 @@
+"""Reproducibility rules, in one place (DESIGN.md §5; foundation leaf).
+
+Nothing that reaches an artifact may come from the wall clock, the locale, the umask, the time
+zone, the host name or directory order. This module turns the one allowed time source, the
+source-date epoch, into the forms each format needs, and fixes the modes and attributes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ninfer_release.errors import DefinitionError
+
+#: The zip (DOS) date-time format cannot express anything before this instant.
+ZIP_EPOCH = 315532800  # 1980-01-01T00:00:00Z
+
+#: Fixed modes: regular files 0644, directories 0755 (C15).
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+S_IFREG = 0o100000
+S_IFDIR = 0o040000
+
+#: zip "version made by" host byte: 3 = Unix, fixed on every OS (C15).
+ZIP_CREATE_SYSTEM = 3
+#: zip external attributes: Unix mode in the high 16 bits; MS-DOS directory bit 0x10.
+ZIP_FILE_ATTR = (S_IFREG | FILE_MODE) << 16
+ZIP_DIR_ATTR = ((S_IFDIR | DIR_MODE) << 16) | 0x10
+
+#: gzip header OS byte (RFC 1952 §2.3.1): 255 = unknown, fixed on every OS (C24).
+GZIP_OS_BYTE = 255
+
+
+def source_date_epoch(default: int, env: Mapping[str, str]) -> int:
+    """The source-date epoch in seconds: ``SOURCE_DATE_EPOCH`` from ``env`` if set, else ``default``.
+
+    Raises:
+        DefinitionError: ``SOURCE_DATE_EPOCH`` is not a non-negative whole number of seconds.
+    """
+    raw = env.get("SOURCE_DATE_EPOCH")
+    if raw is None or raw == "":
+        value = default
+    else:
+        if not raw.isdigit():
+            raise DefinitionError(f"SOURCE_DATE_EPOCH: {raw!r} is not a whole number of seconds")
+        value = int(raw)
+    if value < 0:
+        raise DefinitionError(f"source-date epoch {value} is negative")
+    return value
+
+
+def zip_date_time(epoch: int) -> tuple[int, int, int, int, int, int]:
+    """The zip entry date-time for ``epoch`` (UTC), clamped to 1980-01-01 00:00:00 (C11).
+
+    Odd seconds round down: the DOS format stores seconds / 2.
+    """
+    t = _dt.datetime.fromtimestamp(max(epoch, ZIP_EPOCH), tz=_dt.UTC)
+    if t.year > 2107:
+        t = _dt.datetime(2107, 12, 31, 23, 59, 58, tzinfo=_dt.UTC)
+    return (t.year, t.month, t.day, t.hour, t.minute, t.second - t.second % 2)
+
+
+def iso8601(epoch: int) -> str:
+    """``epoch`` as an RFC 3339 UTC timestamp with a ``Z`` suffix, e.g. ``2023-11-14T22:13:20Z``."""
+    return _dt.datetime.fromtimestamp(epoch, tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def datetime_utc(epoch: int) -> _dt.datetime:
+    """``epoch`` as an aware UTC datetime (for libraries that take datetimes)."""
+    return _dt.datetime.fromtimestamp(epoch, tz=_dt.UTC)
+
+
+def sorted_walk(root: Path) -> list[Path]:
+    """Every file and directory under ``root`` (not following symlinks), sorted by POSIX path.
+
+    The order depends only on the names, never on the file system's directory order.
+    """
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        found.extend(base / d for d in dirnames)
+        found.extend(base / f for f in filenames)
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
