@@ -1,0 +1,366 @@
+"""``SHA256SUMS`` files: one strict writer, one tolerant-but-honest parser, a verifier (foundation leaf).
+
+The writer emits only the GNU coreutils text form that every common checker accepts
+(``sha256sum -c`` 9.x, perl ``shasum -a 256 -c``, BusyBox ``sha256sum -c``)::
+
+    <64 lowercase hex><space><space><name><LF>
+
+sorted by the UTF-8 bytes of the name, ``/`` separators, no ``./`` prefix, no CR, no blank lines,
+exactly one trailing LF (DESIGN.md §4, cases C01 C03 C04 C05 C06 C08 C09 C10).
+
+The parser reads what other tools publish: GNU text (``hex␠␠name``), GNU binary (``hex␠*name``),
+BSD/``--tag`` (``SHA256 (name) = hex``), uppercase hex, CRLF, a missing final newline, blank lines.
+Everything it tolerates is reported as a *warning*; everything that could hide a wrong file is an
+*error* and never silently skipped: other algorithms, malformed lines, backslash or escaping paths,
+and one file listed under two spellings. Names are taken byte for byte after the separator: inner
+and trailing blanks are part of the name, as in GNU coreutils (C08c, C09).
+
+This module imports only :mod:`ninfer_release.errors` and :mod:`ninfer_release.hashing`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ninfer_release.errors import InputError, Problem
+from ninfer_release.hashing import sha256_file
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+#: GNU form: digest, one space, then ' ' (text mode) or '*' (binary mode), then the name.
+_GNU = re.compile(rb"^([0-9A-Fa-f]+) ([ *])(.*)$", re.DOTALL)
+#: BSD / ``--tag`` form. The name group is greedy so a name containing ") = " still parses.
+_TAG = re.compile(rb"^([A-Za-z0-9-]+) \((.*)\) = ([0-9A-Fa-f]+)$", re.DOTALL)
+_SHA256_TAGS = frozenset({b"SHA256", b"SHA2-256"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SumsEntry:
+    """One listed file: the name it is verified under, its digest, and how it was written.
+
+    ``name`` is the canonical name (one leading ``./`` removed); ``spelling`` is the name exactly
+    as written in the file; ``sha256`` is lowercase; ``form`` is ``gnu-text``, ``gnu-binary`` or
+    ``bsd-tag``; ``line`` is 1-based.
+    """
+
+    name: str
+    sha256: str
+    line: int
+    spelling: str
+    form: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedSums:
+    """Result of :func:`parse_sha256sums`: usable entries plus every warning and error found."""
+
+    source: str
+    entries: tuple[SumsEntry, ...]
+    warnings: tuple[Problem, ...]
+    errors: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when the file has at least one entry and no errors."""
+        return bool(self.entries) and not self.errors
+
+    def as_dict(self) -> dict[str, str]:
+        """Canonical name → lowercase digest."""
+        return {e.name: e.sha256 for e in self.entries}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SumsReport:
+    """Result of :func:`verify_sha256sums`, as lines for the person at the terminal.
+
+    ``ok`` holds ``"<name>: OK"`` lines; ``warnings`` and ``failures`` hold one-line messages that
+    name the checksum file and the line. The set passes only with no failure and at least one OK.
+    """
+
+    source: str
+    ok: tuple[str, ...]
+    warnings: tuple[str, ...]
+    failures: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when every listed file verified and at least one file was listed."""
+        return bool(self.ok) and not self.failures
+
+
+def _name_problems(name: str) -> list[str]:
+    """Why ``name`` cannot be written to a portable SHA256SUMS line (empty list: fine)."""
+    out: list[str] = []
+    if not name:
+        return ["empty name"]
+    if any(c in name for c in "\r\n\x00"):
+        out.append("contains CR, LF or NUL")
+    if "\\" in name:
+        out.append("contains a backslash; use '/' between folders (C10)")
+    if name.startswith(("/", "./")):
+        out.append("must be relative to the checksum file without a leading '/' or './' (C06)")
+    if name != name.strip(" \t"):
+        out.append("has leading or trailing blanks (C08)")
+    parts = name.split("/")
+    if any(p in ("", ".", "..") for p in parts) and not name.startswith(("/", "./")):
+        out.append("has an empty, '.' or '..' path component")
+    return out
+
+
+def render_sha256sums(entries: Mapping[str, str]) -> bytes:
+    """Render ``name → hex digest`` as GNU ``sha256sum`` text-mode bytes (C01 C03 C04 C05 C06 C08 C09 C10).
+
+    Output: one ``<64 lowercase hex>␠␠<name>\\n`` line per entry, sorted by the UTF-8 bytes of the
+    name; LF only, exactly one trailing LF, no blank lines, no ``./``. Uppercase digests are
+    lowercased. An empty mapping renders ``b""``.
+
+    Raises:
+        InputError: a name is empty, has CR/LF/NUL, a backslash, a leading ``/`` or ``./``, blanks at
+            either end or a ``.``/``..``/empty component, or a digest is not 64 hex characters
+            (every problem listed).
+    """
+    problems: list[Problem] = []
+    lines: list[tuple[bytes, bytes]] = []
+    for name, digest in entries.items():
+        for msg in _name_problems(name):
+            problems.append(Problem(file="SHA256SUMS", field=repr(name), message=msg))
+        low = digest.lower()
+        if not _HEX64.fullmatch(low):
+            problems.append(
+                Problem(
+                    file="SHA256SUMS", field=repr(name), message=f"digest {digest!r} is not 64 hex characters"
+                )
+            )
+        lines.append((name.encode("utf-8"), low.encode("ascii", "replace")))
+    if problems:
+        raise InputError(problems=problems)
+    lines.sort(key=lambda pair: pair[0])
+    return b"".join(digest + b"  " + name + b"\n" for name, digest in lines)
+
+
+def _unescape_gnu(raw: bytes) -> bytes | None:
+    """Undo GNU's escaping of a name in a line that starts with ``\\`` (``\\\\``, ``\\n``, ``\\r``)."""
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        b = raw[i]
+        if b == 0x5C:  # backslash
+            if i + 1 >= len(raw):
+                return None
+            nxt = raw[i + 1]
+            mapped = {0x5C: 0x5C, 0x6E: 0x0A, 0x72: 0x0D}.get(nxt)
+            if mapped is None:
+                return None
+            out.append(mapped)
+            i += 2
+        else:
+            out.append(b)
+            i += 1
+    return bytes(out)
+
+
+def _parse_line(body: bytes) -> tuple[str, bytes, bytes] | str:
+    """Split one line into (form, digest, raw name), or return why it is not a checksum line."""
+    escaped = body.startswith(b"\\")
+    if escaped:
+        body = body[1:]
+    m = _TAG.match(body)
+    if m is not None and not _GNU.match(body):
+        algo, name, digest = m.group(1), m.group(2), m.group(3)
+        if algo.upper() not in _SHA256_TAGS:
+            return (
+                f"algorithm {algo.decode('ascii')} is not SHA-256; a SHA256SUMS file lists SHA-256 "
+                f"digests only (C03)"
+            )
+        form = "bsd-tag"
+    else:
+        m = _GNU.match(body)
+        if m is None:
+            return "not a checksum line (expected '<64 hex>  <name>' or 'SHA256 (<name>) = <64 hex>')"
+        digest, flag, name = m.group(1), m.group(2), m.group(3)
+        form = "gnu-binary" if flag == b"*" else "gnu-text"
+    if len(digest) != 64:
+        return f"digest has {len(digest)} hex characters; SHA-256 has 64"
+    if escaped:
+        unescaped = _unescape_gnu(name)
+        if unescaped is None:
+            return "bad escape sequence in the name"
+        name = unescaped
+    return form, digest, name
+
+
+def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
+    """Parse SHA256SUMS bytes leniently in form, strictly in meaning (C01 C03 C04 C05 C06 C08 C09 C10).
+
+    ``source`` names the file in messages (e.g. ``SHA256SUMS`` or a path). Entries keep file order.
+
+    Warnings (the entry still counts): CRLF endings (a lone CR before LF is not part of the name;
+    "not portable"), blank lines, comment lines, the ``*`` binary flag or the BSD tag form,
+    uppercase hex, a ``./`` prefix, a line listed twice identically.
+
+    Errors (the entry does not count): a tag naming another algorithm (SHA512, MD5...), a digest
+    that is not 64 hex, a malformed line, a name that is not UTF-8, a backslash (non-portable path,
+    C10), an absolute or ``..`` path, a second ``./`` after the first, the same file listed under two
+    spellings or with two digests (named in the message, whatever the order, C06).
+
+    Raises:
+        Nothing: every problem is reported in the result so a verifier can print all of them.
+    """
+    warnings: list[Problem] = []
+    errors: list[Problem] = []
+    entries: list[SumsEntry] = []
+    by_name: dict[str, SumsEntry] = {}
+    crlf_lines: list[int] = []
+    conflicted: set[str] = set()
+
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()  # the final LF ends the last line; it does not start an empty one
+    for number, raw in enumerate(raw_lines, start=1):
+        where = f"line {number}"
+        body = raw
+        if body.endswith(b"\r"):
+            body = body[:-1]
+            crlf_lines.append(number)
+        if body == b"":
+            warnings.append(Problem(file=source, field=where, message="blank line ignored (C08)"))
+            continue
+        if body.startswith(b"#"):
+            warnings.append(Problem(file=source, field=where, message="comment line ignored"))
+            continue
+        parsed = _parse_line(body)
+        if isinstance(parsed, str):
+            errors.append(Problem(file=source, field=where, message=parsed))
+            continue
+        form, digest_b, name_b = parsed
+        try:
+            spelling = name_b.decode("utf-8")
+        except UnicodeDecodeError:
+            errors.append(Problem(file=source, field=where, message=f"name {name_b!r} is not valid UTF-8"))
+            continue
+        digest = digest_b.decode("ascii")
+        name = spelling[2:] if spelling.startswith("./") else spelling
+        problem = _listed_name_problem(spelling, name)
+        if problem:
+            errors.append(Problem(file=source, field=where, message=problem))
+            continue
+        if form != "gnu-text":
+            warnings.append(
+                Problem(
+                    file=source,
+                    field=where,
+                    message=f"{form} form accepted; portable files use '<hex>  <name>' (C03/C04)",
+                )
+            )
+        if digest != digest.lower():
+            warnings.append(Problem(file=source, field=where, message="uppercase hex digest accepted (C05)"))
+        if name != spelling:
+            warnings.append(
+                Problem(file=source, field=where, message=f"leading './' stripped from {spelling!r} (C06)")
+            )
+        entry = SumsEntry(name=name, sha256=digest.lower(), line=number, spelling=spelling, form=form)
+        prior = by_name.get(name)
+        if prior is not None:
+            if prior.spelling == entry.spelling and prior.sha256 == entry.sha256:
+                warnings.append(
+                    Problem(
+                        file=source,
+                        field=where,
+                        message=f"{spelling!r} listed again (as on line {prior.line})",
+                    )
+                )
+                continue
+            errors.append(
+                Problem(
+                    file=source,
+                    field=where,
+                    message=(
+                        f"{spelling!r} ({entry.sha256[:12]}…) names the same file as line {prior.line} "
+                        f"{prior.spelling!r} ({prior.sha256[:12]}…); conflicting entries, "
+                        "refusing to pick one (C06)"
+                    ),
+                )
+            )
+            # Neither entry may decide the outcome, whatever the order: both are dropped.
+            conflicted.add(name)
+            continue
+        by_name[name] = entry
+        entries.append(entry)
+    entries = [e for e in entries if e.name not in conflicted]
+    if crlf_lines:
+        warnings.insert(
+            0,
+            Problem(
+                file=source,
+                message=(
+                    f"CRLF line endings on {len(crlf_lines)} line(s) (first: line {crlf_lines[0]}); the CR "
+                    "is not part of the name, but the file is not portable: perl shasum and BusyBox "
+                    "sha256sum fail on it (C01)"
+                ),
+            ),
+        )
+    return ParsedSums(source=source, entries=tuple(entries), warnings=tuple(warnings), errors=tuple(errors))
+
+
+def _listed_name_problem(spelling: str, name: str) -> str:
+    """Why a listed name cannot be verified safely (empty string: fine)."""
+    if "\\" in spelling:
+        return f"non-portable path {spelling!r}: backslash separator; checksum files use '/' (C10)"
+    if "\x00" in spelling or "\n" in spelling or "\r" in spelling:
+        return f"name {spelling!r} contains a control character (CR, LF or NUL)"
+    if name == "":
+        return "empty name"
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return f"absolute path {spelling!r}; names must be relative to the checksum file"
+    parts = name.split("/")
+    if ".." in parts:
+        return f"path {spelling!r} leaves the directory of the checksum file ('..')"
+    if name.startswith("./"):
+        return f"path {spelling!r}: only one leading './' is accepted"
+    if any(p in ("", ".") for p in parts[:-1]) or parts[-1] in ("", "."):
+        return f"path {spelling!r} has an empty or '.' component"
+    return ""
+
+
+def verify_sha256sums(directory: Path, data: bytes, *, source: str) -> SumsReport:
+    """Check every file listed in SHA256SUMS ``data`` against the files under ``directory``.
+
+    Each entry is looked up as ``directory/<name>`` (``/`` separators) and hashed with
+    :func:`ninfer_release.hashing.sha256_file`; digests compare case-insensitively, names
+    case-sensitively. A missing file is ``listed file not found: '<name>'`` with the name in repr
+    quotes so trailing blanks show (C08c). Parse errors become failures; a file listing nothing
+    fails ("no files listed", never "verified 0 files = success").
+
+    Raises:
+        Nothing: every finding is in the report.
+    """
+    parsed = parse_sha256sums(data, source=source)
+    ok: list[str] = []
+    failures = [str(p) for p in parsed.errors]
+    for entry in parsed.entries:
+        path = directory.joinpath(*entry.name.split("/"))
+        where = f"{source}: line {entry.line}"
+        if not path.is_file():
+            failures.append(f"{where}: listed file not found: {entry.name!r}")
+            continue
+        try:
+            actual = sha256_file(path)
+        except OSError as exc:
+            failures.append(f"{where}: {entry.name!r} cannot be read: {exc.strerror or exc}")
+            continue
+        if actual != entry.sha256:
+            failures.append(
+                f"{where}: {entry.name!r}: SHA-256 mismatch: listed {entry.sha256}, file has {actual}"
+            )
+        else:
+            ok.append(f"{entry.name}: OK")
+    if not parsed.entries and not parsed.errors:
+        failures.append(f"{source}: no files listed; nothing was verified")
+    return SumsReport(
+        source=source,
+        ok=tuple(ok),
+        warnings=tuple(str(w) for w in parsed.warnings),
+        failures=tuple(failures),
+    )
