@@ -1,0 +1,248 @@
+"""The directory store (``dir://PATH``): sets as OCI artifacts in an OCI image layout on disk.
+
+Layout (OCI image-layout 1.0): ``oci-layout``, ``index.json`` (one descriptor per tag, named by
+``org.opencontainers.image.ref.name``), ``blobs/sha256/<hex>``. Plus our own hidden
+``.ninfer-publish.lock`` (``fcntl.flock``) and ``.ninfer-tmp/`` (blob staging). ``skopeo inspect
+--raw oci:PATH:TAG`` reads what we write, and the manifest bytes equal the registry adapter's.
+
+Crash safety: blobs are staged in ``.ninfer-tmp``, verified, fsynced and renamed into place;
+``index.json`` — the only file that names tags — is replaced atomically last. A killed publish
+leaves the tag absent (plus unreferenced blobs) or complete, never half. The flock makes
+check-then-write exact between concurrent publishers on one host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ninfer_release import atomic, hashing, jsonbytes
+from ninfer_release.errors import IntegrityError, Problem, PublishError
+from ninfer_release.releases._publish import (
+    ANN_REF_NAME,
+    INDEX_MEDIA_TYPE,
+    MANIFEST_MEDIA_TYPE,
+    ArtifactPlan,
+    Blob,
+    StorePublisher,
+    is_digest,
+)
+
+LAYOUT_FILE = "oci-layout"
+LAYOUT_BYTES = jsonbytes.dumps_stable({"imageLayoutVersion": "1.0.0"})
+LOCK_NAME = ".ninfer-publish.lock"
+TMP_NAME = ".ninfer-tmp"
+_CHUNK = 1 << 20  # 1 MiB
+
+
+class DirStore(StorePublisher):
+    """Publisher over an OCI image layout directory at ``root`` (created on first publish)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.absolute()
+
+    def url(self, ref: str | None = None) -> str:
+        """``dir://ROOT[:TAG|@DIGEST]``."""
+        base = f"dir://{self.root}"
+        if ref is None:
+            return base
+        return f"{base}@{ref}" if ref.startswith("sha256:") else f"{base}:{ref}"
+
+    # -- primitives ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self._prepare_root()
+        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # Staging left by a killed publisher is garbage once we hold the lock.
+            shutil.rmtree(self.root / TMP_NAME, ignore_errors=True)
+            (self.root / TMP_NAME).mkdir()
+            yield
+            shutil.rmtree(self.root / TMP_NAME, ignore_errors=True)
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def _prepare_root(self) -> None:
+        layout = self.root / LAYOUT_FILE
+        if self.root.exists() and not self.root.is_dir():
+            raise PublishError(
+                problems=[Problem(file=str(self.root), message="store path is not a directory")]
+            )
+        if layout.is_file():
+            try:
+                version = json.loads(layout.read_bytes()).get("imageLayoutVersion")
+            except (ValueError, AttributeError):
+                version = None
+            if version != "1.0.0":
+                raise PublishError(
+                    problems=[
+                        Problem(
+                            file=str(layout), field="imageLayoutVersion", message="not an OCI layout 1.0.0"
+                        )
+                    ]
+                )
+            return
+        if self.root.is_dir() and any(p.name not in {LOCK_NAME, TMP_NAME} for p in self.root.iterdir()):
+            raise PublishError(
+                problems=[
+                    Problem(
+                        file=str(self.root),
+                        message="not an OCI image layout (no oci-layout) and not empty; refusing",
+                    )
+                ]
+            )
+        (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+        atomic.write_bytes(layout, LAYOUT_BYTES)
+
+    def _blob_path(self, digest: str) -> Path:
+        if not is_digest(digest):
+            raise IntegrityError(
+                problems=[Problem(file=self.url(), field="digest", message=f"{digest!r} is invalid")]
+            )
+        return self.root / "blobs" / "sha256" / digest.removeprefix("sha256:")
+
+    def _read_index(self) -> dict[str, Any]:
+        path = self.root / "index.json"
+        if not path.is_file():
+            return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": []}
+        try:
+            index = json.loads(path.read_bytes())
+        except ValueError as exc:
+            raise PublishError(problems=[Problem(file=str(path), message=f"not JSON: {exc}")]) from None
+        if not isinstance(index, dict) or not isinstance(index.get("manifests"), list):
+            raise PublishError(problems=[Problem(file=str(path), field="manifests", message="missing")])
+        return index
+
+    def _read_manifest(self, ref: str) -> bytes | None:
+        if not (self.root / LAYOUT_FILE).is_file():
+            return None
+        if ref.startswith("sha256:"):
+            path = self._blob_path(ref)
+            return path.read_bytes() if path.is_file() else None
+        found = [
+            d
+            for d in self._read_index()["manifests"]
+            if isinstance(d, dict) and (d.get("annotations") or {}).get(ANN_REF_NAME) == ref
+        ]
+        if not found:
+            return None
+        digest = str(found[-1].get("digest"))
+        path = self._blob_path(digest)
+        if not path.is_file():
+            raise IntegrityError(
+                problems=[Problem(file=str(path), message=f"tag {ref} names a missing blob")]
+            )
+        data = path.read_bytes()
+        if "sha256:" + hashing.sha256_bytes(data) != digest:
+            raise IntegrityError(
+                problems=[Problem(file=str(path), message=f"blob does not hash to {digest}")]
+            )
+        return data
+
+    def _put_blob(self, blob: Blob) -> None:
+        final = self._blob_path(blob.digest)
+        if final.is_file() and final.stat().st_size == blob.size:
+            return
+        fd, tmp_name = tempfile.mkstemp(dir=self.root / TMP_NAME, suffix=".blob")
+        tmp = Path(tmp_name)
+        try:
+            h = hashlib.sha256()
+            size = 0
+            with os.fdopen(fd, "wb") as out:
+                if blob.data is not None:
+                    h.update(blob.data)
+                    out.write(blob.data)
+                    size = len(blob.data)
+                else:
+                    assert blob.path is not None
+                    with blob.path.open("rb") as src:
+                        while chunk := src.read(_CHUNK):
+                            h.update(chunk)
+                            out.write(chunk)
+                            size += len(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            got = "sha256:" + h.hexdigest()
+            if got != blob.digest or size != blob.size:
+                raise IntegrityError(
+                    problems=[
+                        Problem(
+                            file=str(blob.path or blob.title or blob.digest),
+                            message=f"changed while publishing: now {size} bytes / {got}, planned "
+                            f"{blob.size} bytes / {blob.digest}",
+                        )
+                    ]
+                )
+            tmp.chmod(0o644)
+            tmp.replace(final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            raise
+
+    def _put_manifest(self, plan: ArtifactPlan, tags: Sequence[str]) -> None:
+        self._put_blob(
+            Blob(
+                media_type=MANIFEST_MEDIA_TYPE,
+                digest=plan.digest,
+                size=len(plan.manifest),
+                data=plan.manifest,
+            )
+        )
+        _fsync_dir(self.root / "blobs" / "sha256")
+        index = self._read_index()
+        names = set(tags)
+        kept = [
+            d
+            for d in index["manifests"]
+            if not (isinstance(d, dict) and (d.get("annotations") or {}).get(ANN_REF_NAME) in names)
+        ]
+        for tag in tags:
+            kept.append(
+                {
+                    "mediaType": MANIFEST_MEDIA_TYPE,
+                    "artifactType": plan.artifact_type,
+                    "digest": plan.digest,
+                    "size": len(plan.manifest),
+                    "annotations": {ANN_REF_NAME: tag},
+                }
+            )
+        kept.sort(
+            key=lambda d: (str((d.get("annotations") or {}).get(ANN_REF_NAME, "")), str(d.get("digest")))
+        )
+        index["manifests"] = kept
+        index.setdefault("mediaType", INDEX_MEDIA_TYPE)
+        self._write_index(jsonbytes.dumps_stable(index))
+
+    def _write_index(self, data: bytes) -> None:
+        # The commit point of a publish: before this the tag is absent, after it complete.
+        atomic.write_bytes(self.root / "index.json", data)
+        _fsync_dir(self.root)
+
+    @contextlib.contextmanager
+    def _open_blob(self, digest: str) -> Iterator[Iterator[bytes]]:
+        path = self._blob_path(digest)
+        if not path.is_file():
+            raise IntegrityError(
+                problems=[Problem(file=str(path), message="blob named by the manifest is missing")]
+            )
+        with path.open("rb") as f:
+            yield iter(lambda: f.read(_CHUNK), b"")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

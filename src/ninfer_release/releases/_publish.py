@@ -1,0 +1,949 @@
+"""Publishing a sealed asset set as one immutable OCI artifact (DESIGN.md §8; docs/publishing.md).
+
+Terms:
+
+* *target*: where sets are published — ``oci://HOST[:PORT]/REPO[:TAG|@DIGEST]`` (an OCI registry)
+  or ``dir://PATH[:TAG|@DIGEST]`` (an OCI image layout on disk, the embedded default).
+* *artifact*: one OCI image manifest per set. ``artifactType`` and ``config.mediaType`` are both
+  :data:`ARTIFACT_TYPE`; the config blob is ``{}``; one layer per file, titled with the bare file
+  name (C41), sorted by name; annotations name the component tag, the ``SHA256SUMS`` digest, the
+  source commit (caller-supplied ``org.opencontainers.image.revision``) and the creation time from
+  the source-date epoch — nothing from the host, the clock or the set's directory, so the manifest
+  (and its digest) is identical whichever directory or backend it is published from.
+* *tags*: ``<tag>`` is immutable; ``<tag>.draft`` is a mutable staging tag; ``<tag>.superseded``
+  tags a supersession marker that forbids reusing ``<tag>``; ``latest`` moves only on an explicit,
+  non-prerelease, non-draft publish.
+
+This module holds the value types, the pure planning (manifest bytes), target parsing, and the
+immutability rules (:class:`StorePublisher`). The two adapters only move bytes:
+:mod:`._oci_publisher` (oras, the only module that talks to registries) and :mod:`._dir_store`.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ninfer_release import hashing, jsonbytes, reproducible
+from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
+
+#: The artifact type of an asset set (``artifactType`` and ``config.mediaType``).
+ARTIFACT_TYPE = "application/vnd.omp-ninfer.asset-set.v1"
+#: The artifact type of a supersession marker (tagged ``<tag>.superseded``).
+SUPERSESSION_TYPE = "application/vnd.omp-ninfer.supersession.v1"
+MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
+INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
+#: OCI image-spec 1.1 "empty descriptor" media type (the marker's one layer).
+EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
+#: The config blob of every artifact we write: the two bytes ``{}``.
+EMPTY_JSON = b"{}"
+
+ANN_TITLE = "org.opencontainers.image.title"
+ANN_CREATED = "org.opencontainers.image.created"
+ANN_REF_NAME = "org.opencontainers.image.ref.name"
+#: The source commit; the caller passes it in :attr:`PublishRequest.annotations`.
+ANN_REVISION = "org.opencontainers.image.revision"
+ANN_COMPONENT_TAG = "vnd.omp-ninfer.component-tag"
+#: ``sha256:<hex>`` of the set's ``SHA256SUMS`` (the one digest that pins the set).
+ANN_SHA256SUMS = "vnd.omp-ninfer.sha256sums"
+ANN_SUPERSEDED_TAG = "vnd.omp-ninfer.superseded-tag"
+ANN_SUPERSEDED_BY = "vnd.omp-ninfer.superseded-by"
+_RESERVED_ANNOTATIONS = frozenset({ANN_TITLE, ANN_CREATED, ANN_REF_NAME, ANN_COMPONENT_TAG, ANN_SHA256SUMS})
+
+SUMS_NAME = "SHA256SUMS"
+LATEST_TAG = "latest"
+DRAFT_SUFFIX = ".draft"
+SUPERSEDED_SUFFIX = ".superseded"
+
+#: Default media type per file, by name suffix (longest match first).
+DEFAULT_MEDIA_TYPES: tuple[tuple[str, str], ...] = (
+    (".spdx.json", "application/spdx+json"),
+    (".cdx.json", "application/vnd.cyclonedx+json"),
+    (".json", "application/json"),
+    (".zip", "application/zip"),
+    (".toml", "application/toml"),
+)
+
+# OCI distribution-spec grammars.
+_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+_REPO_RE = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*")
+_HOST_RE = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?"
+)
+#: A bare, portable file name: what a layer title may be (C41). No separators, no traversal.
+_BARE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,254}")
+_SUMS_LINE_RE = re.compile(r"([0-9a-f]{64}) [ *](.+)")
+#: Semver-style pre-release markers inside a component tag (``...-beta.2``, ``-rc1``, ``-alpha``).
+_PRERELEASE_RE = re.compile(
+    r"(?:alpha|beta|rc|pre|preview|dev|nightly|snapshot)(?:[.]?[0-9]+)*", re.IGNORECASE
+)
+_VERSION_CORE_RE = re.compile(r"v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+
+# --- value types ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishRequest:
+    """What to publish: ``files`` (bare names, incl. ``SHA256SUMS``) of ``set_dir`` under ``tag``.
+
+    ``annotations`` are added to the manifest (pass the source commit as
+    :data:`ANN_REVISION`); reserved keys (title, created, ref name, component tag, SHA256SUMS
+    digest) are computed and may not be given. ``media_types`` overrides the per-file defaults
+    (:data:`DEFAULT_MEDIA_TYPES`, ``SHA256SUMS`` → ``text/plain``). ``epoch`` (seconds) is the
+    source-date epoch, written as ``org.opencontainers.image.created``. ``draft`` publishes under
+    the mutable ``<tag>.draft``; ``move_latest`` also tags ``latest`` (refused for prereleases and
+    drafts).
+    """
+
+    set_dir: Path
+    tag: str
+    files: Sequence[str]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    media_types: Mapping[str, str] = field(default_factory=dict)
+    draft: bool = False
+    epoch: int
+    move_latest: bool = False
+
+
+PublishStatus = Literal["published", "already_published"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishResult:
+    """Outcome of a publish: ``ref`` is ``oci://HOST/REPO:TAG`` or ``dir://PATH:TAG``."""
+
+    status: PublishStatus
+    ref: str
+    manifest_digest: str
+    latest_moved: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class PulledFile:
+    """One file written by :meth:`Publisher.pull`, verified against its layer descriptor."""
+
+    name: str
+    size: int
+    sha256: str
+    media_type: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PulledSet:
+    """A set pulled into ``dest``: every layer verified by digest and size, titles bare names."""
+
+    ref: str
+    manifest_digest: str
+    dest: Path
+    files: tuple[PulledFile, ...]
+    annotations: Mapping[str, str]
+    #: The successor tag when the pulled tag has a supersession marker, else ``None``.
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Blob:
+    """A content descriptor plus where its bytes come from (``path`` or ``data``)."""
+
+    media_type: str
+    digest: str  # "sha256:<64 hex>"
+    size: int  # bytes
+    title: str | None = None
+    path: Path | None = None
+    data: bytes | None = None
+
+    def descriptor(self) -> dict[str, Any]:
+        """The OCI descriptor of this blob (title annotation only when it has one)."""
+        d: dict[str, Any] = {"mediaType": self.media_type, "digest": self.digest, "size": self.size}
+        if self.title is not None:
+            d["annotations"] = {ANN_TITLE: self.title}
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArtifactPlan:
+    """Everything a backend writes for one artifact: blobs, exact manifest bytes and digest."""
+
+    tag: str
+    artifact_type: str
+    config: Blob
+    layers: tuple[Blob, ...]
+    manifest: bytes
+    digest: str
+
+    @property
+    def blobs(self) -> tuple[Blob, ...]:
+        """Layers then config: the order blobs are uploaded (manifest last)."""
+        return (*self.layers, self.config)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OciTarget:
+    """``oci://HOST[:PORT]/REPO[:TAG|@DIGEST]``."""
+
+    host: str  # with the port, e.g. "127.0.0.1:5000"
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def reference(self) -> str | None:
+        """The digest if given, else the tag (``None`` when neither)."""
+        return self.digest or self.tag
+
+    def url(self, ref: str | None = None) -> str:
+        """``oci://HOST/REPO`` with ``:TAG`` or ``@DIGEST`` for ``ref``."""
+        return _with_ref(f"oci://{self.host}/{self.repository}", ref)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirTarget:
+    """``dir://PATH[:TAG|@DIGEST]`` — an OCI image layout directory."""
+
+    path: Path
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def reference(self) -> str | None:
+        """The digest if given, else the tag (``None`` when neither)."""
+        return self.digest or self.tag
+
+    def url(self, ref: str | None = None) -> str:
+        """``dir://PATH`` with ``:TAG`` or ``@DIGEST`` for ``ref``."""
+        return _with_ref(f"dir://{self.path}", ref)
+
+
+Target = OciTarget | DirTarget
+
+
+def _with_ref(base: str, ref: str | None) -> str:
+    if ref is None:
+        return base
+    return f"{base}@{ref}" if ref.startswith("sha256:") else f"{base}:{ref}"
+
+
+@runtime_checkable
+class Publisher(Protocol):
+    """A place sets are published to and pulled from (registry or directory store)."""
+
+    def publish(self, request: PublishRequest) -> PublishResult:
+        """Publish a set; see :meth:`StorePublisher.publish`."""
+        ...
+
+    def pull(self, ref: str, dest: Path) -> PulledSet:
+        """Download every file of the set at ``ref`` (tag or digest) into ``dest``."""
+        ...
+
+    def resolve(self, ref: str) -> str | None:
+        """The manifest digest ``ref`` (tag or digest) points to, or ``None``."""
+        ...
+
+    def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
+        """Record that ``tag`` is superseded by ``by``; ``tag`` can never be published again."""
+        ...
+
+
+# --- pure helpers -----------------------------------------------------------------------------
+
+
+def is_valid_tag(tag: str) -> bool:
+    """Whether ``tag`` matches the OCI distribution tag grammar ``[A-Za-z0-9_][A-Za-z0-9._-]{0,127}``."""
+    return _TAG_RE.fullmatch(tag) is not None
+
+
+def is_digest(value: str) -> bool:
+    """Whether ``value`` is ``sha256:<64 lowercase hex>``."""
+    return _DIGEST_RE.fullmatch(value) is not None
+
+
+def is_bare_name(name: str) -> bool:
+    """Whether ``name`` is a bare, portable file name (no ``/``, ``\\``, ``..``, drive, control).
+
+    The only names allowed as layer titles, on publish and on pull (C41).
+    """
+    return _BARE_NAME_RE.fullmatch(name) is not None and name not in {".", ".."} and ".." not in name
+
+
+def is_prerelease(tag: str) -> bool:
+    """Whether a component tag is a pre-release: a ``-``-separated part after the version core
+    is a pre-release marker (``alpha``, ``beta``, ``rc``, ``pre``, ``preview``, ``dev``, ``nightly``,
+    ``snapshot``, optionally numbered: ``beta.2``, ``rc1``), or the tag has no version core.
+
+    ``v0.7.0-qwen38-4090-beta.2`` is a pre-release; ``v0.7.0-qwen38-4090`` and ``v1.2.3`` are not.
+    A tag that is not a version at all counts as a pre-release (it can never move ``latest``).
+    """
+    head, _, rest = tag.partition("-")
+    if _VERSION_CORE_RE.fullmatch(head.split("+", 1)[0]) is None:
+        return True
+    rest = rest.split("+", 1)[0]
+    return any(_PRERELEASE_RE.fullmatch(part) for part in rest.split("-") if part)
+
+
+def default_media_type(name: str) -> str | None:
+    """The media type of a set file by name (``SHA256SUMS`` → ``text/plain``), or ``None``."""
+    if name == SUMS_NAME:
+        return "text/plain"
+    for suffix, media_type in DEFAULT_MEDIA_TYPES:
+        if name.endswith(suffix):
+            return media_type
+    return None
+
+
+def blob_of_bytes(data: bytes, media_type: str) -> Blob:
+    """An in-memory blob."""
+    return Blob(
+        media_type=media_type, digest="sha256:" + hashing.sha256_bytes(data), size=len(data), data=data
+    )
+
+
+def render_manifest(
+    *,
+    artifact_type: str,
+    config: Blob,
+    layers: Sequence[Blob],
+    annotations: Mapping[str, str],
+    subject: Mapping[str, Any] | None = None,
+) -> bytes:
+    """Exact manifest bytes: RFC 8785 canonical JSON of an OCI image manifest (image-spec 1.1).
+
+    ``artifactType`` is set alongside ``config.mediaType`` so both image-spec 1.0 readers (which
+    read the config media type) and 1.1 readers (``artifactType``) see the type.
+    """
+    manifest: dict[str, Any] = {
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_MEDIA_TYPE,
+        "artifactType": artifact_type,
+        "config": config.descriptor(),
+        "layers": [layer.descriptor() for layer in layers],
+    }
+    if annotations:
+        manifest["annotations"] = dict(annotations)
+    if subject is not None:
+        manifest["subject"] = dict(subject)
+    return jsonbytes.canonical_json(manifest)
+
+
+def parse_sha256sums(data: bytes, *, file: str = SUMS_NAME) -> dict[str, str]:
+    """Parse GNU coreutils ``sha256sum`` lines (``<64 lowercase hex>  <name>``, LF) into name → hex.
+
+    Raises:
+        IntegrityError: a malformed line or a repeated name (all problems at once).
+    """
+    problems: list[Problem] = []
+    sums: dict[str, str] = {}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise IntegrityError(problems=[Problem(file=file, message="not UTF-8")]) from None
+    if text and not text.endswith("\n"):
+        problems.append(Problem(file=file, message="does not end with a newline (LF)"))
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _SUMS_LINE_RE.fullmatch(line)
+        if m is None:
+            problems.append(
+                Problem(file=file, field=f"line {n}", message=f"not a GNU sha256sum line: {line!r}")
+            )
+        elif m.group(2) in sums:
+            problems.append(Problem(file=file, field=f"line {n}", message=f"{m.group(2)} is listed twice"))
+        else:
+            sums[m.group(2)] = m.group(1)
+    if problems:
+        raise IntegrityError(problems=problems)
+    return sums
+
+
+def _check_request(request: PublishRequest) -> list[Problem]:
+    where = str(request.set_dir)
+    problems: list[Problem] = []
+    tag = request.tag
+    if not is_valid_tag(tag):
+        problems.append(Problem(file=where, field="tag", message=f"{tag!r} is not a valid OCI tag"))
+    elif tag == LATEST_TAG or tag.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX)):
+        problems.append(
+            Problem(
+                file=where,
+                field="tag",
+                message=f"{tag!r} is reserved ('latest', '*{DRAFT_SUFFIX}', '*{SUPERSEDED_SUFFIX}')",
+            )
+        )
+    if request.epoch < 0:
+        problems.append(Problem(file=where, field="epoch", message=f"{request.epoch} is negative"))
+    if request.move_latest and request.draft:
+        problems.append(Problem(file=where, field="latest", message="a draft is never tagged latest"))
+    elif request.move_latest and is_prerelease(tag):
+        problems.append(
+            Problem(
+                file=where,
+                field="latest",
+                message=f"{tag} is a prerelease; a prerelease is never tagged latest",
+            )
+        )
+    names = list(request.files)
+    if SUMS_NAME not in names:
+        problems.append(Problem(file=where, field="files", message=f"{SUMS_NAME} is not among the files"))
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            problems.append(Problem(file=where, field="files", message=f"{name!r} is listed twice"))
+        seen.add(name)
+        if not is_bare_name(name):
+            problems.append(
+                Problem(
+                    file=where,
+                    field="files",
+                    message=f"{name!r} is not a bare file name (C41: titles are names)",
+                )
+            )
+            continue
+        path = request.set_dir / name
+        if path.is_symlink() or not path.is_file():
+            problems.append(Problem(file=str(path), message="not a regular file in the set directory"))
+        if request.media_types.get(name, default_media_type(name)) is None:
+            problems.append(
+                Problem(file=str(path), field="media_types", message="no media type known; give one")
+            )
+    for name in request.media_types:
+        if name not in seen:
+            problems.append(Problem(file=where, field=f"media_types.{name}", message="not one of the files"))
+    for key, value in request.annotations.items():
+        if key in _RESERVED_ANNOTATIONS:
+            problems.append(
+                Problem(file=where, field=f"annotations.{key}", message="reserved; computed on publish")
+            )
+        elif not key or not isinstance(value, str):
+            problems.append(
+                Problem(file=where, field=f"annotations.{key}", message="keys and values must be strings")
+            )
+    return problems
+
+
+def _sha256_and_size(path: Path) -> tuple[str, int]:
+    size = 0
+
+    def count(n: int) -> None:
+        nonlocal size
+        size += n
+
+    return hashing.sha256_file(path, progress=count), size
+
+
+def plan_publish(request: PublishRequest) -> ArtifactPlan:
+    """Hash the set's files once and build the artifact: layers by name, exact manifest bytes.
+
+    The set must agree with its own ``SHA256SUMS``: every listed file is among ``files`` with the
+    same digest, and every other file is listed (publishing is irreversible, so a set that
+    contradicts itself is refused here too).
+
+    Raises:
+        InputError: the request is malformed (tag, files, media types, annotations) — all problems.
+        IntegrityError: ``SHA256SUMS`` is malformed or disagrees with the files.
+    """
+    problems = _check_request(request)
+    if problems:
+        raise InputError(problems=problems)
+    layers: list[Blob] = []
+    digests: dict[str, str] = {}
+    for name in sorted(request.files):
+        path = request.set_dir / name
+        hexdigest, size = _sha256_and_size(path)
+        digests[name] = hexdigest
+        media_type = request.media_types.get(name) or default_media_type(name)
+        assert media_type is not None  # checked above
+        layers.append(
+            Blob(media_type=media_type, digest="sha256:" + hexdigest, size=size, title=name, path=path)
+        )
+    sums_path = request.set_dir / SUMS_NAME
+    sums = parse_sha256sums(sums_path.read_bytes(), file=str(sums_path))
+    mismatch: list[Problem] = []
+    for name, hexdigest in sorted(sums.items()):
+        if name not in digests:
+            mismatch.append(
+                Problem(file=str(sums_path), field=name, message="listed but not among the files")
+            )
+        elif digests[name] != hexdigest:
+            mismatch.append(
+                Problem(file=str(sums_path), field=name, message=f"says {hexdigest}, file is {digests[name]}")
+            )
+    for name in sorted(set(digests) - set(sums) - {SUMS_NAME}):
+        mismatch.append(Problem(file=str(sums_path), field=name, message="file is not listed"))
+    if mismatch:
+        raise IntegrityError(problems=mismatch)
+    annotations = {
+        **request.annotations,
+        ANN_COMPONENT_TAG: request.tag,
+        ANN_SHA256SUMS: "sha256:" + digests[SUMS_NAME],
+        ANN_CREATED: reproducible.iso8601(request.epoch),
+    }
+    config = blob_of_bytes(EMPTY_JSON, ARTIFACT_TYPE)
+    manifest = render_manifest(
+        artifact_type=ARTIFACT_TYPE, config=config, layers=layers, annotations=annotations
+    )
+    return ArtifactPlan(
+        tag=request.tag,
+        artifact_type=ARTIFACT_TYPE,
+        config=config,
+        layers=tuple(layers),
+        manifest=manifest,
+        digest="sha256:" + hashing.sha256_bytes(manifest),
+    )
+
+
+def plan_supersession(*, tag: str, by: str, epoch: int, subject: tuple[str, int] | None) -> ArtifactPlan:
+    """The supersession marker for ``tag``: an empty artifact of :data:`SUPERSESSION_TYPE` naming
+    the successor ``by``, with ``subject`` = (digest, size) of the superseded manifest if known.
+
+    Raises:
+        InputError: ``tag`` or ``by`` is not a publishable tag, or they are equal.
+    """
+    problems: list[Problem] = []
+    for fld, value in (("tag", tag), ("by", by)):
+        if (
+            not is_valid_tag(value)
+            or value == LATEST_TAG
+            or value.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX))
+        ):
+            problems.append(
+                Problem(file="supersede", field=fld, message=f"{value!r} is not a publishable tag")
+            )
+    if tag == by:
+        problems.append(Problem(file="supersede", field="by", message="a tag cannot supersede itself"))
+    if epoch < 0:
+        problems.append(Problem(file="supersede", field="epoch", message=f"{epoch} is negative"))
+    if problems:
+        raise InputError(problems=problems)
+    config = blob_of_bytes(EMPTY_JSON, SUPERSESSION_TYPE)
+    layer = blob_of_bytes(EMPTY_JSON, EMPTY_MEDIA_TYPE)
+    subject_desc = (
+        None
+        if subject is None
+        else {"mediaType": MANIFEST_MEDIA_TYPE, "digest": subject[0], "size": subject[1]}
+    )
+    annotations = {
+        ANN_SUPERSEDED_TAG: tag,
+        ANN_SUPERSEDED_BY: by,
+        ANN_CREATED: reproducible.iso8601(epoch),
+    }
+    manifest = render_manifest(
+        artifact_type=SUPERSESSION_TYPE,
+        config=config,
+        layers=[layer],
+        annotations=annotations,
+        subject=subject_desc,
+    )
+    return ArtifactPlan(
+        tag=tag + SUPERSEDED_SUFFIX,
+        artifact_type=SUPERSESSION_TYPE,
+        config=config,
+        layers=(layer,),
+        manifest=manifest,
+        digest="sha256:" + hashing.sha256_bytes(manifest),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedManifest:
+    """A set manifest read back: its layers (bare titles) and annotations."""
+
+    layers: tuple[Blob, ...]
+    annotations: Mapping[str, str]
+    artifact_type: str
+
+
+def parse_manifest(data: bytes, *, ref: str, expect_type: str = ARTIFACT_TYPE) -> ParsedManifest:
+    """Parse and check manifest bytes read from a store: media type, artifact type, and every layer
+    (``sha256`` digest, non-negative size, bare unique title — C41: no ``/``, ``..``, absolute).
+
+    Raises:
+        IntegrityError: anything is off (all problems at once).
+    """
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise IntegrityError(problems=[Problem(file=ref, message=f"manifest is not JSON: {exc}")]) from None
+    if not isinstance(doc, dict):
+        raise IntegrityError(problems=[Problem(file=ref, message="manifest is not a JSON object")])
+    problems: list[Problem] = []
+    if doc.get("mediaType") != MANIFEST_MEDIA_TYPE:
+        problems.append(
+            Problem(file=ref, field="mediaType", message=f"{doc.get('mediaType')!r} is not an OCI manifest")
+        )
+    raw_config = doc.get("config")
+    config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
+    artifact_type = doc.get("artifactType") or config.get("mediaType")
+    if artifact_type != expect_type:
+        problems.append(
+            Problem(file=ref, field="artifactType", message=f"{artifact_type!r} is not {expect_type}")
+        )
+    raw_layers = doc.get("layers")
+    layers: list[Blob] = []
+    if not isinstance(raw_layers, list):
+        problems.append(Problem(file=ref, field="layers", message="missing"))
+        raw_layers = []
+    titles: set[str] = set()
+    for i, layer in enumerate(raw_layers):
+        fld = f"layers[{i}]"
+        if not isinstance(layer, dict):
+            problems.append(Problem(file=ref, field=fld, message="not an object"))
+            continue
+        digest, size, media_type = layer.get("digest"), layer.get("size"), layer.get("mediaType")
+        raw_ann = layer.get("annotations")
+        ann: dict[str, Any] = raw_ann if isinstance(raw_ann, dict) else {}
+        title = ann.get(ANN_TITLE)
+        ok = True
+        if not isinstance(digest, str) or _DIGEST_RE.fullmatch(digest) is None:
+            problems.append(
+                Problem(file=ref, field=f"{fld}.digest", message=f"{digest!r} is not a sha256 digest")
+            )
+            ok = False
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            problems.append(Problem(file=ref, field=f"{fld}.size", message=f"{size!r} is not a size"))
+            ok = False
+        if not isinstance(media_type, str):
+            problems.append(Problem(file=ref, field=f"{fld}.mediaType", message="missing"))
+            ok = False
+        if not isinstance(title, str) or not is_bare_name(title):
+            problems.append(
+                Problem(
+                    file=ref,
+                    field=f"{fld}.title",
+                    message=f"{title!r} is not a bare file name (C41); refused",
+                )
+            )
+            ok = False
+        elif title in titles:
+            problems.append(Problem(file=ref, field=f"{fld}.title", message=f"{title} appears twice"))
+            ok = False
+        if ok:
+            assert isinstance(title, str) and isinstance(digest, str) and isinstance(size, int)
+            titles.add(title)
+            layers.append(Blob(media_type=str(media_type), digest=digest, size=size, title=title))
+    annotations = doc.get("annotations") or {}
+    if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
+        problems.append(Problem(file=ref, field="annotations", message="not a string map"))
+        annotations = {}
+    if problems:
+        raise IntegrityError(problems=problems)
+    return ParsedManifest(layers=tuple(layers), annotations=annotations, artifact_type=str(artifact_type))
+
+
+# --- target parsing ---------------------------------------------------------------------------
+
+
+def _split_ref(rest: str) -> tuple[str, str | None, str | None]:
+    """Split ``X@sha256:…`` or ``X:TAG`` (tag after the last ``:`` with no ``/``) from ``X``."""
+    if "@" in rest:
+        base, _, digest = rest.rpartition("@")
+        return base, None, digest
+    base, sep, tail = rest.rpartition(":")
+    if sep and base and "/" not in tail:
+        return base, tail, None
+    return rest, None, None
+
+
+def parse_target(url: str) -> Target:
+    """Parse ``oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]`` or ``dir://PATH[:TAG|@sha256:HEX]``.
+
+    A ``dir://`` path whose last component contains ``:`` is read as ``PATH:TAG``.
+
+    Raises:
+        InputError: malformed URL, one line naming what is wrong (exit 4).
+    """
+    usage = "expected oci://HOST[:PORT]/REPO[:TAG] or dir://PATH[:TAG]"
+
+    def bad(message: str) -> InputError:
+        return InputError(problems=[Problem(file=url, field="target", message=message)])
+
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in {"oci", "dir"}:
+        raise bad(usage)
+    base, tag, digest = _split_ref(rest)
+    if tag is not None and not is_valid_tag(tag):
+        raise bad(f"{tag!r} is not a valid OCI tag")
+    if digest is not None and _DIGEST_RE.fullmatch(digest) is None:
+        raise bad(f"{digest!r} is not sha256:<64 lowercase hex>")
+    if scheme == "dir":
+        if not base:
+            raise bad(f"missing PATH ({usage})")
+        return DirTarget(path=Path(base), tag=tag, digest=digest)
+    host, slash, repo = base.partition("/")
+    if not slash or not host or not repo:
+        raise bad(f"missing HOST or REPO ({usage})")
+    if _HOST_RE.fullmatch(host) is None:
+        raise bad(f"{host!r} is not HOST[:PORT]")
+    if _REPO_RE.fullmatch(repo) is None:
+        raise bad(f"{repo!r} is not a repository name (lowercase, [a-z0-9._-/])")
+    return OciTarget(host=host, repository=repo, tag=tag, digest=digest)
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``HOST[:PORT]`` is loopback (``localhost``, ``127.*``, ``[::1]``): plain HTTP allowed."""
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name in {"localhost", "[::1]"} or name.startswith("127.")
+
+
+def open_publisher(target: str | Target) -> Publisher:
+    """The publisher for a target URL or parsed target (its tag/digest is not used here).
+
+    Registries get HTTPS, or plain HTTP for loopback hosts only.
+
+    Raises:
+        InputError: malformed URL.
+    """
+    parsed = parse_target(target) if isinstance(target, str) else target
+    if isinstance(parsed, DirTarget):
+        from ninfer_release.releases._dir_store import DirStore  # adapters load on demand
+
+        return DirStore(parsed.path)
+    from ninfer_release.releases._oci_publisher import OciPublisher
+
+    return OciPublisher(host=parsed.host, repository=parsed.repository)
+
+
+# --- the rules, over a minimal store ----------------------------------------------------------
+
+
+class StorePublisher(abc.ABC):
+    """Immutability, drafts, supersession, ``latest`` and verified pulls, in one place.
+
+    Adapters implement the byte-moving primitives (``_lock``, ``_read_manifest``, ``_put_blob``,
+    ``_put_manifest``, ``_open_blob``, ``url``); the same :class:`ArtifactPlan` is written by
+    both, so the manifest digest is the same on a registry and in a directory store.
+    """
+
+    # -- primitives ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def url(self, ref: str | None = None) -> str:
+        """The target URL of ``ref`` in this store."""
+
+    @abc.abstractmethod
+    def _lock(self) -> contextlib.AbstractContextManager[None]:
+        """Exclusive section for check-then-write (exact for the directory store)."""
+
+    @abc.abstractmethod
+    def _read_manifest(self, ref: str) -> bytes | None:
+        """Manifest bytes at tag or digest ``ref``, or ``None`` when absent."""
+
+    @abc.abstractmethod
+    def _put_blob(self, blob: Blob) -> None:
+        """Store ``blob`` unless present, verifying its digest and size."""
+
+    @abc.abstractmethod
+    def _put_manifest(self, plan: ArtifactPlan, tags: Sequence[str]) -> None:
+        """Store the manifest and point each of ``tags`` at it."""
+
+    @abc.abstractmethod
+    def _open_blob(self, digest: str) -> contextlib.AbstractContextManager[Iterator[bytes]]:
+        """The blob's bytes, in chunks."""
+
+    # -- Publisher -----------------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> str | None:
+        """The manifest digest at tag or digest ``ref``, or ``None`` when absent.
+
+        Raises:
+            PublishError: the store cannot be read.
+        """
+        data = self._read_manifest(ref)
+        return None if data is None else "sha256:" + hashing.sha256_bytes(data)
+
+    def _superseded_by(self, tag: str) -> str | None:
+        data = self._read_manifest(tag + SUPERSEDED_SUFFIX)
+        if data is None:
+            return None
+        marker = parse_manifest_loose(data)
+        return str(marker.get(ANN_SUPERSEDED_BY) or "?")
+
+    def publish(self, request: PublishRequest) -> PublishResult:
+        """Publish the set as one artifact under ``request.tag`` (DESIGN.md §8).
+
+        Identical bytes already at the tag → ``already_published``. The tag pointing to other
+        bytes, or a supersession marker for it, → refused. A draft goes to ``<tag>.draft``
+        (replaceable). ``latest`` moves only with ``move_latest`` on a non-prerelease.
+
+        Raises:
+            InputError, IntegrityError: see :func:`plan_publish`.
+            PublishError: refused (immutability, supersession, concurrent publish) or the store
+                failed (exit 7).
+        """
+        plan = plan_publish(request)
+        tag = request.tag
+        with self._lock():
+            by = self._superseded_by(tag)
+            if by is not None:
+                raise PublishError(
+                    f"{self.url(tag)}: tag {tag} was superseded by {by}; a superseded tag is never "
+                    "reused — publish under a new tag"
+                )
+            current = self.resolve(tag)
+            if current == plan.digest:
+                moved = (not request.draft) and self._move_latest(plan, request)
+                return PublishResult(
+                    status="already_published",
+                    ref=self.url(tag),
+                    manifest_digest=plan.digest,
+                    latest_moved=moved,
+                )
+            if current is not None:
+                raise PublishError(
+                    f"{self.url(tag)}: tag {tag} already points to {current}; this set is {plan.digest}; "
+                    "tags are immutable — publish under a new tag"
+                )
+            target_tag = tag + DRAFT_SUFFIX if request.draft else tag
+            if request.draft and self.resolve(target_tag) == plan.digest:
+                return PublishResult(
+                    status="already_published", ref=self.url(target_tag), manifest_digest=plan.digest
+                )
+            for blob in plan.blobs:
+                self._put_blob(blob)
+            self._put_manifest(plan, [target_tag])
+            # A registry has no compare-and-swap on tags: check again after the put and report a
+            # concurrent writer instead of claiming a tag someone else holds (docs/publishing.md).
+            after = self.resolve(target_tag)
+            if after != plan.digest and not request.draft:
+                raise PublishError(
+                    f"{self.url(tag)}: conflict: tag {tag} now points to {after}, not to this set "
+                    f"{plan.digest}; another publish of the same tag won"
+                )
+            moved = (not request.draft) and self._move_latest(plan, request)
+        return PublishResult(
+            status="published", ref=self.url(target_tag), manifest_digest=plan.digest, latest_moved=moved
+        )
+
+    def _move_latest(self, plan: ArtifactPlan, request: PublishRequest) -> bool:
+        if not request.move_latest:
+            return False
+        if self.resolve(LATEST_TAG) == plan.digest:
+            return False
+        self._put_manifest(plan, [LATEST_TAG])
+        return True
+
+    def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
+        """Record that ``tag`` was superseded by ``by``: a marker tagged ``<tag>.superseded``.
+
+        ``tag`` itself stays as published; publishing to it again is refused from now on. The
+        marker's ``subject`` is the superseded manifest when the tag exists here.
+
+        Raises:
+            InputError: bad tags.
+            PublishError: ``tag`` is already recorded as superseded by something else, or the
+                store failed.
+        """
+        with self._lock():
+            data = self._read_manifest(tag) if is_valid_tag(tag) else None
+            subject = None if data is None else ("sha256:" + hashing.sha256_bytes(data), len(data))
+            plan = plan_supersession(tag=tag, by=by, epoch=epoch, subject=subject)
+            existing = self._superseded_by(tag)
+            if existing is not None:
+                if self.resolve(plan.tag) == plan.digest:
+                    return PublishResult(
+                        status="already_published", ref=self.url(plan.tag), manifest_digest=plan.digest
+                    )
+                raise PublishError(
+                    f"{self.url(tag)}: tag {tag} is already recorded as superseded by {existing}"
+                )
+            for blob in plan.blobs:
+                self._put_blob(blob)
+            self._put_manifest(plan, [plan.tag])
+        return PublishResult(status="published", ref=self.url(plan.tag), manifest_digest=plan.digest)
+
+    def pull(self, ref: str, dest: Path) -> PulledSet:
+        """Download every layer of the set at ``ref`` into the existing directory ``dest``.
+
+        Each blob is streamed to ``dest/<title>`` while its SHA-256 and size are checked against
+        the descriptor; titles must be bare names (C41), so no path-traversal option exists. An
+        existing file in ``dest`` is never overwritten.
+
+        Raises:
+            InputError: ``ref`` not found, store unreadable, ``dest`` missing or a file exists.
+            IntegrityError: manifest or blob bytes do not match their digests; unsafe titles.
+        """
+        url = self.url(ref)
+        try:
+            data = self._read_manifest(ref)
+        except PublishError as exc:
+            raise InputError(str(exc)) from exc
+        if data is None:
+            raise InputError(problems=[Problem(file=url, message="not found")])
+        digest = "sha256:" + hashing.sha256_bytes(data)
+        if ref.startswith("sha256:") and digest != ref:
+            raise IntegrityError(problems=[Problem(file=url, message=f"manifest bytes hash to {digest}")])
+        parsed = parse_manifest(data, ref=url)
+        if not dest.is_dir():
+            raise InputError(
+                problems=[Problem(file=str(dest), message="pull destination is not a directory")]
+            )
+        existing = [layer.title for layer in parsed.layers if (dest / str(layer.title)).exists()]
+        if existing:
+            raise InputError(
+                problems=[
+                    Problem(file=str(dest / str(t)), message="already exists; refusing to overwrite")
+                    for t in existing
+                ]
+            )
+        files: list[PulledFile] = []
+        for layer in parsed.layers:
+            try:
+                files.append(self._pull_layer(layer, dest, url))
+            except PublishError as exc:
+                raise InputError(str(exc)) from exc
+        by = None if ref.startswith("sha256:") else self._superseded_by(ref)
+        return PulledSet(
+            ref=url,
+            manifest_digest=digest,
+            dest=dest,
+            files=tuple(files),
+            annotations=dict(parsed.annotations),
+            superseded_by=by,
+        )
+
+    def _pull_layer(self, layer: Blob, dest: Path, url: str) -> PulledFile:
+        title = str(layer.title)
+        final = dest / title
+        partial = dest / f".{title}.partial"
+        h = hashlib.sha256()
+        size = 0
+        try:
+            with self._open_blob(layer.digest) as chunks, partial.open("xb") as out:
+                for chunk in chunks:
+                    size += len(chunk)
+                    if size > layer.size:
+                        break
+                    h.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            got = "sha256:" + h.hexdigest()
+            if size != layer.size or got != layer.digest:
+                seen = f"more than {layer.size} bytes" if size > layer.size else f"{size} bytes / {got}"
+                message = f"blob is {seen}; descriptor says {layer.size} bytes / {layer.digest}"
+                raise IntegrityError(problems=[Problem(file=url, field=title, message=message)])
+            partial.replace(final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                partial.unlink()
+            raise
+        return PulledFile(name=title, size=size, sha256=h.hexdigest(), media_type=layer.media_type)
+
+
+def parse_manifest_loose(data: bytes) -> Mapping[str, str]:
+    """The string annotations of any manifest (empty if unreadable); for supersession markers."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return {}
+    ann = doc.get("annotations") if isinstance(doc, dict) else None
+    if not isinstance(ann, dict):
+        return {}
+    return {str(k): str(v) for k, v in ann.items()}
