@@ -1,6 +1,105 @@
 """sbom — SPDX 2.3 file inventories and CycloneDX 1.6 dependency inventories.
 
-Owns (to be built): the SPDX document of a package's files (spdx-tools), the CycloneDX
-dependency inventory of its resolved dependencies (cyclonedx-python-lib), PE version and import
-reading (pefile), and the curated redistributable metadata in ``sbom/``.
+Inputs are plain records defined here (the lead maps packaging's results onto them):
+:class:`FileRecord` (one zip member with SHA-1/SHA-256, licence, copyright), :class:`DependencyRecord`
+(one resolved dependency: vendored source, redistributable package with its shipped files, or
+the engine's own files) and :class:`PeInfo` (what :func:`read_pe` reads from a DLL/EXE).
+
+Outputs are exact bytes:
+
+* :func:`spdx_file_inventory` — the package's SPDX 2.3 JSON (spdx-tools writer). It lists every
+  file of the zip except itself (it is inside the zip and cannot carry its own hash): it is
+  named in ``packageVerificationCodeExcludedFiles`` and left out of the verification code.
+* :func:`cyclonedx_dependency_inventory` — the lane's CycloneDX 1.6 JSON (cyclonedx-python-lib),
+  with a PE-import dependency graph and a PE-version vs lock cross-check.
+
+Invariants: nothing comes from the clock (times from the source-date epoch), namespaces and
+serial numbers are UUIDv5 of the release identity (and, for SPDX, the content), identifiers are
+explicit and checked unique, and both documents are validated before they are returned. The
+verifier side gets :func:`validate_spdx_bytes`, :func:`validate_cyclonedx_bytes`,
+:func:`parse_spdx_files` and :func:`parse_cyclonedx_hashes`.
+
+Terms: *LicenseRef* — an ``LicenseRef-<id>`` licence not on the SPDX list, whose text is curated in
+the repo's ``sbom/licenses/<id>.txt``; *stand-in* — a sample file that is not the real
+redistributable, always flagged (``ninfer:stand-in=true``); *bom-ref* — ``file:<zip path>``,
+``vendored:<name>@<version>``, ``package:<name>@<version>``, ``tool:<name>@<version>``.
 """
+
+from ninfer_release.sbom._catalog import CatalogEntry, apply_catalog, check_against_catalog, load_catalog
+from ninfer_release.sbom._cyclonedx import (
+    PROP_PATH,
+    PROP_STAND_IN,
+    cyclonedx_dependency_inventory,
+    file_bom_ref,
+    parse_cyclonedx_hashes,
+    validate_cyclonedx_bytes,
+    vendored_bom_ref,
+)
+from ninfer_release.sbom._ids import check_base_uri, spdx_file_id, spdx_package_id, uri_part, uuid5_url
+from ninfer_release.sbom._license import (
+    license_text_path,
+    load_license_texts,
+    normalize_license_expression,
+)
+from ninfer_release.sbom._pe import (
+    check_pe_against_lock,
+    cuda_version_from_strings,
+    pe_component_version,
+    read_pe,
+    read_pe_bytes,
+)
+from ninfer_release.sbom._purl import canonical_purl, normalize_purl, purls_equal
+from ninfer_release.sbom._records import (
+    DependencyRecord,
+    FileRecord,
+    NormalizedLicense,
+    PeInfo,
+    ShippedFile,
+)
+from ninfer_release.sbom._spdx import (
+    package_verification_code,
+    parse_spdx_files,
+    spdx_file_inventory,
+    spdx_namespace,
+    validate_spdx_bytes,
+)
+
+__all__ = [
+    "PROP_PATH",
+    "PROP_STAND_IN",
+    "CatalogEntry",
+    "DependencyRecord",
+    "FileRecord",
+    "NormalizedLicense",
+    "PeInfo",
+    "ShippedFile",
+    "apply_catalog",
+    "canonical_purl",
+    "check_against_catalog",
+    "check_base_uri",
+    "check_pe_against_lock",
+    "cuda_version_from_strings",
+    "cyclonedx_dependency_inventory",
+    "file_bom_ref",
+    "license_text_path",
+    "load_catalog",
+    "load_license_texts",
+    "normalize_license_expression",
+    "normalize_purl",
+    "package_verification_code",
+    "parse_cyclonedx_hashes",
+    "parse_spdx_files",
+    "pe_component_version",
+    "purls_equal",
+    "read_pe",
+    "read_pe_bytes",
+    "spdx_file_id",
+    "spdx_file_inventory",
+    "spdx_namespace",
+    "spdx_package_id",
+    "uri_part",
+    "uuid5_url",
+    "validate_cyclonedx_bytes",
+    "validate_spdx_bytes",
+    "vendored_bom_ref",
+]

@@ -1,0 +1,216 @@
+"""Curated metadata of known dependencies (the repo's ``sbom/catalog.json``).
+
+The lock names each dependency with its supplier, licence and purl; the catalog is the
+reviewed record of what those must be for the packages we know (CUDA wheels, the MSVC runtime,
+DirectStorage, vendored sources), plus the homepage. :func:`apply_catalog` checks a lock against
+it and fills in what the lock leaves out (homepage, supplier, licence, description).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ninfer_release.errors import InputError, Problem
+from ninfer_release.sbom._license import license_text_path, normalize_license_expression
+from ninfer_release.sbom._purl import parse_purl
+from ninfer_release.sbom._records import DEPENDENCY_KINDS, REDIST_GROUPS, DependencyRecord
+
+CATALOG_FILE = "catalog.json"
+_FIELDS = {
+    "name",
+    "kind",
+    "group",
+    "supplier",
+    "license",
+    "purl_type",
+    "purl_namespace",
+    "homepage",
+    "description",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogEntry:
+    """Curated facts about one dependency, keyed by its lock ``name``."""
+
+    name: str
+    kind: str
+    supplier: str
+    license: str
+    purl_type: str
+    group: str | None = None
+    purl_namespace: str | None = None
+    homepage: str | None = None
+    description: str | None = None
+
+
+def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
+    """Read ``<sbom_dir>/catalog.json`` into name → entry, checking every entry.
+
+    Each licence must be a valid expression whose ``LicenseRef-`` ids have a text in
+    ``<sbom_dir>/licenses/``.
+
+    Raises:
+        InputError: the file is missing or not JSON, or entries are malformed (all listed).
+    """
+    path = sbom_dir / CATALOG_FILE
+    where = str(path)
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise InputError(problems=[Problem(file=where, message="missing")]) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(problems=[Problem(file=where, message=f"not UTF-8 JSON: {exc}")]) from None
+    problems: list[Problem] = []
+    if not isinstance(raw, dict) or raw.get("schema") != 1 or not isinstance(raw.get("entries"), list):
+        raise InputError(problems=[Problem(file=where, message="expected {'schema': 1, 'entries': [...]}")])
+    out: dict[str, CatalogEntry] = {}
+    for i, item in enumerate(raw["entries"]):
+        field = f"entries[{i}]"
+        if not isinstance(item, dict):
+            problems.append(Problem(file=where, field=field, message="not an object"))
+            continue
+        unknown = sorted(set(item) - _FIELDS)
+        if unknown:
+            problems.append(Problem(file=where, field=field, message=f"unknown keys {unknown}"))
+            continue
+        missing = sorted({"name", "kind", "supplier", "license", "purl_type"} - set(item))
+        bad = sorted(k for k, v in item.items() if not isinstance(v, str))
+        if missing or bad:
+            problems.append(
+                Problem(file=where, field=field, message=f"missing keys {missing}, non-string {bad}")
+            )
+            continue
+        entry = CatalogEntry(
+            name=item["name"],
+            kind=item["kind"],
+            supplier=item["supplier"],
+            license=item["license"],
+            purl_type=item["purl_type"],
+            group=item.get("group"),
+            purl_namespace=item.get("purl_namespace"),
+            homepage=item.get("homepage"),
+            description=item.get("description"),
+        )
+        field = f"entries[{entry.name}]"
+        if entry.kind not in DEPENDENCY_KINDS:
+            problems.append(
+                Problem(file=where, field=f"{field}.kind", message=f"unknown kind {entry.kind!r}")
+            )
+        if entry.group is not None and entry.group not in REDIST_GROUPS:
+            problems.append(
+                Problem(file=where, field=f"{field}.group", message=f"unknown group {entry.group!r}")
+            )
+        if entry.name in out:
+            problems.append(Problem(file=where, field=field, message="listed twice"))
+        try:
+            normalized = normalize_license_expression(entry.license, where=where, field=f"{field}.license")
+        except InputError as exc:
+            problems.extend(exc.problems)
+        else:
+            if normalized.expression != entry.license:
+                problems.append(
+                    Problem(
+                        file=where,
+                        field=f"{field}.license",
+                        message=f"write it as {normalized.expression!r}",
+                    )
+                )
+            for ref in normalized.license_refs:
+                if not license_text_path(sbom_dir / "licenses", ref).is_file():
+                    problems.append(
+                        Problem(
+                            file=where, field=f"{field}.license", message=f"no text for {ref} in licenses/"
+                        )
+                    )
+        out[entry.name] = entry
+    if problems:
+        raise InputError(problems=problems)
+    return out
+
+
+def apply_catalog(
+    dependencies: Sequence[DependencyRecord],
+    catalog: Mapping[str, CatalogEntry],
+    *,
+    where: str = "dependencies.lock.json",
+    require_entry: bool = True,
+) -> tuple[DependencyRecord, ...]:
+    """``dependencies`` checked against the curated ``catalog`` and completed from it.
+
+    For each vendored or redistributable record with a catalog entry: kind, group, supplier,
+    licence and purl type/namespace must agree (a missing supplier/licence/homepage/description is
+    filled in from the catalog). Engine records are passed through.
+
+    Raises:
+        InputError: a record disagrees with its entry, or (``require_entry``) has none; every
+            problem is listed, naming the record and field.
+    """
+    problems: list[Problem] = []
+    out: list[DependencyRecord] = []
+    for dep in dependencies:
+        if dep.kind == "engine":
+            out.append(dep)
+            continue
+        field = f"{dep.kind}[{dep.name}]"
+        entry = catalog.get(dep.name)
+        if entry is None:
+            if require_entry:
+                problems.append(
+                    Problem(file=where, field=field, message="no curated metadata in sbom/catalog.json")
+                )
+            out.append(dep)
+            continue
+
+        def mismatch(name: str, have: object, want: object, field: str = field) -> None:
+            problems.append(
+                Problem(
+                    file=where, field=f"{field}.{name}", message=f"{have!r} differs from curated {want!r}"
+                )
+            )
+
+        if dep.kind != entry.kind:
+            mismatch("kind", dep.kind, entry.kind)
+        if dep.group != entry.group:
+            mismatch("group", dep.group, entry.group)
+        if dep.supplier is not None and dep.supplier != entry.supplier:
+            mismatch("supplier", dep.supplier, entry.supplier)
+        if dep.license is not None and dep.license != entry.license:
+            mismatch("license", dep.license, entry.license)
+        if dep.purl is not None:
+            try:
+                purl = parse_purl(dep.purl, where=f"{where}: {field}")
+            except InputError as exc:
+                problems.extend(exc.problems)
+            else:
+                if purl.type != entry.purl_type:
+                    mismatch("purl type", purl.type, entry.purl_type)
+                if entry.purl_namespace is not None and purl.namespace != entry.purl_namespace:
+                    mismatch("purl namespace", purl.namespace, entry.purl_namespace)
+        out.append(
+            dataclasses.replace(
+                dep,
+                supplier=dep.supplier or entry.supplier,
+                license=dep.license or entry.license,
+                homepage=dep.homepage or entry.homepage,
+                description=dep.description or entry.description,
+            )
+        )
+    if problems:
+        raise InputError(problems=problems)
+    return tuple(out)
+
+
+def check_against_catalog(
+    dependencies: Sequence[DependencyRecord], catalog: Mapping[str, CatalogEntry], *, where: str
+) -> list[Problem]:
+    """The problems :func:`apply_catalog` would raise, as a list (empty = consistent)."""
+    try:
+        apply_catalog(dependencies, catalog, where=where)
+    except InputError as exc:
+        return list(exc.problems)
+    return []

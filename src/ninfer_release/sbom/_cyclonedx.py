@@ -1,0 +1,518 @@
+"""CycloneDX 1.6 JSON dependency inventory of a lane (cyclonedx-python-lib 11.12).
+
+Components, one per resolved dependency:
+
+* ``vendored:<name>@<version>`` — a vendored source (type library): purl, supplier, licence,
+  source URL as a VCS / source-distribution external reference, commit as a property.
+* ``file:<zip path>`` — every shipped engine or redistributable file: SHA-256, purl, supplier,
+  licence, version read from its PE version resource (CUDA DLLs: the CUDA version from the
+  version strings), and ``ninfer:*`` properties (``ninfer:path`` is the zip path the verifier
+  checks the hash against; ``ninfer:stand-in`` says whether it is a stand-in).
+
+Dependency graph: the package (``metadata.component``) depends on the engine files; each PE file
+depends on the shipped files its import and delay-import tables name (Windows loader: same
+directory first); engine files depend on the vendored sources compiled into them; shipped
+redistributables that no import reaches (loaded by name at run time) hang off the package.
+
+Determinism: ``serialNumber`` is ``urn:uuid:`` + UUIDv5(NAMESPACE_URL, serial identity) (C33),
+``metadata.timestamp`` is the source-date epoch, every component has an explicit bom-ref checked
+unique here (the library would silently rename a duplicate), and the output is the library's
+``JsonV1Dot6`` text (sorted keys) with one final LF.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.reproducible import datetime_utc
+from ninfer_release.sbom._ids import uuid5_url
+from ninfer_release.sbom._license import normalize_license_expression
+from ninfer_release.sbom._pe import check_pe_against_lock, pe_component_version
+from ninfer_release.sbom._purl import parse_purl
+from ninfer_release.sbom._records import DEPENDENCY_KINDS, REDIST_GROUPS, DependencyRecord, PeInfo
+from ninfer_release.sbom._spdx import zip_path_problem
+
+CDX_WHERE = "cyclonedx"
+PROP_PATH = "ninfer:path"
+PROP_STAND_IN = "ninfer:stand-in"
+_PE_SUFFIXES = (".dll", ".exe")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|tar)$", re.IGNORECASE)
+
+
+def _is_pe(path: str) -> bool:
+    return path.lower().endswith(_PE_SUFFIXES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _FileNode:
+    path: str
+    sha256: str
+    record: DependencyRecord
+    ref: str
+
+
+def file_bom_ref(path: str) -> str:
+    """The bom-ref of a shipped file: ``file:<zip path>``."""
+    return f"file:{path}"
+
+
+def vendored_bom_ref(name: str, version: str) -> str:
+    """The bom-ref of a vendored source: ``vendored:<name>@<version>``."""
+    return f"vendored:{name}@{version}"
+
+
+def _check_records(dependencies: Sequence[DependencyRecord]) -> list[Problem]:
+    problems: list[Problem] = []
+    for i, dep in enumerate(dependencies):
+        field = f"dependencies[{i}:{dep.name}]"
+        if dep.kind not in DEPENDENCY_KINDS:
+            problems.append(
+                Problem(file=CDX_WHERE, field=f"{field}.kind", message=f"unknown kind {dep.kind!r}")
+            )
+        if dep.group is not None and dep.group not in REDIST_GROUPS:
+            problems.append(
+                Problem(file=CDX_WHERE, field=f"{field}.group", message=f"unknown group {dep.group!r}")
+            )
+        if dep.kind == "redistributable" and dep.group is None:
+            problems.append(
+                Problem(file=CDX_WHERE, field=f"{field}.group", message="redistributable needs a group")
+            )
+        if dep.kind == "vendored" and dep.files:
+            problems.append(
+                Problem(file=CDX_WHERE, field=f"{field}.files", message="vendored source ships no files")
+            )
+        if dep.kind != "vendored" and not dep.files:
+            problems.append(Problem(file=CDX_WHERE, field=f"{field}.files", message="no shipped files"))
+        for f in dep.files:
+            if (why := zip_path_problem(f.path)) is not None:
+                problems.append(Problem(file=CDX_WHERE, field=f"{field}.files[{f.path}]", message=why))
+            if not _HEX64.match(f.sha256):
+                problems.append(
+                    Problem(
+                        file=CDX_WHERE,
+                        field=f"{field}.files[{f.path}].sha256",
+                        message="not 64 lowercase hex",
+                    )
+                )
+        if dep.purl is not None:
+            try:
+                parse_purl(dep.purl, where=f"{CDX_WHERE}: {field}")
+            except InputError as exc:
+                problems.extend(exc.problems)
+    return problems
+
+
+def _resolve_imports(
+    importer: str, imports: Sequence[str], by_name: Mapping[str, list[str]]
+) -> tuple[list[str], list[Problem]]:
+    """Shipped files that ``importer``'s imports name (lowercased basenames); same directory first."""
+    found: list[str] = []
+    problems: list[Problem] = []
+    here = posixpath.dirname(importer)
+    for name in imports:
+        candidates = [p for p in by_name.get(name, []) if p != importer]
+        if not candidates:
+            continue  # a system DLL (kernel32.dll, api-ms-win-*) or one not shipped: not ours to list
+        local = [p for p in candidates if posixpath.dirname(p) == here]
+        if len(local) == 1:
+            found.append(local[0])
+        elif len(candidates) == 1:
+            found.append(candidates[0])
+        else:
+            problems.append(
+                Problem(
+                    file=importer,
+                    field="imports",
+                    message=f"{name} is ambiguous: shipped as {', '.join(sorted(candidates))}",
+                )
+            )
+    return sorted(set(found)), problems
+
+
+def cyclonedx_dependency_inventory(
+    *,
+    component_name: str,
+    component_version: str,
+    component_purl: str | None,
+    supplier: str,
+    dependencies: Sequence[DependencyRecord],
+    pe_infos: Mapping[str, PeInfo],
+    serial_identity: str,
+    epoch: int,
+    tool_name: str,
+    tool_version: str,
+    tool_vendor: str,
+    component_authors: Sequence[str] = (),
+    component_license: str | None = None,
+    component_description: str | None = None,
+) -> bytes:
+    """The CycloneDX 1.6 JSON document (bytes) of a lane's resolved dependencies.
+
+    ``dependencies`` are the resolved lock entries plus the engine files; ``pe_infos`` maps the
+    zip path of every shipped ``.dll``/``.exe`` to what :func:`read_pe` found in it.
+    ``serial_identity`` (e.g. ``https://example.invalid/engine/1.0.0-rc.1``) gives the serial
+    number ``urn:uuid:<UUIDv5(NAMESPACE_URL, identity)>`` (C33); ``epoch`` (seconds) gives
+    ``metadata.timestamp``. Metadata uses the 1.6 shapes: ``tools.components`` (tool
+    ``tool_name``/``tool_version`` with ``manufacturer`` ``tool_vendor``) and ``authors`` /
+    ``manufacturer`` / ``supplier`` on the component, never the deprecated ``author`` (C34).
+    Shape of components and graph: see the module docstring. Output is validated with
+    ``JsonStrictValidator(SchemaVersion.V1_6)``.
+
+    Raises:
+        InputError: a record is malformed (kind, group, path, hash, purl, licence), or a shipped
+            PE file has no entry in ``pe_infos``.
+        IntegrityError: a redistributable's PE version disagrees with the lock version (names the
+            file and both versions, see :func:`check_pe_against_lock`), two components would share
+            a bom-ref, an import is ambiguous, or the schema validator reports anything.
+    """
+    from cyclonedx.model import (
+        ExternalReference,
+        ExternalReferenceType,
+        HashAlgorithm,
+        HashType,
+        Property,
+        XsUri,
+    )
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
+    from cyclonedx.model.license import LicenseExpression
+    from cyclonedx.model.tool import ToolRepository
+    from cyclonedx.output.json import JsonV1Dot6
+
+    problems = _check_records(dependencies)
+    if problems:
+        raise InputError(problems=problems)
+
+    # Licences first: every problem at once.
+    licence_exprs: dict[str, str] = {}
+    for i, dep in enumerate(dependencies):
+        for text, field in ((dep.license, f"dependencies[{i}:{dep.name}].license"),):
+            if text is None or text in licence_exprs:
+                continue
+            try:
+                licence_exprs[text] = normalize_license_expression(
+                    text, where=CDX_WHERE, field=field
+                ).expression
+            except InputError as exc:
+                problems.extend(exc.problems)
+    if component_license is not None:
+        try:
+            licence_exprs[component_license] = normalize_license_expression(
+                component_license, where=CDX_WHERE, field="component_license"
+            ).expression
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems=problems)
+
+    def licences(text: str | None) -> list[Any]:
+        return [] if text is None else [LicenseExpression(licence_exprs[text])]
+
+    # Shipped files, bom-refs, PE information and the lock cross-check.
+    nodes: list[_FileNode] = []
+    vendored: list[tuple[str, DependencyRecord]] = []
+    refs: dict[str, str] = {}
+    integrity: list[Problem] = []
+    root_ref = f"package:{component_name}@{component_version}"
+    tool_ref = f"tool:{tool_name}@{tool_version}"
+
+    def claim(ref: str, owner: str) -> None:
+        if ref in refs:
+            integrity.append(
+                Problem(file=CDX_WHERE, field=owner, message=f"bom-ref {ref!r} is also used by {refs[ref]}")
+            )
+        else:
+            refs[ref] = owner
+
+    claim(root_ref, "metadata.component")
+    claim(tool_ref, "metadata.tools")
+    for i, dep in enumerate(dependencies):
+        owner = f"dependencies[{i}:{dep.name}]"
+        if dep.kind == "vendored":
+            ref = vendored_bom_ref(dep.name, dep.version)
+            claim(ref, owner)
+            vendored.append((ref, dep))
+            continue
+        for f in dep.files:
+            ref = file_bom_ref(f.path)
+            claim(ref, f"{owner}.files[{f.path}]")
+            nodes.append(_FileNode(path=f.path, sha256=f.sha256, record=dep, ref=ref))
+            if not _is_pe(f.path):
+                continue
+            pe = pe_infos.get(f.path)
+            if pe is None:
+                problems.append(
+                    Problem(file=f.path, field="pe_infos", message="shipped PE file has no PE information")
+                )
+            elif dep.kind == "redistributable":
+                integrity.extend(
+                    check_pe_against_lock(
+                        path=f.path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
+                    )
+                )
+    if problems:
+        raise InputError(problems=problems)
+
+    by_name: dict[str, list[str]] = {}
+    for node in nodes:
+        by_name.setdefault(posixpath.basename(node.path).lower(), []).append(node.path)
+    edges: dict[str, list[str]] = {}
+    for node in nodes:
+        pe = pe_infos.get(node.path)
+        if pe is None:
+            continue
+        targets, more = _resolve_imports(node.path, pe.all_imports, by_name)
+        integrity.extend(more)
+        edges[node.ref] = [file_bom_ref(t) for t in targets]
+    if integrity:
+        raise IntegrityError(problems=integrity)
+
+    # Components.
+    components: dict[str, Any] = {}
+    for ref, dep in vendored:
+        ext = []
+        if dep.source_url:
+            kind = (
+                ExternalReferenceType.SOURCE_DISTRIBUTION
+                if _ARCHIVE.search(dep.source_url)
+                else ExternalReferenceType.VCS
+            )
+            ext.append(ExternalReference(type=kind, url=XsUri(dep.source_url)))
+        if dep.homepage:
+            ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
+        props = [Property(name="ninfer:kind", value="vendored")]
+        if dep.commit:
+            props.append(Property(name="ninfer:commit", value=dep.commit))
+        props.append(Property(name=PROP_STAND_IN, value="true" if dep.stand_in else "false"))
+        components[ref] = Component(
+            type=ComponentType.LIBRARY,
+            name=dep.name,
+            version=dep.version,
+            bom_ref=ref,
+            purl=parse_purl(dep.purl) if dep.purl else None,
+            supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
+            licenses=licences(dep.license),
+            description=_description(dep),
+            external_references=ext,
+            properties=props,
+        )
+    for node in nodes:
+        dep = node.record
+        pe = pe_infos.get(node.path)
+        version = (pe_component_version(pe, group=dep.group) if pe is not None else None) or dep.version
+        props = [
+            Property(name="ninfer:kind", value=dep.kind),
+            Property(name="ninfer:package", value=dep.name),
+            Property(name="ninfer:package-version", value=dep.version),
+            Property(name=PROP_PATH, value=node.path),
+            Property(name=PROP_STAND_IN, value="true" if dep.stand_in else "false"),
+        ]
+        if dep.group:
+            props.append(Property(name="ninfer:group", value=dep.group))
+        if pe is not None:
+            props.append(Property(name="ninfer:pe-machine", value=pe.machine))
+            if pe.file_version:
+                props.append(Property(name="ninfer:pe-file-version", value=pe.file_version))
+            if pe.cuda_version:
+                props.append(Property(name="ninfer:cuda-version", value=pe.cuda_version))
+        if dep.commit:
+            props.append(Property(name="ninfer:commit", value=dep.commit))
+        ext = []
+        if dep.homepage:
+            ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
+        components[node.ref] = Component(
+            type=ComponentType.APPLICATION if node.path.lower().endswith(".exe") else ComponentType.LIBRARY,
+            name=posixpath.basename(node.path),
+            version=version,
+            bom_ref=node.ref,
+            purl=parse_purl(dep.purl) if dep.purl else None,
+            supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
+            licenses=licences(dep.license),
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=node.sha256)],
+            description=_description(dep),
+            external_references=ext,
+            properties=props,
+        )
+
+    root = Component(
+        type=ComponentType.APPLICATION,
+        name=component_name,
+        version=component_version,
+        bom_ref=root_ref,
+        purl=parse_purl(component_purl, where=f"{CDX_WHERE}: component_purl") if component_purl else None,
+        supplier=OrganizationalEntity(name=supplier),
+        manufacturer=OrganizationalEntity(name=supplier),
+        authors=[OrganizationalContact(name=a) for a in component_authors],
+        licenses=licences(component_license),
+        description=component_description,
+    )
+    tool = Component(
+        type=ComponentType.APPLICATION,
+        name=tool_name,
+        version=tool_version,
+        bom_ref=tool_ref,
+        manufacturer=OrganizationalEntity(name=tool_vendor),
+    )
+    bom = Bom(
+        serial_number=uuid5_url(serial_identity),
+        metadata=BomMetaData(
+            component=root, timestamp=datetime_utc(epoch), tools=ToolRepository(components=[tool])
+        ),
+    )
+    bom.components.update(components.values())
+
+    # Graph: engine → imports and vendored; package → engine files and unreached redistributables.
+    engine_refs = [n.ref for n in nodes if n.record.kind == "engine"]
+    vendored_refs = [ref for ref, _ in vendored]
+    graph: dict[str, set[str]] = {ref: set(edges.get(ref, [])) for ref in components}
+    for ref in engine_refs:
+        graph[ref].update(vendored_refs)
+    top = set(engine_refs) if engine_refs else set(vendored_refs)
+    top |= _unreached_roots(top, [n.ref for n in nodes], graph)
+    bom.register_dependency(root, [components[r] for r in sorted(top)])
+    for ref in sorted(graph):
+        bom.register_dependency(components[ref], [components[t] for t in sorted(graph[ref])])
+
+    text = JsonV1Dot6(bom).output_as_string(indent=2)
+    data = (text.rstrip("\n") + "\n").encode("utf-8")
+    messages = validate_cyclonedx_bytes(data)
+    if messages:
+        raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=m) for m in messages])
+    return data
+
+
+def _description(dep: DependencyRecord) -> str | None:
+    if dep.stand_in:
+        prefix = f"STAND-IN, not the real {dep.name} {dep.version}: a placeholder file for samples and tests."
+        return f"{prefix} {dep.description}" if dep.description else prefix
+    return dep.description
+
+
+def _unreached_roots(top: set[str], refs: Sequence[str], graph: Mapping[str, set[str]]) -> set[str]:
+    """Files no path from ``top`` reaches, reduced to those nothing else unreached imports.
+
+    A cycle among unreached files contributes its smallest bom-ref, so the result is
+    deterministic and every file ends up reachable from the package.
+    """
+    roots: set[str] = set()
+    while True:
+        reached = _reachable(top | roots, graph)
+        rest = sorted(r for r in refs if r not in reached)
+        if not rest:
+            return roots
+        imported = {t for r in rest for t in graph.get(r, set()) if t != r}
+        heads = [r for r in rest if r not in imported]
+        roots.update(heads if heads else rest[:1])
+
+
+def _reachable(start: set[str], graph: Mapping[str, set[str]]) -> set[str]:
+    seen = set(start)
+    todo = list(start)
+    while todo:
+        for target in graph.get(todo.pop(), set()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def validate_cyclonedx_bytes(data: bytes) -> list[str]:
+    """Messages for a CycloneDX 1.6 JSON document (empty = valid).
+
+    Runs the library's ``JsonStrictValidator(SchemaVersion.V1_6)`` and checks what the schema
+    does not: ``specVersion`` 1.6, a ``urn:uuid:`` serial number (C33), bom-refs unique across
+    components (the library would rename a duplicate), every ``dependsOn`` naming a known
+    bom-ref, and exactly one final LF.
+    """
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    try:
+        text = data.decode("utf-8")
+        raw = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [f"not UTF-8 JSON: {exc}"]
+    out: list[str] = []
+    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    if error is not None:
+        out.append(f"schema: {error}")
+    if not isinstance(raw, dict):
+        return [*out, "top level is not a JSON object"]
+    if raw.get("specVersion") != "1.6":
+        out.append(f"specVersion is {raw.get('specVersion')!r}, not '1.6'")
+    serial = str(raw.get("serialNumber", ""))
+    if not re.match(r"^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", serial):
+        out.append(f"serialNumber {serial!r} is not a lowercase urn:uuid")
+    refs: list[str] = []
+    metadata = raw.get("metadata") or {}
+    if isinstance(metadata.get("component"), dict) and "bom-ref" in metadata["component"]:
+        refs.append(str(metadata["component"]["bom-ref"]))
+    for c in _walk_components(raw.get("components") or []):
+        if "bom-ref" in c:
+            refs.append(str(c["bom-ref"]))
+        else:
+            out.append(f"component {c.get('name')!r} has no bom-ref")
+    duplicates = sorted({r for r in refs if refs.count(r) > 1})
+    out.extend(f"bom-ref {r!r} is used more than once" for r in duplicates)
+    known = set(refs)
+    for dep in raw.get("dependencies") or []:
+        for target in [dep.get("ref"), *(dep.get("dependsOn") or [])]:
+            if target not in known:
+                out.append(f"dependency names unknown bom-ref {target!r}")
+    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+def _walk_components(components: list[Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for c in components:
+        if isinstance(c, dict):
+            found.append(c)
+            found.extend(_walk_components(c.get("components") or []))
+    return found
+
+
+def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
+    """Shipped zip path → SHA-256 of every component that records a ``ninfer:path`` property.
+
+    Components without that property but with a SHA-256 are keyed by their bom-ref instead.
+
+    Raises:
+        IntegrityError: the bytes are not JSON, a path is listed twice, or a component with a
+            path has no SHA-256.
+    """
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=f"not UTF-8 JSON: {exc}")]) from None
+    out: dict[str, str] = {}
+    problems: list[Problem] = []
+    for c in _walk_components(raw.get("components") or [] if isinstance(raw, dict) else []):
+        props = {
+            str(p.get("name")): str(p.get("value")) for p in c.get("properties") or [] if isinstance(p, dict)
+        }
+        sha = next(
+            (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"),
+            None,
+        )
+        key = props.get(PROP_PATH) or (str(c["bom-ref"]) if sha is not None and "bom-ref" in c else None)
+        if key is None:
+            continue
+        if sha is None:
+            problems.append(Problem(file=CDX_WHERE, field=key, message="component has no SHA-256"))
+            continue
+        if key in out:
+            problems.append(Problem(file=CDX_WHERE, field=key, message="listed twice"))
+        out[key] = sha
+    if problems:
+        raise IntegrityError(problems=problems)
+    return out

@@ -1,0 +1,189 @@
+"""SPDX licence expressions: unknown ids become ``LicenseRef-<id>``, free text is refused (C29)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from pathlib import Path
+
+from license_expression import ExpressionError
+
+from ninfer_release.errors import InputError, Problem
+from ninfer_release.sbom._records import NormalizedLicense
+
+# SPDX 2.3 Annex D: idstring = 1*(ALPHA / DIGIT / "-" / "." ); a licence id may end in "+".
+_ID = re.compile(r"^[A-Za-z0-9.-]+\+?$")
+_REF = re.compile(r"^(?:DocumentRef-[A-Za-z0-9.-]+:)?LicenseRef-[A-Za-z0-9.-]+$")
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+_OPERATORS = {"AND", "OR", "WITH"}
+_SPECIAL = {"NOASSERTION", "NONE"}
+
+HINT = (
+    "write a licence that is not on the SPDX list as LicenseRef-<id> with its text in sbom/licenses/<id>.txt"
+)
+
+
+@cache
+def _known() -> tuple[dict[str, str], frozenset[str]]:
+    """SPDX licence list of spdx-tools' licensing: lowercase key → canonical key, and exceptions."""
+    from spdx_tools.common.spdx_licensing import spdx_licensing
+
+    keys: dict[str, str] = {}
+    exceptions: set[str] = set()
+    for key, symbol in spdx_licensing.known_symbols.items():
+        if key.startswith("LicenseRef-"):
+            continue  # scancode's LicenseRef-scancode-* are not SPDX list ids
+        keys[key.lower()] = key
+        # Deprecated list ids (GPL-2.0, GPL-2.0+) are aliases of their current ids.
+        for alias in getattr(symbol, "aliases", ()):
+            if _ID.match(alias) and not alias.startswith("LicenseRef-"):
+                keys.setdefault(alias.lower(), key)
+        if getattr(symbol, "is_exception", False):
+            exceptions.add(key)
+    return keys, frozenset(exceptions)
+
+
+def normalize_license_expression(text: str, *, where: str = "license", field: str = "") -> NormalizedLicense:
+    """Make ``text`` a valid SPDX 2.3 licence expression (C29; SPDX 2.3 Annex D).
+
+    Known ids are spelled canonically (``mit`` → ``MIT``); an id that is not on the SPDX list but
+    is a valid idstring becomes ``LicenseRef-<id>`` (``MIT AND Custom-EULA`` →
+    ``MIT AND LicenseRef-Custom-EULA``); operators are upper-cased. Free text (characters outside
+    letters, digits, ``.``, ``-``, or words without operators between them) is never turned into
+    an expression.
+
+    Raises:
+        InputError: ``text`` is free text or not a well-formed expression; the message names
+            ``where``/``field`` and the offending word.
+    """
+    keys, exceptions = _known()
+
+    def fail(message: str) -> InputError:
+        return InputError(problems=[Problem(file=where, field=field, message=f"{text!r}: {message}")])
+
+    stripped = text.strip()
+    if not stripped:
+        raise fail("empty licence expression")
+    if stripped.upper() in _SPECIAL:
+        return NormalizedLicense(expression=stripped.upper(), license_refs=())
+    tokens = _TOKEN.findall(stripped)
+    out: list[str] = []
+    refs: set[str] = set()
+    previous = ""
+    for token in tokens:
+        upper = token.upper()
+        if token in ("(", ")"):
+            out.append(token)
+        elif upper in _OPERATORS:
+            out.append(upper)
+        elif _REF.match(token):
+            out.append(token)
+            refs.add(token.split(":", 1)[-1] if token.startswith("DocumentRef-") else token)
+        elif not _ID.match(token):
+            raise fail(f"{token!r} is not a licence id (free text is not an SPDX expression); {HINT}")
+        elif previous == "WITH":
+            canonical = keys.get(token.lower())
+            if canonical is None or canonical not in exceptions:
+                raise fail(f"{token!r} after WITH is not an SPDX licence exception id")
+            out.append(canonical)
+        elif token.endswith("+") and token.lower() in keys:
+            out.append(keys[token.lower()])  # a deprecated "or later" alias such as GPL-2.0+
+        else:
+            plus = token.endswith("+")
+            bare = token[:-1] if plus else token
+            canonical = keys.get(bare.lower())
+            if canonical is not None and canonical in exceptions:
+                raise fail(f"{token!r} is a licence exception; it may only follow WITH")
+            if canonical is not None:
+                out.append(canonical + ("+" if plus else ""))
+            elif plus or bare.upper() in _SPECIAL:
+                raise fail(f"{token!r} is not on the SPDX licence list; {HINT}")
+            else:
+                ref = f"LicenseRef-{bare}"
+                out.append(ref)
+                refs.add(ref)
+        previous = upper if upper in _OPERATORS else token
+    rewritten = " ".join(out).replace("( ", "(").replace(" )", ")")
+    _check_structure(rewritten, fail)
+    return NormalizedLicense(expression=rewritten, license_refs=tuple(sorted(refs)))
+
+
+def _check_structure(expression: str, fail: Callable[[str], InputError]) -> None:
+    from spdx_tools.common.spdx_licensing import spdx_licensing
+
+    try:
+        parsed = spdx_licensing.parse(expression, validate=False, simple=False)
+    except ExpressionError as exc:
+        raise fail(f"not a well-formed licence expression: {exc}") from None
+    if parsed is None:
+        raise fail("empty licence expression")
+
+
+def parse_license(expression: str) -> object:
+    """spdx-tools' ``LicenseExpression`` for an already normalized expression string."""
+    from spdx_tools.common.spdx_licensing import spdx_licensing
+
+    return spdx_licensing.parse(expression)
+
+
+def license_text_path(licenses_dir: Path, license_ref: str) -> Path:
+    """Where the curated text of ``license_ref`` lives: ``<licenses_dir>/<id>.txt``.
+
+    ``<id>`` is the part after ``LicenseRef-`` (docs/staged-inputs.md); a file named with the full
+    ``LicenseRef-<id>.txt`` is accepted too.
+    """
+    bare = license_ref.removeprefix("LicenseRef-")
+    primary = licenses_dir / f"{bare}.txt"
+    if primary.is_file():
+        return primary
+    alternative = licenses_dir / f"{license_ref}.txt"
+    return alternative if alternative.is_file() else primary
+
+
+def load_license_texts(license_refs: Iterable[str], *, licenses_dir: Path) -> dict[str, str]:
+    """Read the curated text of each ``LicenseRef-…`` id (UTF-8, LF kept) into id → text.
+
+    Raises:
+        InputError: one problem per id whose text file is missing, empty or not UTF-8.
+    """
+    texts: dict[str, str] = {}
+    problems: list[Problem] = []
+    for ref in sorted(set(license_refs)):
+        path = license_text_path(licenses_dir, ref)
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            problems.append(Problem(file=str(path), message=f"no licence text for {ref}; {HINT}"))
+            continue
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(file=str(path), message=f"licence text is not UTF-8: {exc}"))
+            continue
+        if not text.strip():
+            problems.append(Problem(file=str(path), message=f"licence text for {ref} is empty"))
+            continue
+        texts[ref] = text
+    if problems:
+        raise InputError(problems=problems)
+    return texts
+
+
+def require_license_texts(
+    license_refs: Iterable[str], texts: Mapping[str, str], *, where: str
+) -> dict[str, str]:
+    """The texts of ``license_refs`` from ``texts``, sorted by id.
+
+    Raises:
+        InputError: one problem per id without (non-empty) text.
+    """
+    picked: dict[str, str] = {}
+    problems: list[Problem] = []
+    for ref in sorted(set(license_refs)):
+        text = texts.get(ref)
+        if text is None or not text.strip():
+            problems.append(Problem(file=where, field=ref, message=f"no extracted licence text; {HINT}"))
+        else:
+            picked[ref] = text
+    if problems:
+        raise InputError(problems=problems)
+    return picked

@@ -1,0 +1,220 @@
+"""Windows PE reading (pefile): version resource, CUDA version, import tables; lock cross-check.
+
+Only the import, delay-import and resource directories are parsed (``fast_load``): a full parse
+of a 500 MB cuBLAS DLL takes about a minute, this takes milliseconds (toolchain-facts.md).
+
+What "version" means per redistributable group (checked by :func:`check_pe_against_lock`),
+decided from the real DLLs of the wheels the lock names:
+
+* ``cuda`` — the CUDA version is in the version *strings*: ``cudart64_13.dll`` from wheel
+  ``nvidia-cuda-runtime`` 13.3.29 says ``FileDescription = "NVIDIA CUDA Runtime, Version 13.3.29"``
+  and ``ProductName = "NVIDIA CUDA 13.3.29 Runtime"``, while its FileVersion is NVIDIA's fixed
+  ``6,14,11,13030`` (fixed block 6.14.11.13030, ProductVersion block 10.0.10011.16384). The lock
+  version (the wheel version) must equal the CUDA version from the strings.
+* ``crt`` — the MSVC runtime DLLs of wheel ``msvc-runtime`` 14.44.35112 carry FileVersion
+  ``14.44.35211.0``: the wheel names the toolset, the DLLs the redistributable build. Only the
+  VC++ line ``major.minor`` (14.44) is shared, so that is what must agree.
+* ``directstorage`` / ``other`` — the numeric FileVersion must equal the lock version (trailing
+  ``.0`` components ignored: ``1.2.2`` == ``1.2.2.0``).
+
+A redistributable DLL without a version resource cannot be cross-checked and is refused, except a
+stand-in (``stand_in: true``), which is allowed to carry none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ninfer_release.errors import InputError, Problem
+from ninfer_release.sbom._records import PeInfo
+
+_MACHINES = {0x8664: "x86_64", 0x14C: "x86", 0xAA64: "arm64", 0x1C4: "arm"}
+_VERSION_IN_TEXT = re.compile(r"(?<![\d.])(\d{1,3}\.\d{1,3}(?:\.\d{1,6})?)(?![\d.])")
+#: Version-string keys searched for the CUDA version, most specific first.
+_CUDA_KEYS = ("FileDescription", "ProductName")
+_NUMERIC = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+def _decode(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _dotted(ms: int, ls: int) -> str:
+    return f"{ms >> 16}.{ms & 0xFFFF}.{ls >> 16}.{ls & 0xFFFF}"
+
+
+def _strings(pe: Any) -> dict[str, str]:
+    tables: list[tuple[str, dict[str, str]]] = []
+    for file_info in getattr(pe, "FileInfo", None) or []:
+        for entry in file_info:
+            for table in getattr(entry, "StringTable", None) or []:
+                lang = _decode(getattr(table, "LangID", b""))
+                values = {_decode(k): _decode(v).strip() for k, v in table.entries.items()}
+                tables.append((lang, values))
+    if not tables:
+        return {}
+    # Prefer US English (0409) when several languages are present; otherwise the first table.
+    for lang, values in tables:
+        if lang.lower().startswith("0409"):
+            return dict(sorted(values.items()))
+    return dict(sorted(tables[0][1].items()))
+
+
+def cuda_version_from_strings(strings: dict[str, str], *, where: str = "pe") -> str | None:
+    """The CUDA version named in NVIDIA version strings, or ``None`` when none names CUDA.
+
+    Reads ``FileDescription`` and ``ProductName`` (``NVIDIA CUDA Runtime, Version 13.3.29`` and
+    ``NVIDIA CUDA 13.3.29 Runtime`` → ``13.3.29``); NVIDIA's comma-separated FileVersion
+    ``6,14,11,N`` never matches.
+
+    Raises:
+        InputError: two strings name different CUDA versions.
+    """
+    found: dict[str, str] = {}
+    for key in _CUDA_KEYS:
+        value = strings.get(key, "")
+        if "cuda" not in value.lower():
+            continue
+        match = _VERSION_IN_TEXT.search(value)
+        if match:
+            found[key] = match.group(1)
+    if len(set(found.values())) > 1:
+        detail = ", ".join(f"{k}={v}" for k, v in sorted(found.items()))
+        raise InputError(
+            problems=[Problem(file=where, field="version strings", message=f"disagree: {detail}")]
+        )
+    return next(iter(found.values()), None)
+
+
+def _import_names(entries: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(sorted({_decode(e.dll).lower() for e in entries if getattr(e, "dll", None)}))
+
+
+def read_pe_bytes(data: bytes, *, name: str) -> PeInfo:
+    """:func:`read_pe` for an in-memory image (e.g. a zip member); ``name`` labels errors.
+
+    Raises:
+        InputError: ``data`` is not a PE image.
+    """
+    return _read(name=name, data=data)
+
+
+def read_pe(path: Path) -> PeInfo:
+    """Machine, versions, version strings, CUDA version and imports of the PE image at ``path``.
+
+    Uses ``pefile.PE(path, fast_load=True)`` and parses only the import, delay-import and
+    resource directories (milliseconds even for a 500 MB DLL).
+
+    Raises:
+        InputError: the file cannot be read or is not a PE image (names the file).
+    """
+    return _read(name=str(path), path=path)
+
+
+def _read(*, name: str, path: Path | None = None, data: bytes | None = None) -> PeInfo:
+    import pefile
+
+    try:
+        pe = (
+            pefile.PE(str(path), fast_load=True) if path is not None else pefile.PE(data=data, fast_load=True)
+        )
+    except (pefile.PEFormatError, OSError) as exc:
+        raise InputError(problems=[Problem(file=name, message=f"not a readable PE image: {exc}")]) from None
+    try:
+        pe.parse_data_directories(
+            directories=[
+                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+                pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
+            ]
+        )
+        machine_id = int(pe.FILE_HEADER.Machine)
+        file_version = product_version = None
+        fixed = getattr(pe, "VS_FIXEDFILEINFO", None)
+        if fixed:
+            vs = fixed[0]
+            file_version = _dotted(vs.FileVersionMS, vs.FileVersionLS)
+            product_version = _dotted(vs.ProductVersionMS, vs.ProductVersionLS)
+        strings = _strings(pe)
+        return PeInfo(
+            machine=_MACHINES.get(machine_id, f"0x{machine_id:04x}"),
+            file_version=file_version,
+            product_version=product_version,
+            version_strings=MappingProxyType(strings),
+            cuda_version=cuda_version_from_strings(strings, where=name),
+            imports=_import_names(getattr(pe, "DIRECTORY_ENTRY_IMPORT", None) or []),
+            delay_imports=_import_names(getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", None) or []),
+        )
+    finally:
+        pe.close()
+
+
+def _numeric(version: str) -> tuple[int, ...] | None:
+    text = version.strip().replace(",", ".").replace(" ", "")
+    if not _NUMERIC.match(text):
+        return None
+    parts = [int(p) for p in text.split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def pe_component_version(pe: PeInfo, *, group: str | None) -> str | None:
+    """The version a CycloneDX component of this PE file carries.
+
+    ``cuda``: the CUDA version from the version strings; otherwise the numeric FileVersion
+    (``14.44.35211.0``). ``None`` when the image has no usable version.
+    """
+    if group == "cuda":
+        return pe.cuda_version
+    return pe.file_version
+
+
+def check_pe_against_lock(
+    *, path: str, group: str | None, lock_version: str, pe: PeInfo, stand_in: bool = False
+) -> list[Problem]:
+    """Problems where the PE version of the shipped file ``path`` disagrees with the lock.
+
+    Policy per group (module docstring; decided from the real wheels' DLLs): ``cuda`` compares
+    the CUDA version from the version strings with the lock version; ``crt`` compares
+    ``major.minor``; others compare the whole numeric FileVersion (trailing zeros ignored). A
+    missing version resource is a problem unless ``stand_in``. Each problem names the file and
+    both versions. Returns an empty list when they agree.
+    """
+
+    def problem(message: str) -> list[Problem]:
+        return [Problem(file=path, field="version", message=message)]
+
+    want = _numeric(lock_version)
+    if want is None:
+        return problem(f"lock version {lock_version!r} is not numeric; cannot compare with the PE version")
+    if group == "cuda":
+        if pe.cuda_version is None:
+            if stand_in:
+                return []
+            return problem(f"version strings name no CUDA version; lock says {lock_version}")
+        if _numeric(pe.cuda_version) != want:
+            return problem(f"PE version strings say CUDA {pe.cuda_version}, lock says {lock_version}")
+        return []
+    if pe.file_version is None:
+        if stand_in:
+            return []
+        return problem(f"has no version resource; lock says {lock_version}")
+    have = _numeric(pe.file_version)
+    assert have is not None  # built from integers by _dotted
+    if group == "crt":
+        if (*have, 0, 0)[:2] != (*want, 0, 0)[:2]:
+            return problem(
+                f"PE FileVersion {pe.file_version} is not of the VC++ line of lock version {lock_version} "
+                "(major.minor must agree)"
+            )
+        return []
+    if have != want:
+        return problem(f"PE FileVersion {pe.file_version} differs from lock version {lock_version}")
+    return []

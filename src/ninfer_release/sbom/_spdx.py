@@ -1,0 +1,391 @@
+"""SPDX 2.3 JSON file inventory of a Windows package (spdx-tools 0.8.5).
+
+The document lists every file of the package except itself: it is stored inside the zip, so it
+cannot carry its own hash. It is named in ``packageVerificationCodeExcludedFiles`` instead and
+left out of the file list, the CONTAINS relationships and the verification code (SPDX 2.3 §7.9).
+The package (the zip) has no checksum for the same reason: the zip contains this document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.reproducible import datetime_utc
+from ninfer_release.sbom._ids import (
+    SPDX_ID_RE,
+    check_base_uri,
+    spdx_file_id,
+    spdx_package_id,
+    uri_part,
+    uuid5_url,
+)
+from ninfer_release.sbom._license import normalize_license_expression, parse_license, require_license_texts
+from ninfer_release.sbom._records import FileRecord
+
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_BAD_PATH_CHARS = re.compile(r'[\\<>:"|?*\x00-\x1f]')
+
+SPDX_WHERE = "spdx"
+
+
+def zip_path_problem(path: str) -> str | None:
+    """Why ``path`` is not a clean zip-relative POSIX path, or ``None`` when it is."""
+    if not path:
+        return "empty path"
+    if path.startswith(("/", "./")):
+        return "must be zip-relative without a leading '/' or './'"
+    if _BAD_PATH_CHARS.search(path):
+        return 'contains a backslash, a control character or one of <>:"|?*'
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return "has an empty, '.' or '..' segment"
+    return None
+
+
+def package_verification_code(sha1s: Sequence[str]) -> str:
+    """SPDX 2.3 §7.9 package verification code: SHA-1 of the sorted lowercase SHA-1s, concatenated.
+
+    The caller leaves out the excluded files (the SPDX document itself). Example (C26): the SHA-1s
+    of ``A`` and ``B`` give ``859572ac3bd09bc4f777a4ce6cb326e3251ee29a``.
+
+    Raises:
+        InputError: an entry is not 40 hex digits.
+    """
+    lowered = [s.lower() for s in sha1s]
+    bad = [s for s in lowered if not _HEX40.match(s)]
+    if bad:
+        raise InputError(
+            problems=[Problem(file=SPDX_WHERE, field="sha1", message=f"{b!r} is not a SHA-1") for b in bad]
+        )
+    return hashlib.sha1("".join(sorted(lowered)).encode("ascii"), usedforsecurity=False).hexdigest()
+
+
+def _content_identity(files: Sequence[FileRecord]) -> str:
+    lines = "".join(f"{f.sha256}  {f.path}\n" for f in sorted(files, key=lambda f: f.path))
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def spdx_namespace(
+    *, namespace_base: str, package_name: str, release_id: str, files: Sequence[FileRecord]
+) -> str:
+    """The document namespace: ``<base>/<name>-<release>-<uuid5>`` (C28).
+
+    ``name`` and ``release`` are made URI-safe (``1.0#3`` → ``1.0-3``); the UUIDv5 derives from the
+    base, the release identity and the file contents, so it is reproducible and differs whenever
+    the package's bytes do.
+
+    Raises:
+        DefinitionError: ``namespace_base`` is not an absolute http(s) URI without fragment.
+    """
+    base = check_base_uri(namespace_base, where=SPDX_WHERE, field="namespace_base")
+    identity = f"{base}/{package_name}/{release_id}?content={_content_identity(files)}"
+    return f"{base}/{uri_part(package_name)}-{uri_part(release_id)}-{uuid5_url(identity)}"
+
+
+def _check_files(files: Sequence[FileRecord], spdx_file_path: str) -> list[FileRecord]:
+    problems: list[Problem] = []
+    if (why := zip_path_problem(spdx_file_path)) is not None:
+        problems.append(
+            Problem(file=SPDX_WHERE, field="spdx_file_path", message=f"{spdx_file_path!r}: {why}")
+        )
+    seen: set[str] = set()
+    kept: list[FileRecord] = []
+    for record in files:
+        field = f"files[{record.path}]"
+        if (why := zip_path_problem(record.path)) is not None:
+            problems.append(Problem(file=SPDX_WHERE, field=field, message=why))
+        if record.path in seen:
+            problems.append(Problem(file=SPDX_WHERE, field=field, message="listed twice"))
+        seen.add(record.path)
+        if not _HEX40.match(record.sha1):
+            problems.append(Problem(file=SPDX_WHERE, field=f"{field}.sha1", message="not 40 lowercase hex"))
+        if not _HEX64.match(record.sha256):
+            problems.append(Problem(file=SPDX_WHERE, field=f"{field}.sha256", message="not 64 lowercase hex"))
+        if record.size < 0:
+            problems.append(Problem(file=SPDX_WHERE, field=f"{field}.size", message="negative size"))
+        # The document cannot list itself (its hash is not known while it is being written).
+        if record.path != spdx_file_path:
+            kept.append(record)
+    if problems:
+        raise InputError(problems=problems)
+    return sorted(kept, key=lambda r: r.path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Licenses:
+    expressions: dict[str, str]  # original text → normalized expression
+    refs: set[str]
+
+
+def _normalize_all(files: Sequence[FileRecord], declared_license: str | None) -> _Licenses:
+    expressions: dict[str, str] = {}
+    refs: set[str] = set()
+    problems: list[Problem] = []
+    wanted = [(f"files[{f.path}]", f.license) for f in files] + [("declared_license", declared_license)]
+    for field, text in wanted:
+        if text is None or text in expressions:
+            continue
+        try:
+            normalized = normalize_license_expression(text, where=SPDX_WHERE, field=field)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        expressions[text] = normalized.expression
+        refs.update(normalized.license_refs)
+    if problems:
+        raise InputError(problems=problems)
+    return _Licenses(expressions=expressions, refs=refs)
+
+
+def spdx_file_inventory(
+    *,
+    package_name: str,
+    package_version: str,
+    package_file_name: str,
+    supplier: str,
+    download_location: str | None,
+    files: Sequence[FileRecord],
+    spdx_file_path: str,
+    namespace_base: str,
+    document_name: str,
+    epoch: int,
+    creator_tool: str,
+    declared_license: str | None,
+    extracted_licenses: Mapping[str, str],
+    release_id: str | None = None,
+    package_purl: str | None = None,
+    homepage: str | None = None,
+    package_comment: str | None = None,
+) -> bytes:
+    """The SPDX 2.3 JSON document (bytes) inventorying the files of one package.
+
+    Shape: one Package (the zip, ``packageFileName`` = ``package_file_name``) DESCRIBED by the
+    document and CONTAINing every File; each File named ``./<path>`` with SHA1 and SHA256;
+    ``packageVerificationCode`` over all files but the document itself, which is listed as
+    ``./<spdx_file_path>`` in ``packageVerificationCodeExcludedFiles`` (C26, SPDX 2.3 §7.9) and is
+    not in the file list (a record with that path in ``files`` is dropped). SPDXIDs are
+    sanitized and disambiguated by a hash of the original path (C27). ``documentNamespace`` is
+    ``<namespace_base>/<name>-<release_id>-<uuid5>`` (C28; ``release_id`` defaults to
+    ``package_version``). ``created`` is ``epoch`` (seconds, UTC). Licence expressions are
+    normalized (C29) and every ``LicenseRef-`` used gets ``hasExtractedLicensingInfos`` from
+    ``extracted_licenses`` (id → text). Output: the spdx-tools JSON writer's bytes (4-space
+    indent, ASCII, deterministic for a deterministic model) plus one final LF.
+
+    Raises:
+        DefinitionError: ``namespace_base`` is not an absolute http(s) URI without fragment.
+        InputError: a path, digest or licence expression is invalid, or a LicenseRef has no text.
+        IntegrityError: spdx-tools' full validation reports anything (all messages listed).
+    """
+    from spdx_tools.spdx.model.actor import Actor, ActorType
+    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
+    from spdx_tools.spdx.model.document import CreationInfo, Document
+    from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
+    from spdx_tools.spdx.model.file import File
+    from spdx_tools.spdx.model.package import (
+        ExternalPackageRef,
+        ExternalPackageRefCategory,
+        Package,
+        PackageVerificationCode,
+    )
+    from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    kept = _check_files(files, spdx_file_path)
+    licenses = _normalize_all(kept, declared_license)
+    texts = require_license_texts(licenses.refs, extracted_licenses, where=SPDX_WHERE)
+    namespace = spdx_namespace(
+        namespace_base=namespace_base,
+        package_name=package_name,
+        release_id=release_id if release_id is not None else package_version,
+        files=kept,
+    )
+
+    def license_of(text: str | None) -> Any:
+        return SpdxNoAssertion() if text is None else parse_license(licenses.expressions[text])
+
+    package_id = spdx_package_id(package_name)
+    spdx_files = []
+    ids: dict[str, str] = {}
+    for record in kept:
+        file_id = spdx_file_id(record.path)
+        if file_id in ids:  # a SHA-256 prefix collision between two paths: refuse, never guess
+            raise IntegrityError(
+                problems=[
+                    Problem(
+                        file=SPDX_WHERE,
+                        field=f"files[{record.path}]",
+                        message=f"SPDXID {file_id} collides with {ids[file_id]}",
+                    )
+                ]
+            )
+        ids[file_id] = record.path
+        spdx_files.append(
+            File(
+                name=f"./{record.path}",
+                spdx_id=file_id,
+                checksums=[
+                    Checksum(ChecksumAlgorithm.SHA1, record.sha1),
+                    Checksum(ChecksumAlgorithm.SHA256, record.sha256),
+                ],
+                license_concluded=license_of(record.license),
+                copyright_text=record.copyright if record.copyright is not None else SpdxNoAssertion(),
+                comment=record.comment,
+            )
+        )
+    verification = PackageVerificationCode(
+        value=package_verification_code([r.sha1 for r in kept]),
+        excluded_files=[f"./{spdx_file_path}"],
+    )
+    external_refs = []
+    if package_purl is not None:
+        external_refs.append(
+            ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", package_purl)
+        )
+    package = Package(
+        spdx_id=package_id,
+        name=package_name,
+        download_location=download_location if download_location else SpdxNoAssertion(),
+        version=package_version,
+        file_name=package_file_name,
+        supplier=Actor(ActorType.ORGANIZATION, supplier),
+        files_analyzed=True,
+        verification_code=verification,
+        homepage=homepage,
+        license_concluded=SpdxNoAssertion(),
+        license_declared=license_of(declared_license),
+        copyright_text=SpdxNoAssertion(),
+        comment=package_comment,
+        external_references=external_refs,
+    )
+    creation = CreationInfo(
+        spdx_version="SPDX-2.3",
+        spdx_id="SPDXRef-DOCUMENT",
+        name=document_name,
+        document_namespace=namespace,
+        creators=[Actor(ActorType.TOOL, creator_tool), Actor(ActorType.ORGANIZATION, supplier)],
+        created=datetime_utc(epoch).replace(tzinfo=None),
+        data_license="CC0-1.0",
+    )
+    relationships = [Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, package_id)]
+    relationships += [Relationship(package_id, RelationshipType.CONTAINS, f.spdx_id) for f in spdx_files]
+    extracted = [
+        ExtractedLicensingInfo(
+            license_id=ref, extracted_text=text, license_name=ref.removeprefix("LicenseRef-")
+        )
+        for ref, text in texts.items()
+    ]
+    document = Document(
+        creation_info=creation,
+        packages=[package],
+        files=spdx_files,
+        relationships=relationships,
+        extracted_licensing_info=extracted,
+    )
+    _validate_model(document)
+    return _write(document)
+
+
+def _validate_model(document: Any) -> None:
+    from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
+
+    messages = validate_full_spdx_document(document, "SPDX-2.3")
+    if messages:
+        raise IntegrityError(
+            problems=[
+                Problem(file=SPDX_WHERE, field=str(m.context.spdx_id or ""), message=m.validation_message)
+                for m in messages
+            ]
+        )
+
+
+def _write(document: Any) -> bytes:
+    from spdx_tools.spdx.writer.json.json_writer import write_document_to_stream
+
+    stream = io.StringIO(newline="\n")
+    write_document_to_stream(document, stream, validate=False)
+    text = stream.getvalue().rstrip("\n") + "\n"
+    return text.encode("utf-8")
+
+
+def _parse_document(data: bytes) -> tuple[Any, list[str]]:
+    """spdx-tools' model of ``data`` (SPDX JSON), or ``None`` with the parse messages."""
+    from spdx_tools.spdx.parser.error import SPDXParsingError
+    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
+
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, [f"not UTF-8 JSON: {exc}"]
+    if not isinstance(raw, dict):
+        return None, ["top level is not a JSON object"]
+    try:
+        return JsonLikeDictParser().parse(raw), []  # type: ignore[no-untyped-call]
+    except SPDXParsingError as exc:
+        return None, [str(m) for m in exc.get_messages()]  # type: ignore[no-untyped-call]
+
+
+def validate_spdx_bytes(data: bytes) -> list[str]:
+    """spdx-tools' messages for an SPDX 2.3 JSON document (empty = valid).
+
+    Parses, then runs ``validate_full_spdx_document`` (what ``pyspdxtools -i`` does), and also
+    checks what spdx-tools does not: file names must be ``./``-relative POSIX paths without
+    backslashes, and the bytes must end with exactly one LF.
+    """
+    document, messages = _parse_document(data)
+    if document is None:
+        return messages
+    from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
+
+    out = [m.validation_message for m in validate_full_spdx_document(document, "SPDX-2.3")]
+    for f in document.files:
+        if not f.name.startswith("./") or zip_path_problem(f.name[2:]) is not None:
+            out.append(f"file {f.name!r}: not a './'-relative zip path")
+    for f in document.files:
+        if not SPDX_ID_RE.match(f.spdx_id):
+            out.append(f"file {f.name!r}: SPDXID {f.spdx_id!r} is invalid")
+    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:
+    """Zip path → (SHA-1, SHA-256) of every File in an SPDX JSON document.
+
+    The path is the file name without its ``./`` prefix, as a zip member is named.
+
+    Raises:
+        IntegrityError: the bytes are not SPDX JSON, or a file lacks a SHA-1 or SHA-256.
+    """
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IntegrityError(problems=[Problem(file=SPDX_WHERE, message=f"not UTF-8 JSON: {exc}")]) from None
+    out: dict[str, tuple[str, str]] = {}
+    problems: list[Problem] = []
+    files = raw.get("files", []) if isinstance(raw, dict) else None
+    if not isinstance(files, list):
+        raise IntegrityError(problems=[Problem(file=SPDX_WHERE, field="files", message="not a list")])
+    for entry in files:
+        name = str(entry.get("fileName", "")) if isinstance(entry, dict) else ""
+        sums = {
+            str(c.get("algorithm")): str(c.get("checksumValue")).lower()
+            for c in (entry.get("checksums") or [] if isinstance(entry, dict) else [])
+            if isinstance(c, dict)
+        }
+        path = name.removeprefix("./")
+        if "SHA1" not in sums or "SHA256" not in sums:
+            problems.append(Problem(file=SPDX_WHERE, field=f"files[{name}]", message="needs SHA1 and SHA256"))
+            continue
+        if path in out:
+            problems.append(Problem(file=SPDX_WHERE, field=f"files[{name}]", message="listed twice"))
+        out[path] = (sums["SHA1"], sums["SHA256"])
+    if problems:
+        raise IntegrityError(problems=problems)
+    return out
