@@ -72,6 +72,154 @@ def cli(ctx: click.Context, json_: bool, debug: bool, quiet: bool, verbose: bool
 
 # --- profile / manifest commands (profiles stage) ----------------------------------------------
 
+
+@cli.group()
+def profile() -> None:
+    """Deployment profiles: validate, render the engine config, generate a bearer key."""
+
+
+@profile.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--templates", "templates", type=click.Path(file_okay=False), help="Templates directory.")
+@click.pass_obj
+def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None) -> None:
+    """Validate profiles: every value, then render each config in memory and check it."""
+    from pathlib import Path
+
+    from ninfer_release.errors import DefinitionError, InputError
+    from ninfer_release.profiles import check_profile
+
+    results: list[dict[str, Any]] = []
+    failures: list[NinferError] = []
+    for raw in paths:
+        try:
+            prof, rendered = check_profile(Path(raw), templates_dir=Path(templates) if templates else None)
+        except (DefinitionError, InputError) as exc:
+            failures.append(exc)
+            continue
+        results.append({"path": raw, "profile_id": prof.id, "bytes_sha256": rendered.bytes_sha256,
+                        "semantic_sha256": rendered.semantic_sha256})
+    if failures:
+        # A missing file is exit 4; otherwise the definitions are invalid (3). Every problem is listed.
+        kind = InputError if any(isinstance(f, InputError) for f in failures) else DefinitionError
+        raise kind(problems=[p for f in failures for p in f.problems])
+    emit(ctx, {"ok": True, "profiles": results}, [f"ok  {r['profile_id']}  ({r['path']})" for r in results])
+
+
+@profile.command("render")
+@click.argument("profile_path", metavar="PROFILE", type=click.Path(dir_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Config file to write.")
+@click.option("--templates", "templates", type=click.Path(file_okay=False), help="Templates directory.")
+@click.option("--force", is_flag=True, help="Replace an existing file whose bytes differ.")
+@click.pass_obj
+def profile_render(ctx: Context, profile_path: str, out: str, templates: str | None, force: bool) -> None:
+    """Render PROFILE's engine config to --out (exact bytes) and print both hashes.
+
+    An existing --out with the same bytes is left as is; one with other bytes is refused (exit 4)
+    unless --force. The file is written atomically.
+    """
+    from pathlib import Path
+
+    from ninfer_release.atomic import write_bytes
+    from ninfer_release.errors import InputError, Problem
+    from ninfer_release.profiles import check_profile
+
+    prof, rendered = check_profile(Path(profile_path), templates_dir=Path(templates) if templates else None)
+    target = Path(out)
+    written = True
+    if target.is_dir():
+        raise InputError(problems=[Problem(file=out, message="is a directory")])
+    if target.exists():
+        if target.read_bytes() == rendered.data:
+            written = False
+        elif not force:
+            why = "exists with other bytes; refusing to overwrite (use --force to replace it)"
+            raise InputError(problems=[Problem(file=out, message=why)])
+    if written:
+        write_bytes(target, rendered.data)
+    emit(
+        ctx,
+        {
+            "profile_id": prof.id,
+            "bytes_sha256": rendered.bytes_sha256,
+            "semantic_sha256": rendered.semantic_sha256,
+            "path": out,
+            "size": rendered.size,
+            "written": written,
+        },
+        [
+            f"{prof.id}: {'wrote' if written else 'unchanged'} {out} ({rendered.size} bytes)",
+            f"bytes_sha256     {rendered.bytes_sha256}",
+            f"semantic_sha256  {rendered.semantic_sha256}",
+        ],
+    )
+
+
+@profile.command("keygen")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="New key file (0600).")
+@click.option("--print", "print_", is_flag=True, help="Also print the key on stdout.")
+@click.pass_obj
+def profile_keygen(ctx: Context, out: str, print_: bool) -> None:
+    """Generate a 64-character bearer key (32 random bytes, hex) into a new file, mode 0600.
+
+    Never overwrites; the key is printed only with --print.
+    """
+    from pathlib import Path
+
+    from ninfer_release.profiles import write_bearer_key
+
+    key = write_bearer_key(Path(out))
+    doc: dict[str, Any] = {"path": out, "characters": len(key), "mode": "0600"}
+    if print_:
+        doc["key"] = key
+    if print_ and ctx.verbosity < 0 and not ctx.json:
+        click.echo(key)  # -q --print: the key alone, for scripts
+        return
+    lines = [f"wrote a {len(key)}-character bearer key to {out} (mode 0600)", *([key] if print_ else [])]
+    emit(ctx, doc, lines)
+
+
+@cli.group()
+def manifest() -> None:
+    """Release manifests: check a staged definition, assemble a release manifest."""
+
+
+@manifest.command("check")
+@click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
+@click.option("--repo", "repo", type=click.Path(file_okay=False), help="Repo root (default: MANIFEST/../..).")
+@click.pass_obj
+def manifest_check(ctx: Context, manifest_path: str, repo: str | None) -> None:
+    """Check a staged release manifest and every profile it names; print each lane's config hashes."""
+    import os
+    from pathlib import Path
+
+    from ninfer_release.profiles import load_release, render_release
+
+    release = load_release(Path(manifest_path), env=dict(os.environ), repo_root=Path(repo) if repo else None)
+    configs = render_release(release)
+    lanes: list[dict[str, Any]] = []
+    lines = [
+        f"{release.product} {release.version} ({release.state}; candidate commit "
+        f"{release.candidate_commit}): {len(release.lanes)} lanes, "
+        f"source-date epoch {release.source_date_epoch}",
+        f"model {release.model.artifact} {release.model.sha256} ({release.model.size} bytes)",
+    ]
+    for lane_id, lane in release.lanes.items():
+        cfg = configs[lane_id]
+        lanes.append({
+            "lane": lane_id, "component_tag": lane.component_tag, "kind": lane.kind, "mode": lane.mode,
+            "profile_id": lane.profile_id, "source_commit": lane.source_commit, "cuda_arch": lane.cuda_arch,
+            "bytes_sha256": cfg.bytes_sha256, "semantic_sha256": cfg.semantic_sha256,
+        })
+        lines += [
+            f"{lane_id}  {lane.component_tag}  {lane.kind} {lane.mode}  profile {lane.profile_id}",
+            f"  bytes_sha256     {cfg.bytes_sha256}",
+            f"  semantic_sha256  {cfg.semantic_sha256}",
+        ]
+    emit(ctx, {"ok": True, "version": release.version, "candidate_commit": release.candidate_commit,
+               "source_date_epoch": release.source_date_epoch, "lanes": lanes}, lines)
+
+
 # --- samples ---------------------------------------------------------------------------------
 
 # --- build / verify (build, releases stages) ---------------------------------------------------

@@ -1,7 +1,137 @@
 """profiles — the release definition, deployment profiles and engine config rendering.
 
-Owns (to be built): loading ``manifests/<version>.yaml`` and ``profiles/<profile-id>.yaml`` into
-frozen typed objects with every problem reported at once; rendering ``profiles/templates/*.j2``
-with Jinja2 into exact UTF-8/LF config bytes; the bytes SHA-256 and the semantic (RFC 8785)
-SHA-256 of a rendered config; bearer-key generation.
+Inputs: ``manifests/<version>.yaml`` (the staged release manifest), ``profiles/<profile-id>.yaml``
+(deployment profiles, public and nonsecret), ``profiles/templates/*.j2`` (engine config templates),
+``releases/<version>/<lane>.yaml`` (records of carried containers).
+
+Outputs: frozen typed objects (:class:`Release`, :class:`Lane`, :class:`Profile`, ...) validated up
+front with every problem reported at once (file + field path, close-match suggestions); rendered
+config bytes with their two hashes (:class:`RenderedConfig`); bearer keys.
+
+Invariants and terms:
+
+* *bytes SHA-256* — of the exact rendered UTF-8/LF config bytes; native lanes bind it.
+* *semantic SHA-256* — of the RFC 8785 canonical JSON of the parsed TOML; the container lane
+  binds it. The two are never mixed (DESIGN.md §5).
+* Rendering is Jinja2 with ``StrictUndefined`` and ``keep_trailing_newline`` (C42); CRLF template
+  sources are normalised to LF, a CR in a value is an error (C43); output is bytes, never text mode.
+* YAML is parsed only here, safely and within bounds (:func:`load_yaml_data`); other stages load
+  their recipe YAML through it.
+* The config carries the checkpoint directory as the literal template
+  ``cache/<release-instance-id>/session-checkpoints-v3`` (``[checkpoint] root``/``dir_template``):
+  config bytes are fixed per profile, and the route block supplies the release-instance id.
 """
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ninfer_release.profiles._keys import (
+    KEY_RANDOM_BYTES,
+    MIN_KEY_BYTES,
+    check_bearer_key,
+    generate_bearer_key,
+    write_bearer_key,
+)
+from ninfer_release.profiles._profile import (
+    CHECKPOINT_DIR_TEMPLATE,
+    CHECKPOINT_SCHEMA,
+    CONFIG_SCHEMA,
+    Checkpoint,
+    Endpoint,
+    Profile,
+    Speculation,
+    load_profile,
+)
+from ninfer_release.profiles._release import (
+    CarriedImage,
+    ClientBinding,
+    Lane,
+    ModelBinding,
+    Release,
+    Superseded,
+    check_base_url,
+    load_carried_record,
+    load_release,
+)
+from ninfer_release.profiles._render import (
+    RenderedConfig,
+    RenderedTemplate,
+    expected_config,
+    render_config,
+    render_template,
+    template_values,
+    toml_literal,
+)
+from ninfer_release.profiles._yaml import load_yaml_data
+
+
+def check_profile(path: Path, *, templates_dir: Path | None = None) -> tuple[Profile, RenderedConfig]:
+    """Validate a profile completely: load it, then render its config in memory and check it.
+
+    Raises:
+        InputError: the profile file is missing.
+        DefinitionError: the profile, its template or the rendered config is invalid.
+    """
+    profile = load_profile(path)
+    return profile, render_config(profile, templates_dir=templates_dir)
+
+
+def render_release(release: Release, *, templates_dir: Path | None = None) -> Mapping[str, RenderedConfig]:
+    """Render every lane's config of ``release``; keyed by lane id, in lane-id order.
+
+    ``templates_dir`` defaults to ``<repo_root>/profiles/templates``.
+
+    Raises:
+        DefinitionError: every lane's rendering problems, at once.
+    """
+    from ninfer_release.errors import DefinitionError, Problem
+
+    tdir = templates_dir if templates_dir is not None else release.repo_root / "profiles" / "templates"
+    out: dict[str, RenderedConfig] = {}
+    problems: list[Problem] = []
+    for lane_id in release.lanes:
+        try:
+            out[lane_id] = render_config(release.profile_of(lane_id), templates_dir=tdir)
+        except DefinitionError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise DefinitionError(problems=problems)
+    return out
+
+
+__all__ = [
+    "CHECKPOINT_DIR_TEMPLATE",
+    "CHECKPOINT_SCHEMA",
+    "CONFIG_SCHEMA",
+    "KEY_RANDOM_BYTES",
+    "MIN_KEY_BYTES",
+    "CarriedImage",
+    "Checkpoint",
+    "ClientBinding",
+    "Endpoint",
+    "Lane",
+    "ModelBinding",
+    "Profile",
+    "Release",
+    "RenderedConfig",
+    "RenderedTemplate",
+    "Speculation",
+    "Superseded",
+    "check_base_url",
+    "check_bearer_key",
+    "check_profile",
+    "expected_config",
+    "generate_bearer_key",
+    "load_carried_record",
+    "load_profile",
+    "load_release",
+    "load_yaml_data",
+    "render_config",
+    "render_release",
+    "render_template",
+    "template_values",
+    "toml_literal",
+    "write_bearer_key",
+]

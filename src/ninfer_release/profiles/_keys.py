@@ -1,0 +1,55 @@
+"""Bearer keys: generation and the minimum length rule (reference: "at least 32 bytes",
+"documented key generation produces 64 characters").
+
+A key is 32 bytes of OS randomness written as 64 lowercase hex characters. The key file holds
+exactly those 64 ASCII bytes (no newline), mode 0600, and is never overwritten.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from ninfer_release.atomic import write_bytes
+from ninfer_release.errors import DefinitionError, Problem
+
+#: Smallest accepted bearer key, in bytes (reference).
+MIN_KEY_BYTES = 32
+#: Random bytes behind a generated key; hex doubles it to 64 characters (reference).
+KEY_RANDOM_BYTES = 32
+
+
+def generate_bearer_key() -> str:
+    """A new bearer key: 64 lowercase hex characters from 32 bytes of OS randomness (``secrets``)."""
+    return secrets.token_hex(KEY_RANDOM_BYTES)
+
+
+def check_bearer_key(key: str, *, where: str = "bearer key") -> None:
+    """Refuse a key shorter than 32 bytes (UTF-8) or holding whitespace/control characters.
+
+    Raises:
+        DefinitionError: the key is too short or not printable ASCII (reference: "at least 32 bytes").
+    """
+    problems: list[str] = []
+    size = len(key.encode("utf-8"))
+    if size < MIN_KEY_BYTES:
+        problems.append(f"bearer key is {size} bytes; at least {MIN_KEY_BYTES} are required")
+    if not all(0x21 <= ord(ch) <= 0x7E for ch in key):
+        problems.append("bearer key must be printable ASCII without spaces or line breaks")
+    if problems:
+        raise DefinitionError(problems=[Problem(file=where, message=m) for m in problems])
+
+
+def write_bearer_key(path: Path) -> str:
+    """Generate a bearer key and write it to ``path`` (64 bytes, no newline, mode 0600).
+
+    Returns the key so the caller may show it when asked (``profile keygen --print``); it is
+    never logged.
+
+    Raises:
+        InputError: ``path`` already exists (never overwritten).
+    """
+    key = generate_bearer_key()
+    check_bearer_key(key)
+    write_bytes(path, key.encode("ascii"), mode=0o600, overwrite=False)
+    return key

@@ -1,0 +1,665 @@
+"""The staged release manifest (``manifests/<version>.yaml``) → a frozen, validated :class:`Release`.
+
+Loading validates the manifest *and* every profile it names (``<repo>/profiles/<id>.yaml``) and
+every carried record (``releases/<version>/<lane>.yaml``), and cross-checks them: a profile's
+lane, GPU, CUDA arch, kind and model must match the lane naming it; a carried record must match
+its lane and profile. Rules (reference release-v0.13.1.md, DESIGN.md §3, issue 2 §4): a fresh
+build's source is a full 40-hex commit; component tags are unique and never a superseded tag;
+``components.native_model`` is refused (only ``components.model`` binds the model); the
+publication base URL is an absolute ``https://`` URL (C28: ``https//x`` is refused at load time).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ninfer_release.errors import DefinitionError, NinferError, Problem
+from ninfer_release.profiles._check import HEX40, HEX64, SHORT_HEX, Checker
+from ninfer_release.profiles._profile import CUDA_ARCH, FILE_NAME, LANE_ID, PROFILE_ID, Profile, load_profile
+from ninfer_release.profiles._yaml import load_yaml_data
+from ninfer_release.reproducible import source_date_epoch
+
+#: Manifest schema (ours).
+MANIFEST_SCHEMA = 1
+#: Carried-record schema (ours).
+RECORD_SCHEMA = 1
+
+VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?")
+COMPONENT_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-[0-9a-z][0-9a-z.-]*[0-9a-z]")
+CUDA_VERSION = re.compile(r"[0-9]+\.[0-9]+")
+REL_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*")
+IMAGE_REF = re.compile(r"[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+@sha256:[0-9a-f]{64}")
+
+LaneKind = Literal["windows-zip", "oci-image"]
+LaneMode = Literal["build", "carry"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelBinding:
+    """``components.model``: the one model binding every lane uses (reference "Model binding")."""
+
+    repository: str
+    revision: str
+    artifact: str
+    size: int
+    sha256: str
+    local_name: str
+    container_version: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the ``<stem>.model.json`` body); ``size`` in bytes."""
+        return {
+            "repository": self.repository,
+            "revision": self.revision,
+            "artifact": self.artifact,
+            "size": self.size,
+            "sha256": self.sha256,
+            "local_name": self.local_name,
+            "container_version": self.container_version,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientBinding:
+    """``components.client``: the Oh My Pi client, carried unmodified (``source`` short as published)."""
+
+    name: str
+    version: str
+    source: str
+    mode: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Superseded:
+    """A published-then-superseded component tag: never reused or relabelled."""
+
+    tag: str
+    source: str
+    successor: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CarriedImage:
+    """``releases/<release>/<lane>.yaml``: the bindings of a container carried unchanged.
+
+    Short hex values are kept exactly as published (reference "Carried RTX 5090 container").
+    """
+
+    path: Path
+    release: str
+    lane: str
+    component_tag: str
+    source: str
+    server: str
+    archive: str
+    image: str
+    base_image: str
+    profile_id: str
+    strict_origin_config: str
+    checkpoint_mount: str
+    model_sha256: str
+
+    @property
+    def image_repository(self) -> str:
+        """``image`` without its digest, e.g. ``ghcr.io/alphastorm/ninfer-runtime``."""
+        return self.image.split("@", 1)[0]
+
+    @property
+    def image_digest(self) -> str:
+        """``sha256:<64 hex>`` of the image manifest."""
+        return self.image.split("@", 1)[1]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (without the local path)."""
+        return {
+            "release": self.release,
+            "lane": self.lane,
+            "component_tag": self.component_tag,
+            "source": self.source,
+            "server": self.server,
+            "archive": self.archive,
+            "image": self.image,
+            "base_image": self.base_image,
+            "profile_id": self.profile_id,
+            "strict_origin_config": self.strict_origin_config,
+            "checkpoint_mount": self.checkpoint_mount,
+            "model_sha256": self.model_sha256,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lane:
+    """One lane of the release: a Windows zip built fresh, or an OCI image (built or carried)."""
+
+    id: str
+    component_tag: str
+    kind: LaneKind
+    mode: LaneMode
+    profile_id: str
+    source_commit: str
+    cuda_arch: str | None
+    cuda_version: str | None
+    gpu: str
+    package_recipe: str | None
+    container_recipe: str | None
+    carried_from: str | None
+    carried: CarriedImage | None
+    rollback: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Release:
+    """The validated release definition, with every profile it names.
+
+    ``lanes`` and ``profiles`` are read-only mappings ordered by lane id / profile id.
+    ``source_date_epoch`` already has ``SOURCE_DATE_EPOCH`` applied.
+    """
+
+    path: Path
+    repo_root: Path
+    version: str
+    product: str
+    state: str
+    published_product_version: str | None
+    candidate_commit: str
+    source_date_epoch: int
+    publication_base_url: str
+    model: ModelBinding
+    client: ClientBinding
+    upstream_base: str | None
+    superseded: tuple[Superseded, ...]
+    lanes: Mapping[str, Lane]
+    profiles: Mapping[str, Profile]
+
+    def asset_url(self, component_tag: str, name: str) -> str:
+        """Public URL of asset ``name`` of component ``component_tag``: ``{base}/{tag}/{name}`` (ours).
+
+        Raises:
+            DefinitionError: ``name`` is not a plain file name or the tag is not one of the lanes'.
+        """
+        if not FILE_NAME.fullmatch(name):
+            raise DefinitionError(f"asset name {name!r} is not a plain file name")
+        if component_tag not in {lane.component_tag for lane in self.lanes.values()}:
+            raise DefinitionError(f"{component_tag!r} is not a component tag of release {self.version}")
+        return f"{self.publication_base_url}/{component_tag}/{name}"
+
+    def profile_of(self, lane_id: str) -> Profile:
+        """The profile of lane ``lane_id``."""
+        return self.profiles[self.lanes[lane_id].profile_id]
+
+
+def check_base_url(url: str) -> str | None:
+    """Why ``url`` is not an acceptable publication base URL, or ``None`` (case C28).
+
+    Absolute ``https`` URL with a host, no user info, query, fragment, whitespace or trailing slash.
+    """
+    if any(ch.isspace() for ch in url):
+        return "contains whitespace"
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not url.startswith("https://"):
+        return "is not an absolute https:// URL"
+    if not parts.hostname or "@" in parts.netloc:
+        return "has no host (or carries user info)"
+    if parts.query or parts.fragment or "#" in url or "?" in url:
+        return "must not carry a query or fragment"
+    if url.endswith("/"):
+        return "must not end with '/'"
+    return None
+
+
+def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None = None) -> Release:
+    """Load and validate a staged release manifest and everything it names.
+
+    Profiles are read from ``<repo_root>/profiles/<id>.yaml`` and carried records from
+    ``<repo_root>/<carried_from>``; ``repo_root`` defaults to the manifest's parent's parent.
+    ``SOURCE_DATE_EPOCH`` in ``env`` overrides ``source_date_epoch`` (DESIGN.md §5).
+
+    Raises:
+        InputError: the manifest file is missing (exit 4).
+        DefinitionError: every problem in the manifest, its profiles and records, at once (exit 3).
+    """
+    root_dir = repo_root if repo_root is not None else path.resolve().parent.parent
+    data = load_yaml_data(path)
+    c = Checker(str(path))
+    d = c.mapping(data, "")
+    if d is None:
+        c.raise_if_any()
+        raise AssertionError("unreachable")  # pragma: no cover
+    c.scan_strings(d)
+    c.keys(
+        d,
+        "",
+        required=(
+            "schema",
+            "product",
+            "version",
+            "candidate_commit",
+            "source_date_epoch",
+            "publication_base_url",
+            "components",
+            "lanes",
+        ),
+        optional=("state", "published_product_version", "native_line", "superseded"),
+    )
+    schema = c.get_int(d, "", "schema")
+    if schema is not None and schema != MANIFEST_SCHEMA:
+        c.add("schema", f"{schema} is not the supported manifest schema {MANIFEST_SCHEMA}")
+    product = c.get_str(d, "", "product")
+    version = c.get_str(d, "", "version", pattern=VERSION, what="a version like v0.13.1")
+    state = c.get_str(d, "", "state", required=False, choices=("candidate", "published")) or "candidate"
+    published = c.get_str(
+        d, "", "published_product_version", required=False, pattern=VERSION, what="a version"
+    )
+    candidate = c.get_str(d, "", "candidate_commit", pattern=HEX40, what="a full 40-hex commit")
+    epoch = c.get_int(d, "", "source_date_epoch", minimum=0, unit="seconds")
+    base_url = c.get_str(d, "", "publication_base_url")
+    if base_url is not None:
+        why = check_base_url(base_url)
+        if why is not None:
+            c.add("publication_base_url", f"{base_url!r} {why}")
+            base_url = None
+    model, client = _components(c, d)
+    upstream = None
+    native_line = c.get_mapping(d, "", "native_line", required=False)
+    if native_line is not None:
+        c.keys(native_line, "native_line", required=("upstream_base", "cuda_version"))
+        upstream = c.get_str(
+            native_line, "native_line", "upstream_base", pattern=HEX40, what="a full 40-hex commit"
+        )
+        c.get_str(
+            native_line,
+            "native_line",
+            "cuda_version",
+            pattern=CUDA_VERSION,
+            what="a quoted version like 13.3",
+        )
+    superseded = _superseded(c, d)
+    lanes = _lanes(c, d, root_dir)
+
+    # Cross-document checks: each problem in a profile or record is reported with its own file.
+    problems: list[Problem] = list(c.problems)
+    profiles: dict[str, Profile] = {}
+    tags = {s.tag for s in superseded}
+    seen_tags: dict[str, str] = {}
+    seen_profiles: dict[str, str] = {}
+    for lane in lanes:
+        where = f"lanes.{lane.id}"
+        if lane.component_tag in seen_tags:
+            problems.append(
+                Problem(
+                    file=str(path),
+                    field=f"{where}.component_tag",
+                    message=f"{lane.component_tag} is also the tag of lane {seen_tags[lane.component_tag]}",
+                )
+            )
+        seen_tags.setdefault(lane.component_tag, lane.id)
+        if lane.component_tag in tags:
+            problems.append(
+                Problem(
+                    file=str(path),
+                    field=f"{where}.component_tag",
+                    message=f"{lane.component_tag} was superseded; a superseded tag is never reused",
+                )
+            )
+        if lane.profile_id in seen_profiles:
+            problems.append(
+                Problem(
+                    file=str(path),
+                    field=f"{where}.profile",
+                    message=f"profile {lane.profile_id} is already used by lane "
+                    f"{seen_profiles[lane.profile_id]}",
+                )
+            )
+            continue
+        seen_profiles[lane.profile_id] = lane.id
+        profile_path = root_dir / "profiles" / f"{lane.profile_id}.yaml"
+        try:
+            profile = load_profile(profile_path)
+        except NinferError as exc:
+            problems.extend(exc.problems or [Problem(file=str(profile_path), message=str(exc))])
+            continue
+        profiles[profile.id] = profile
+        problems.extend(_cross_check(str(path), where, lane, profile, model))
+    for s in superseded:
+        if s.successor not in seen_tags:
+            problems.append(
+                Problem(
+                    file=str(path),
+                    field="superseded",
+                    message=f"successor {s.successor} of {s.tag} is not a lane's component tag",
+                )
+            )
+    if problems:
+        raise DefinitionError(problems=problems)
+    assert product and version and candidate and epoch is not None and base_url and model and client
+    return Release(
+        path=path,
+        repo_root=root_dir,
+        version=version,
+        product=product,
+        state=state,
+        published_product_version=published,
+        candidate_commit=candidate,
+        source_date_epoch=source_date_epoch(epoch, env),
+        publication_base_url=base_url,
+        model=model,
+        client=client,
+        upstream_base=upstream,
+        superseded=superseded,
+        lanes=MappingProxyType({lane.id: lane for lane in sorted(lanes, key=lambda x: x.id)}),
+        profiles=MappingProxyType(dict(sorted(profiles.items()))),
+    )
+
+
+def _components(c: Checker, d: dict[str, Any]) -> tuple[ModelBinding | None, ClientBinding | None]:
+    comps = c.get_mapping(d, "", "components")
+    if comps is None:
+        return None, None
+    if "native_model" in comps:
+        c.add(
+            "components.native_model",
+            "removed in v0.13.1: every lane binds components.model; delete the native_model override",
+        )
+    c.keys(comps, "components", required=("model", "client"), optional=("native_model",))
+    model = None
+    m = c.get_mapping(comps, "components", "model")
+    if m is not None:
+        f = "components.model"
+        c.keys(
+            m,
+            f,
+            required=(
+                "repository",
+                "revision",
+                "artifact",
+                "size",
+                "sha256",
+                "local_name",
+                "container_version",
+            ),
+        )
+        repo = c.get_str(m, f, "repository")
+        if repo is not None and check_base_url(repo) is not None:
+            c.add(f"{f}.repository", f"{repo!r} {check_base_url(repo)}")
+            repo = None
+        revision = c.get_str(m, f, "revision", pattern=HEX40, what="a full 40-hex commit")
+        artifact = c.get_str(m, f, "artifact", pattern=FILE_NAME, what="a plain file name")
+        size = c.get_int(m, f, "size", minimum=1, unit="bytes")
+        sha = c.get_str(m, f, "sha256", pattern=HEX64, what="64 lowercase hex digits")
+        local = c.get_str(m, f, "local_name", pattern=FILE_NAME, what="a plain file name")
+        cver = c.get_int(m, f, "container_version", minimum=1)
+        if repo and revision and artifact and size and sha and local and cver:
+            model = ModelBinding(
+                repository=repo,
+                revision=revision,
+                artifact=artifact,
+                size=size,
+                sha256=sha,
+                local_name=local,
+                container_version=cver,
+            )
+    client = None
+    cl = c.get_mapping(comps, "components", "client")
+    if cl is not None:
+        f = "components.client"
+        c.keys(cl, f, required=("name", "version", "source", "mode"))
+        name = c.get_str(cl, f, "name")
+        ver = c.get_str(cl, f, "version", pattern=re.compile(r"[0-9]+\.[0-9]+\.[0-9]+"), what="a version")
+        src = c.get_str(cl, f, "source", pattern=SHORT_HEX, what="a hex commit")
+        mode = c.get_str(cl, f, "mode", choices=("carry",))
+        if name and ver and src and mode:
+            client = ClientBinding(name=name, version=ver, source=src, mode=mode)
+    return model, client
+
+
+def _superseded(c: Checker, d: dict[str, Any]) -> tuple[Superseded, ...]:
+    items = c.get_list(d, "", "superseded", required=False)
+    out: list[Superseded] = []
+    for i, item in enumerate(items or []):
+        f = f"superseded[{i}]"
+        s = c.mapping(item, f)
+        if s is None:
+            continue
+        c.keys(s, f, required=("tag", "source", "successor"))
+        tag = c.get_str(s, f, "tag", pattern=COMPONENT_TAG, what="a component tag")
+        src = c.get_str(s, f, "source", pattern=SHORT_HEX, what="a hex commit")
+        succ = c.get_str(s, f, "successor", pattern=COMPONENT_TAG, what="a component tag")
+        if tag and succ and tag == succ:
+            c.add(f"{f}.successor", "a superseded tag cannot be its own successor")
+        elif tag and src and succ:
+            out.append(Superseded(tag=tag, source=src, successor=succ))
+    return tuple(out)
+
+
+_LANE_KEYS = ("component_tag", "kind", "mode", "profile", "source_commit", "gpu")
+_LANE_OPTIONAL = (
+    "cuda_arch",
+    "cuda_version",
+    "package_recipe",
+    "container_recipe",
+    "carried_from",
+    "rollback",
+)
+
+
+def _lanes(c: Checker, d: dict[str, Any], root_dir: Path) -> list[Lane]:
+    lanes_map = c.get_mapping(d, "", "lanes")
+    if lanes_map is None:
+        return []
+    if not lanes_map:
+        c.add("lanes", "at least one lane is required")
+    out: list[Lane] = []
+    for lane_id, raw in lanes_map.items():
+        f = f"lanes.{lane_id}"
+        if not LANE_ID.fullmatch(lane_id):
+            c.add(f, f"{lane_id!r} is not a lane id ([a-z0-9-])")
+            continue
+        ld = c.mapping(raw, f)
+        if ld is None:
+            continue
+        c.keys(ld, f, required=_LANE_KEYS, optional=_LANE_OPTIONAL)
+        tag = c.get_str(
+            ld, f, "component_tag", pattern=COMPONENT_TAG, what="a component tag like v0.7.0-x-beta.2"
+        )
+        kind = c.get_str(ld, f, "kind", choices=("windows-zip", "oci-image"))
+        mode = c.get_str(ld, f, "mode", choices=("build", "carry"))
+        profile = c.get_str(ld, f, "profile", pattern=PROFILE_ID, what="a profile id", max_len=120)
+        source = c.get_str(ld, f, "source_commit", pattern=SHORT_HEX, what="a hex commit")
+        if source is not None and mode == "build" and not HEX40.fullmatch(source):
+            c.add(
+                f"{f}.source_commit",
+                f"{source!r} is not a full 40-hex commit; a fresh build needs one "
+                "(a short prefix or branch is not an identity)",
+            )
+            source = None
+        native = kind == "windows-zip"
+        cuda_arch = c.get_str(
+            ld, f, "cuda_arch", required=native, pattern=CUDA_ARCH, what="a CUDA arch like sm_89"
+        )
+        cuda_version = c.get_str(
+            ld, f, "cuda_version", required=native, pattern=CUDA_VERSION, what='a quoted version like "13.3"'
+        )
+        gpu = c.get_str(ld, f, "gpu", max_len=200)
+        package_recipe = c.get_str(
+            ld, f, "package_recipe", required=native, pattern=REL_PATH, what="a repo path"
+        )
+        container_recipe = c.get_str(
+            ld, f, "container_recipe", required=False, pattern=REL_PATH, what="a repo path"
+        )
+        carried_from = c.get_str(
+            ld, f, "carried_from", required=mode == "carry", pattern=REL_PATH, what="a repo path"
+        )
+        rollback = c.get_str(ld, f, "rollback", required=False, choices=("not_applicable",))
+        for key, required in (
+            ("package_recipe", native),
+            ("cuda_arch", native),
+            ("cuda_version", native),
+            ("container_recipe", kind == "oci-image"),
+            ("carried_from", mode == "carry"),
+        ):
+            if required and key not in ld:
+                c.add(f"{f}.{key}", f"required for a {kind} lane in {mode} mode")
+        if native and mode == "carry":
+            c.add(f"{f}.mode", "a windows-zip lane is built fresh (carry applies to images)")
+        if not native and "package_recipe" in ld:
+            c.add(f"{f}.package_recipe", "only windows-zip lanes have a package recipe")
+        if mode != "carry" and "carried_from" in ld:
+            c.add(f"{f}.carried_from", "only a carried lane names a carried record")
+        carried = None
+        if carried_from is not None and mode == "carry":
+            carried = _load_record(c, root_dir / carried_from, f"{f}.carried_from")
+        if tag and kind and mode and profile and source and gpu:
+            out.append(
+                Lane(
+                    id=lane_id,
+                    component_tag=tag,
+                    kind="windows-zip" if native else "oci-image",
+                    mode="carry" if mode == "carry" else "build",
+                    profile_id=profile,
+                    source_commit=source,
+                    cuda_arch=cuda_arch,
+                    cuda_version=cuda_version,
+                    gpu=gpu,
+                    package_recipe=package_recipe,
+                    container_recipe=container_recipe,
+                    carried_from=carried_from,
+                    carried=carried,
+                    rollback=rollback,
+                )
+            )
+    return out
+
+
+def load_carried_record(path: Path) -> CarriedImage:
+    """Load and validate a carried-container record such as ``releases/v0.13.0/rtx5090.yaml``.
+
+    Raises:
+        InputError: the file is missing.
+        DefinitionError: any field is missing or malformed (all at once).
+    """
+    data = load_yaml_data(path)
+    c = Checker(str(path))
+    d = c.mapping(data, "")
+    if d is None:
+        c.raise_if_any()
+        raise AssertionError("unreachable")  # pragma: no cover
+    c.scan_strings(d)
+    c.keys(
+        d,
+        "",
+        required=(
+            "schema",
+            "release",
+            "lane",
+            "component_tag",
+            "source",
+            "server",
+            "archive",
+            "image",
+            "base_image",
+            "profile",
+            "strict_origin_config",
+            "checkpoint_mount",
+            "model_sha256",
+        ),
+        optional=("description",),
+    )
+    schema = c.get_int(d, "", "schema")
+    if schema is not None and schema != RECORD_SCHEMA:
+        c.add("schema", f"{schema} is not the supported record schema {RECORD_SCHEMA}")
+    hexs = {
+        k: c.get_str(d, "", k, pattern=SHORT_HEX, what="a hex digest as published")
+        for k in ("source", "server", "archive", "base_image", "strict_origin_config")
+    }
+    release = c.get_str(d, "", "release", pattern=VERSION, what="a version")
+    lane = c.get_str(d, "", "lane", pattern=LANE_ID, what="a lane id")
+    tag = c.get_str(d, "", "component_tag", pattern=COMPONENT_TAG, what="a component tag")
+    image = c.get_str(d, "", "image", pattern=IMAGE_REF, what="an image reference pinned by sha256 digest")
+    profile = c.get_str(d, "", "profile", pattern=PROFILE_ID, what="a profile id")
+    mount = c.get_str(
+        d, "", "checkpoint_mount", pattern=re.compile(r"/[A-Za-z0-9._/-]+"), what="an absolute path"
+    )
+    model = c.get_str(d, "", "model_sha256", pattern=HEX64, what="64 lowercase hex digits")
+    c.get_str(d, "", "description", required=False, max_len=2000)
+    c.raise_if_any()
+    assert release and lane and tag and image and profile and mount and model and all(hexs.values())
+    return CarriedImage(
+        path=path,
+        release=release,
+        lane=lane,
+        component_tag=tag,
+        source=str(hexs["source"]),
+        server=str(hexs["server"]),
+        archive=str(hexs["archive"]),
+        image=image,
+        base_image=str(hexs["base_image"]),
+        profile_id=profile,
+        strict_origin_config=str(hexs["strict_origin_config"]),
+        checkpoint_mount=mount,
+        model_sha256=model,
+    )
+
+
+def _load_record(c: Checker, path: Path, field: str) -> CarriedImage | None:
+    try:
+        return load_carried_record(path)
+    except NinferError as exc:
+        if exc.problems and not (len(exc.problems) == 1 and exc.problems[0].message == "no such file"):
+            c.problems.extend(exc.problems)
+        else:
+            c.add(field, f"carried record {path} does not exist")
+        return None
+
+
+def _cross_check(file: str, where: str, lane: Lane, p: Profile, model: ModelBinding | None) -> list[Problem]:
+    out: list[Problem] = []
+
+    def bad(field: str, message: str) -> None:
+        out.append(Problem(file=file, field=f"{where}.{field}", message=message))
+
+    if p.lane != lane.id:
+        bad("profile", f"profile {p.id} is for lane {p.lane!r}, not {lane.id!r}")
+    if p.gpu != lane.gpu:
+        bad("gpu", f"{lane.gpu!r} differs from profile {p.id}'s gpu {p.gpu!r}")
+    if p.cuda_arch != lane.cuda_arch:
+        bad("cuda_arch", f"{lane.cuda_arch!r} differs from profile {p.id}'s cuda_arch {p.cuda_arch!r}")
+    want_kind = "native" if lane.kind == "windows-zip" else "container"
+    if p.kind != want_kind:
+        bad("profile", f"a {lane.kind} lane needs a {want_kind} profile; {p.id} is {p.kind}")
+    if p.carried != (lane.mode == "carry"):
+        bad("mode", f"lane mode {lane.mode} but profile {p.id} has carried={str(p.carried).lower()}")
+    if model is not None:
+        if p.model_sha256 != model.sha256:
+            bad(
+                "profile",
+                f"profile {p.id} binds model {p.model_sha256[:8]}…, not components.model {model.sha256[:8]}…",
+            )
+        if p.model_file != model.local_name:
+            bad(
+                "profile",
+                f"profile {p.id} loads {p.model_file!r}, "
+                f"not components.model.local_name {model.local_name!r}",
+            )
+    rec = lane.carried
+    if rec is not None:
+        rf = str(rec.path)
+        for field, got, want in (
+            ("lane", rec.lane, lane.id),
+            ("component_tag", rec.component_tag, lane.component_tag),
+            ("source", rec.source, lane.source_commit),
+            ("profile", rec.profile_id, p.id),
+            ("strict_origin_config", rec.strict_origin_config, p.strict_origin_config),
+            ("checkpoint_mount", rec.checkpoint_mount, p.checkpoint.mount),
+            ("model_sha256", rec.model_sha256, p.model_sha256),
+        ):
+            if got != want:
+                out.append(
+                    Problem(file=rf, field=field, message=f"{got!r} disagrees with {want!r} ({where})")
+                )
+    return out
