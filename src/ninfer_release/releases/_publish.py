@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ninfer_release import hashing, jsonbytes, reproducible
+from ninfer_release import checksums, hashing, jsonbytes, reproducible
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 
 #: The artifact type of an asset set (``artifactType`` and ``config.mediaType``).
@@ -81,7 +81,6 @@ _HOST_RE = re.compile(
 )
 #: A bare, portable file name: what a layer title may be (C41). No separators, no traversal.
 _BARE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,254}")
-_SUMS_LINE_RE = re.compile(r"([0-9a-f]{64}) [ *](.+)")
 #: Semver-style pre-release markers inside a component tag (``...-beta.2``, ``-rc1``, ``-alpha``).
 _PRERELEASE_RE = re.compile(
     r"(?:alpha|beta|rc|pre|preview|dev|nightly|snapshot)(?:[.]?[0-9]+)*", re.IGNORECASE
@@ -334,35 +333,6 @@ def render_manifest(
     return jsonbytes.canonical_json(manifest)
 
 
-def parse_sha256sums(data: bytes, *, file: str = SUMS_NAME) -> dict[str, str]:
-    """Parse GNU coreutils ``sha256sum`` lines (``<64 lowercase hex>  <name>``, LF) into name → hex.
-
-    Raises:
-        IntegrityError: a malformed line or a repeated name (all problems at once).
-    """
-    problems: list[Problem] = []
-    sums: dict[str, str] = {}
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise IntegrityError(problems=[Problem(file=file, message="not UTF-8")]) from None
-    if text and not text.endswith("\n"):
-        problems.append(Problem(file=file, message="does not end with a newline (LF)"))
-    for n, line in enumerate(text.splitlines(), 1):
-        m = _SUMS_LINE_RE.fullmatch(line)
-        if m is None:
-            problems.append(
-                Problem(file=file, field=f"line {n}", message=f"not a GNU sha256sum line: {line!r}")
-            )
-        elif m.group(2) in sums:
-            problems.append(Problem(file=file, field=f"line {n}", message=f"{m.group(2)} is listed twice"))
-        else:
-            sums[m.group(2)] = m.group(1)
-    if problems:
-        raise IntegrityError(problems=problems)
-    return sums
-
-
 def _check_request(request: PublishRequest) -> list[Problem]:
     where = str(request.set_dir)
     problems: list[Problem] = []
@@ -379,16 +349,6 @@ def _check_request(request: PublishRequest) -> list[Problem]:
         )
     if request.epoch < 0:
         problems.append(Problem(file=where, field="epoch", message=f"{request.epoch} is negative"))
-    if request.move_latest and request.draft:
-        problems.append(Problem(file=where, field="latest", message="a draft is never tagged latest"))
-    elif request.move_latest and is_prerelease(tag):
-        problems.append(
-            Problem(
-                file=where,
-                field="latest",
-                message=f"{tag} is a prerelease; a prerelease is never tagged latest",
-            )
-        )
     names = list(request.files)
     if SUMS_NAME not in names:
         problems.append(Problem(file=where, field="files", message=f"{SUMS_NAME} is not among the files"))
@@ -447,11 +407,16 @@ def plan_publish(request: PublishRequest) -> ArtifactPlan:
 
     Raises:
         InputError: the request is malformed (tag, files, media types, annotations) — all problems.
-        IntegrityError: ``SHA256SUMS`` is malformed or disagrees with the files.
+        PublishError: ``move_latest`` on a draft or a prerelease (never tagged ``latest``).
+        IntegrityError: ``SHA256SUMS`` is not canonical GNU text (any parser warning or error of
+            :func:`ninfer_release.checksums.parse_sha256sums`) or disagrees with the files.
     """
     problems = _check_request(request)
     if problems:
         raise InputError(problems=problems)
+    if request.move_latest and (request.draft or is_prerelease(request.tag)):
+        what = "a draft" if request.draft else f"{request.tag} is a prerelease; a prerelease"
+        raise PublishError(f"{request.set_dir}: latest: {what} is never tagged latest")
     layers: list[Blob] = []
     digests: dict[str, str] = {}
     for name in sorted(request.files):
@@ -464,7 +429,11 @@ def plan_publish(request: PublishRequest) -> ArtifactPlan:
             Blob(media_type=media_type, digest="sha256:" + hexdigest, size=size, title=name, path=path)
         )
     sums_path = request.set_dir / SUMS_NAME
-    sums = parse_sha256sums(sums_path.read_bytes(), file=str(sums_path))
+    parsed = checksums.parse_sha256sums(sums_path.read_bytes(), source=str(sums_path))
+    if parsed.errors or parsed.warnings:
+        # Only the canonical GNU form is published: what is immutable must be unambiguous.
+        raise IntegrityError(problems=[*parsed.errors, *parsed.warnings])
+    sums = parsed.as_dict()
     mismatch: list[Problem] = []
     for name, hexdigest in sorted(sums.items()):
         if name not in digests:
