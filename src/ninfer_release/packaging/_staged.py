@@ -1,0 +1,441 @@
+"""Loading a staged engine build tree (``docs/staged-inputs.md``; DESIGN.md §3, §6; case C23).
+
+The loader reads only the two small JSON documents and the directory listing (``lstat``): file
+contents are read once, later, by :func:`ninfer_release.packaging.compress_members`, which also
+hashes them. Checking redistributable hashes against the lock therefore happens on the
+compressed members (:func:`check_lock_digests`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ninfer_release.errors import InputError, Problem
+from ninfer_release.reproducible import sorted_walk
+
+BUILD_INFO = "build-info.json"
+LOCK = "dependencies.lock.json"
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+GROUPS = frozenset({"cuda", "crt", "directstorage", "other"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineFile:
+    """A file built from the engine source (``build-info.json`` ``engine_files[]``)."""
+
+    path: str
+    license: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildInfo:
+    """``build-info.json``: what was built, from which source, with which toolchain."""
+
+    source_commit: str
+    cuda_version: str
+    cuda_arch: str
+    compiler: str
+    engine_files: tuple[EngineFile, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VendoredSource:
+    """A third-party source tree compiled into the engine (lock ``vendored[]``)."""
+
+    name: str
+    version: str
+    commit: str
+    license: str
+    purl: str
+    source_url: str
+    supplier: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Redistributable:
+    """A third-party binary shipped as-is (lock ``redistributables[]``); ``sha256`` lowercase hex."""
+
+    file: str
+    group: str
+    package: str
+    version: str
+    purl: str
+    sha256: str
+    supplier: str
+    license: str
+    stand_in: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class DependencyLock:
+    """``dependencies.lock.json``: every vendored source and redistributable file, resolved."""
+
+    vendored: tuple[VendoredSource, ...]
+    redistributables: tuple[Redistributable, ...]
+
+    def redistributable(self, path: str) -> Redistributable | None:
+        """The lock entry for staged path ``path``, if any."""
+        for r in self.redistributables:
+            if r.file == path:
+                return r
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StagedFile:
+    """One regular file of the staged tree.
+
+    ``path`` is relative, ``/``-separated, NFC; ``source`` is the absolute file whose bytes are
+    shipped (for a symlink inside the tree: the resolved target, C23); ``size`` is from ``stat``
+    in bytes; ``link_target`` is the symlink's relative target path, or ``None``.
+    """
+
+    path: str
+    source: Path
+    size: int
+    link_target: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StagedTree:
+    """A loaded, cross-checked staged engine build for one lane."""
+
+    root: Path
+    lane_id: str
+    build_info: BuildInfo
+    lock: DependencyLock
+    files: tuple[StagedFile, ...]
+
+    def file(self, path: str) -> StagedFile | None:
+        """The staged file at relative ``path``, if any."""
+        for f in self.files:
+            if f.path == path:
+                return f
+        return None
+
+
+class _Doc:
+    """Typed field access on one JSON document that collects problems instead of raising."""
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = problems
+
+    def bad(self, field: str, message: str) -> None:
+        self.problems.append(Problem(file=self.file, field=field, message=message))
+
+    def text(
+        self, obj: Mapping[str, Any], key: str, where: str, *, pattern: re.Pattern[str] | None = None
+    ) -> str:
+        field = f"{where}.{key}" if where else key
+        value = obj.get(key)
+        if not isinstance(value, str) or not value:
+            self.bad(field, f"missing or not a non-empty string (got {value!r})")
+            return ""
+        if pattern is not None and not pattern.fullmatch(value):
+            self.bad(field, f"{value!r} does not match {pattern.pattern}")
+        return value
+
+    def items(self, obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+        value = obj.get(key)
+        if not isinstance(value, list):
+            self.bad(key, f"missing or not a list (got {type(value).__name__})")
+            return []
+        out: list[Mapping[str, Any]] = []
+        for i, item in enumerate(value):
+            if isinstance(item, dict):
+                out.append(item)
+            else:
+                self.bad(f"{key}[{i}]", "not an object")
+        return out
+
+    def known_keys(self, obj: Mapping[str, Any], where: str, allowed: Iterable[str]) -> None:
+        allowed = set(allowed)
+        for key in obj:
+            if key not in allowed:
+                self.bad(
+                    f"{where}.{key}" if where else key, f"unknown field; expected one of {sorted(allowed)}"
+                )
+
+
+def _read_json(path: Path, problems: list[Problem]) -> Mapping[str, Any] | None:
+    if path.is_symlink():
+        problems.append(Problem(file=str(path), message="must be a regular file, not a symlink"))
+        return None
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        problems.append(Problem(file=str(path), message="missing from the staged tree"))
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(Problem(file=str(path), message=f"not valid UTF-8 JSON: {exc}"))
+        return None
+    if not isinstance(data, dict):
+        problems.append(Problem(file=str(path), message="top level must be a JSON object"))
+        return None
+    return data
+
+
+def _check_rel_path(doc: _Doc, field: str, value: str) -> str:
+    """A path named inside build-info/lock: relative, ``/``-separated, no ``..``."""
+    if "\\" in value:
+        doc.bad(field, f"{value!r} contains a backslash; staged paths use '/' (C17)")
+    elif value.startswith("/") or ".." in value.split("/") or value != os.path.normpath(value):
+        doc.bad(field, f"{value!r} is not a normalised relative path inside the staged tree")
+    return unicodedata.normalize("NFC", value)
+
+
+def _parse_build_info(data: Mapping[str, Any], doc: _Doc) -> BuildInfo:
+    doc.known_keys(
+        data, "", ("schema", "source_commit", "cuda_version", "cuda_arch", "compiler", "engine_files")
+    )
+    if data.get("schema") != 1:
+        doc.bad("schema", f"unsupported schema {data.get('schema')!r}; expected 1")
+    engine: list[EngineFile] = []
+    for i, item in enumerate(doc.items(data, "engine_files")):
+        where = f"engine_files[{i}]"
+        doc.known_keys(item, where, ("path", "license"))
+        path = _check_rel_path(doc, f"{where}.path", doc.text(item, "path", where))
+        engine.append(EngineFile(path=path, license=doc.text(item, "license", where)))
+    return BuildInfo(
+        source_commit=doc.text(data, "source_commit", ""),
+        cuda_version=doc.text(data, "cuda_version", ""),
+        cuda_arch=doc.text(data, "cuda_arch", ""),
+        compiler=doc.text(data, "compiler", ""),
+        engine_files=tuple(engine),
+    )
+
+
+def _parse_lock(data: Mapping[str, Any], doc: _Doc) -> DependencyLock:
+    doc.known_keys(data, "", ("schema", "vendored", "redistributables"))
+    if data.get("schema") != 1:
+        doc.bad("schema", f"unsupported schema {data.get('schema')!r}; expected 1")
+    vendored: list[VendoredSource] = []
+    for i, item in enumerate(doc.items(data, "vendored")):
+        w = f"vendored[{i}]"
+        doc.known_keys(item, w, ("name", "version", "commit", "license", "purl", "source_url", "supplier"))
+        vendored.append(
+            VendoredSource(
+                name=doc.text(item, "name", w),
+                version=doc.text(item, "version", w),
+                commit=doc.text(item, "commit", w, pattern=_COMMIT),
+                license=doc.text(item, "license", w),
+                purl=doc.text(item, "purl", w),
+                source_url=doc.text(item, "source_url", w),
+                supplier=doc.text(item, "supplier", w),
+            )
+        )
+    redist: list[Redistributable] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(doc.items(data, "redistributables")):
+        w = f"redistributables[{i}]"
+        doc.known_keys(
+            item,
+            w,
+            ("file", "group", "package", "version", "purl", "sha256", "supplier", "license", "stand_in"),
+        )
+        file = _check_rel_path(doc, f"{w}.file", doc.text(item, "file", w))
+        if file in seen:
+            doc.bad(f"{w}.file", f"{file!r} is already listed at redistributables[{seen[file]}]")
+        seen.setdefault(file, i)
+        group = doc.text(item, "group", w)
+        if group and group not in GROUPS:
+            doc.bad(f"{w}.group", f"{group!r} is not one of {sorted(GROUPS)}")
+        stand_in = item.get("stand_in", False)
+        if not isinstance(stand_in, bool):
+            doc.bad(f"{w}.stand_in", f"must be true or false (got {stand_in!r})")
+            stand_in = False
+        redist.append(
+            Redistributable(
+                file=file,
+                group=group,
+                package=doc.text(item, "package", w),
+                version=doc.text(item, "version", w),
+                purl=doc.text(item, "purl", w),
+                sha256=doc.text(item, "sha256", w, pattern=_SHA256),
+                supplier=doc.text(item, "supplier", w),
+                license=doc.text(item, "license", w),
+                stand_in=stand_in,
+            )
+        )
+    return DependencyLock(vendored=tuple(vendored), redistributables=tuple(redist))
+
+
+def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
+    """Regular files under ``root`` in sorted order; in-tree symlinks resolved (C23), others refused."""
+    real_root = root.resolve()
+    files: list[StagedFile] = []
+    by_nfc: dict[str, str] = {}
+    for path in sorted_walk(root):
+        rel_raw = path.relative_to(root).as_posix()
+        try:
+            rel_raw.encode("utf-8")
+        except UnicodeEncodeError:
+            problems.append(
+                Problem(file=str(root), field=repr(rel_raw), message="file name is not valid UTF-8")
+            )
+            continue
+        rel = unicodedata.normalize("NFC", rel_raw)
+        st = path.lstat()
+        link_target: str | None = None
+        source = path
+        if stat.S_ISLNK(st.st_mode):
+            link_target = str(path.readlink())
+            resolved = Path(os.path.realpath(path))
+            if resolved != real_root and real_root not in resolved.parents:
+                problems.append(
+                    Problem(
+                        file=str(root),
+                        field=rel,
+                        message=f"symlink to {link_target!r} leaves the staged tree; refused (DESIGN §6)",
+                    )
+                )
+                continue
+            try:
+                st = resolved.stat()
+            except FileNotFoundError:
+                problems.append(
+                    Problem(file=str(root), field=rel, message=f"dangling symlink to {link_target!r}")
+                )
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                problems.append(
+                    Problem(
+                        file=str(root),
+                        field=rel,
+                        message=f"symlink to folder {link_target!r}; only file symlinks are resolved (C23)",
+                    )
+                )
+                continue
+            source = resolved
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(
+                Problem(file=str(root), field=rel, message="not a regular file (device, fifo or socket)")
+            )
+            continue
+        other = by_nfc.setdefault(rel, rel_raw)
+        if other != rel_raw:
+            problems.append(
+                Problem(
+                    file=str(root), field=rel, message=f"{rel_raw!r} and {other!r} are the same name in NFC"
+                )
+            )
+            continue
+        files.append(StagedFile(path=rel, source=source.absolute(), size=st.st_size, link_target=link_target))
+    files.sort(key=lambda f: f.path.encode("utf-8"))
+    return files
+
+
+def load_staged_tree(
+    root: Path, *, lane_id: str, source_commit: str, cuda_arch: str, cuda_version: str
+) -> StagedTree:
+    """Load and cross-check the staged engine build of lane ``lane_id`` (``docs/staged-inputs.md``).
+
+    ``root`` is the lane's tree, or its parent holding ``<lane_id>/``. Reads ``build-info.json`` and
+    ``dependencies.lock.json`` (small JSON) and lists every file (no content reads). Symlinks
+    inside the tree are resolved: the target's bytes ship under the link's name, never a link
+    entry (C23). Every problem is collected and raised at once.
+
+    Checks: both documents well formed (schema 1, known fields, types); ``source_commit``,
+    ``cuda_arch``, ``cuda_version`` equal the lane's; every file under ``bin/`` is an engine file or
+    a lock redistributable; every engine file and redistributable exists; no symlink leaves the
+    tree (DESIGN.md §6); no special files; no two names equal after NFC.
+
+    Raises:
+        InputError: the tree or a document is missing or invalid, or any check fails (exit 4);
+            mismatches name ``build-info.json`` and the field.
+    """
+    if not (root / BUILD_INFO).exists() and (root / lane_id / BUILD_INFO).exists():
+        root = root / lane_id
+    if not root.is_dir():
+        raise InputError(
+            problems=[Problem(file=str(root), message="staged tree not found (expected a directory)")]
+        )
+    root = root.absolute()
+    problems: list[Problem] = []
+    info_path, lock_path = root / BUILD_INFO, root / LOCK
+    info_doc, lock_doc = _Doc(str(info_path), problems), _Doc(str(lock_path), problems)
+    info_data = _read_json(info_path, problems)
+    lock_data = _read_json(lock_path, problems)
+    info = _parse_build_info(info_data, info_doc) if info_data is not None else None
+    lock = _parse_lock(lock_data, lock_doc) if lock_data is not None else None
+    files = _list_files(root, problems)
+    if info is None or lock is None:
+        raise InputError(problems=problems)
+
+    expected = {"source_commit": source_commit, "cuda_arch": cuda_arch, "cuda_version": cuda_version}
+    for field, want in expected.items():
+        got = getattr(info, field)
+        if got and got != want:
+            info_doc.bad(field, f"{got!r} does not match lane {lane_id}'s {want!r} in the release definition")
+
+    present = {f.path for f in files}
+    engine = {e.path for e in info.engine_files}
+    redist = {r.file for r in lock.redistributables}
+    for i, e in enumerate(info.engine_files):
+        if e.path and e.path not in present:
+            info_doc.bad(f"engine_files[{i}].path", f"{e.path!r} is not in the staged tree")
+        if e.path in redist:
+            info_doc.bad(
+                f"engine_files[{i}].path", f"{e.path!r} is also listed as a redistributable in the lock"
+            )
+    for i, r in enumerate(lock.redistributables):
+        if r.file and r.file not in present:
+            lock_doc.bad(f"redistributables[{i}].file", f"{r.file!r} is not in the staged tree")
+    for f in files:
+        if f.path.startswith("bin/") and f.path not in engine and f.path not in redist:
+            problems.append(
+                Problem(
+                    file=str(root),
+                    field=f.path,
+                    message=f"unaccounted binary: in neither {BUILD_INFO} nor {LOCK}",
+                )
+            )
+    if problems:
+        raise InputError(problems=problems)
+    return StagedTree(root=root, lane_id=lane_id, build_info=info, lock=lock, files=tuple(files))
+
+
+def check_lock_digests(staged: StagedTree, sha256_by_path: Mapping[str, str]) -> None:
+    """Compare each redistributable's lock SHA-256 with the digest computed while packaging.
+
+    ``sha256_by_path`` maps staged paths (``bin/cudart64_13.dll``) to lowercase hex, e.g. from
+    :class:`~ninfer_release.packaging.CompressedMember` ``source_path``/``sha256`` (one read per byte).
+
+    Raises:
+        InputError: a redistributable's bytes differ from the lock, or it was not hashed (exit 4,
+            ``docs/staged-inputs.md``).
+    """
+    problems: list[Problem] = []
+    lock_file = str(staged.root / LOCK)
+    for i, r in enumerate(staged.lock.redistributables):
+        got = sha256_by_path.get(r.file)
+        if got is None:
+            problems.append(
+                Problem(
+                    file=lock_file, field=f"redistributables[{i}].file", message=f"{r.file!r} was not hashed"
+                )
+            )
+        elif got != r.sha256:
+            problems.append(
+                Problem(
+                    file=lock_file,
+                    field=f"redistributables[{i}].sha256",
+                    message=f"{r.file!r} has SHA-256 {got}, the lock says {r.sha256}",
+                )
+            )
+    if problems:
+        raise InputError(problems=problems)

@@ -1,0 +1,386 @@
+"""A bounded zip reader for verification: index, streamed digests, small members (DESIGN.md §10).
+
+Nothing is extracted to disk and no member name is ever used as a path. The central directory
+is parsed by hand (zip64 included) and every local header is cross-checked against it, so
+overlapping members (the "overlapped zip bomb"), sizes beyond the archive and name mismatches
+are refused before any byte is inflated. Decompression is streamed with a bounded output per
+step and stops at the declared size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ninfer_release.errors import IntegrityError, Problem
+from ninfer_release.packaging._zipformat import (
+    CENTRAL_FMT,
+    CENTRAL_SIG,
+    DEFLATED,
+    EOCD_FMT,
+    EOCD_SIG,
+    FLAG_UTF8,
+    LIMIT16,
+    LIMIT32,
+    LOCAL_FMT,
+    LOCAL_SIG,
+    STORED,
+    ZIP64_EOCD_FMT,
+    ZIP64_EOCD_SIG,
+    ZIP64_EXTRA_ID,
+    ZIP64_LOCATOR_FMT,
+    ZIP64_LOCATOR_SIG,
+)
+
+_STEP = 1 << 20  # bytes read / inflated per step
+#: Refuse central directories beyond this size (bytes); ours are a few KiB.
+MAX_CENTRAL_DIRECTORY = 64 << 20
+#: Deflate cannot exceed a ratio of about 1032:1, so a larger declared ratio is a lie.
+DEFAULT_MAX_RATIO = 1100
+DEFAULT_MAX_TOTAL = 64 << 30  # 64 GiB of declared uncompressed data
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZipMember:
+    """One central-directory entry, cross-checked with its local header.
+
+    Sizes and offsets are bytes; ``date_time`` is (year, month, day, hour, minute, second);
+    ``create_system`` is the high byte of "version made by"; ``external_attr`` the raw 32 bits.
+    """
+
+    name: str
+    flags: int
+    method: int
+    crc32: int
+    compressed_size: int
+    size: int
+    header_offset: int
+    data_offset: int
+    external_attr: int
+    create_system: int
+    version_made_by: int
+    version_needed: int
+    date_time: tuple[int, int, int, int, int, int]
+    central_extra: bytes
+    local_extra: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberDigest:
+    """Digests of one member's decompressed bytes, or why it was not (fully) read.
+
+    ``problems`` empty means the member inflated to exactly its declared size and CRC.
+    """
+
+    name: str
+    size: int
+    sha256: str
+    sha1: str
+    crc32: int
+    method: int
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when the member was read completely and matched its declared size and CRC."""
+        return not self.problems
+
+
+def _fail(path: Path, message: str) -> IntegrityError:
+    return IntegrityError(problems=[Problem(file=str(path), message=message)])
+
+
+def _read_at(f: BinaryIO, offset: int, n: int) -> bytes:
+    f.seek(offset)
+    return f.read(n)
+
+
+def _zip64_fields(extra: bytes, want: list[str]) -> dict[str, int] | None:
+    """Values of the zip64 extra field for the fields in ``want`` (APPNOTE order), if present."""
+    i = 0
+    while i + 4 <= len(extra):
+        hid, size = struct.unpack_from("<HH", extra, i)
+        body = extra[i + 4 : i + 4 + size]
+        if hid == ZIP64_EXTRA_ID:
+            if len(body) < 8 * len(want):
+                return None
+            return {k: struct.unpack_from("<Q", body, 8 * j)[0] for j, k in enumerate(want)}
+        i += 4 + size
+    return None
+
+
+def _dos(date: int, time: int) -> tuple[int, int, int, int, int, int]:
+    return (1980 + (date >> 9), (date >> 5) & 15, date & 31, time >> 11, (time >> 5) & 63, (time & 31) * 2)
+
+
+def _end_of_central_directory(f: BinaryIO, path: Path, file_size: int) -> tuple[int, int, int]:
+    """(entry count, central directory offset, size) from the (zip64) end records."""
+    tail_len = min(file_size, EOCD_FMT.size + LIMIT16)
+    tail = _read_at(f, file_size - tail_len, tail_len)
+    pos = -1
+    search = len(tail)
+    while True:
+        pos = tail.rfind(struct.pack("<I", EOCD_SIG), 0, search)
+        if pos < 0:
+            raise _fail(path, "not a zip archive: no end-of-central-directory record")
+        if pos + EOCD_FMT.size <= len(tail):
+            comment_len = struct.unpack_from("<H", tail, pos + 20)[0]
+            if pos + EOCD_FMT.size + comment_len == len(tail):
+                break
+        search = pos
+    _, disk, cd_disk, n_disk, n_total, cd_size, cd_offset, _ = EOCD_FMT.unpack_from(tail, pos)
+    if disk != 0 or cd_disk != 0 or n_disk != n_total:
+        raise _fail(path, "multi-disk archives are not supported")
+    eocd_at = file_size - tail_len + pos
+    loc_at = eocd_at - ZIP64_LOCATOR_FMT.size
+    if loc_at >= 0:
+        loc = _read_at(f, loc_at, ZIP64_LOCATOR_FMT.size)
+        sig, _, z64_at, _ = ZIP64_LOCATOR_FMT.unpack(loc)
+        if sig == ZIP64_LOCATOR_SIG:
+            rec = _read_at(f, z64_at, ZIP64_EOCD_FMT.size)
+            if len(rec) != ZIP64_EOCD_FMT.size or ZIP64_EOCD_FMT.unpack(rec)[0] != ZIP64_EOCD_SIG:
+                raise _fail(path, "zip64 end-of-central-directory locator points at garbage")
+            fields = ZIP64_EOCD_FMT.unpack(rec)
+            n_total, cd_size, cd_offset = fields[7], fields[8], fields[9]
+            return n_total, cd_offset, cd_size
+    if n_total == LIMIT16 or cd_size == LIMIT32 or cd_offset == LIMIT32:
+        raise _fail(path, "end record needs zip64 values but there is no zip64 locator")
+    return n_total, cd_offset, cd_size
+
+
+def read_zip_index(path: Path) -> list[ZipMember]:
+    """Parse the central directory of the zip at ``path`` and check every local header against it.
+
+    Returns members in central-directory order. Checks: end records (zip64 too), every header
+    signature, local name equal to central name, each member's data inside the archive and before
+    the central directory, no two members' byte ranges overlapping.
+
+    Raises:
+        IntegrityError: the archive is malformed or structurally unsafe (exit 5).
+        OSError: the file cannot be read.
+    """
+    with path.open("rb") as f:
+        f.seek(0, 2)
+        file_size = f.tell()
+        count, cd_offset, cd_size = _end_of_central_directory(f, path, file_size)
+        if cd_size > MAX_CENTRAL_DIRECTORY or cd_offset + cd_size > file_size:
+            raise _fail(
+                path, f"central directory ({cd_size} bytes at {cd_offset}) is outside the archive or too big"
+            )
+        cd = _read_at(f, cd_offset, cd_size)
+        members: list[ZipMember] = []
+        i = 0
+        for n in range(count):
+            if i + CENTRAL_FMT.size > len(cd):
+                raise _fail(path, f"central directory ends after {n} of {count} entries")
+            fields = CENTRAL_FMT.unpack_from(cd, i)
+            sig, made_by, needed, flags, method, dtime, ddate, crc, csize, usize = fields[:10]
+            nlen, xlen, clen, eattr, offset = fields[10], fields[11], fields[12], fields[15], fields[16]
+            if sig != CENTRAL_SIG:
+                raise _fail(path, f"central directory entry {n} has a bad signature")
+            j = i + CENTRAL_FMT.size
+            raw_name, extra = cd[j : j + nlen], cd[j + nlen : j + nlen + xlen]
+            i = j + nlen + xlen + clen
+            want = [k for k, v in (("size", usize), ("csize", csize), ("offset", offset)) if v == LIMIT32]
+            if want:
+                z64 = _zip64_fields(extra, want)
+                if z64 is None:
+                    raise _fail(path, f"entry {n} needs a zip64 extra field but has none")
+                usize, csize, offset = (
+                    z64.get("size", usize),
+                    z64.get("csize", csize),
+                    z64.get("offset", offset),
+                )
+            name = raw_name.decode("utf-8", "replace") if flags & FLAG_UTF8 else raw_name.decode("cp437")
+            local = _read_at(f, offset, LOCAL_FMT.size)
+            if len(local) != LOCAL_FMT.size or LOCAL_FMT.unpack(local)[0] != LOCAL_SIG:
+                raise _fail(path, f"{name!r}: no local header at offset {offset}")
+            lfields = LOCAL_FMT.unpack(local)
+            lnlen, lxlen = lfields[9], lfields[10]
+            lname = _read_at(f, offset + LOCAL_FMT.size, lnlen)
+            lextra = f.read(lxlen)
+            if lname != raw_name:
+                raise _fail(path, f"{name!r}: local header names {lname!r}")
+            data_offset = offset + LOCAL_FMT.size + lnlen + lxlen
+            if data_offset + csize > cd_offset:
+                raise _fail(
+                    path, f"{name!r}: data ({csize} bytes at {data_offset}) runs past the member area"
+                )
+            members.append(
+                ZipMember(
+                    name=name,
+                    flags=flags,
+                    method=method,
+                    crc32=crc,
+                    compressed_size=csize,
+                    size=usize,
+                    header_offset=offset,
+                    data_offset=data_offset,
+                    external_attr=eattr,
+                    create_system=made_by >> 8,
+                    version_made_by=made_by,
+                    version_needed=needed,
+                    date_time=_dos(ddate, dtime),
+                    central_extra=bytes(extra),
+                    local_extra=lextra,
+                )
+            )
+    spans = sorted((m.header_offset, m.data_offset + m.compressed_size, m.name) for m in members)
+    for (_, end_a, name_a), (start_b, _, name_b) in itertools.pairwise(spans):
+        if start_b < end_a:
+            raise _fail(path, f"members {name_a!r} and {name_b!r} overlap (zip bomb or corrupt archive)")
+    return members
+
+
+def unsafe_name(name: str) -> str:
+    """Why ``name`` must not be used as an extraction path (empty string: safe)."""
+    if "\\" in name:
+        return "backslash in member name"
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return "absolute member name"
+    if any(ord(c) < 32 for c in name):
+        return "control character in member name"
+    parts = name.split("/")
+    if ".." in parts:
+        return "'..' in member name"
+    if any(p in ("", ".") for p in parts):
+        return "empty or '.' component in member name"
+    return ""
+
+
+def _inflate(f: BinaryIO, m: ZipMember, limit: int) -> Iterator[bytes]:
+    """The member's bytes in steps of at most 1 MiB; raises ValueError beyond ``limit`` bytes."""
+    f.seek(m.data_offset)
+    left = m.compressed_size
+    produced = 0
+    inflater = zlib.decompressobj(-15) if m.method == DEFLATED else None
+    while left:
+        block = f.read(min(_STEP, left))
+        if not block:
+            raise ValueError("archive ends inside the member data")
+        left -= len(block)
+        if inflater is None:
+            produced += len(block)
+            if produced > limit:
+                raise ValueError(f"holds more than {limit} bytes")
+            yield block
+            continue
+        chunk = inflater.decompress(block, _STEP)
+        while True:
+            produced += len(chunk)
+            if produced > limit:
+                raise ValueError(f"inflates past {limit} bytes")
+            if chunk:
+                yield chunk
+            # A full step may leave output pending inside zlib even with no input left.
+            if not inflater.unconsumed_tail and len(chunk) < _STEP:
+                break
+            chunk = inflater.decompress(inflater.unconsumed_tail, _STEP)
+    if inflater is not None:
+        if not inflater.eof:
+            raise ValueError("deflate stream is truncated")
+        if inflater.unused_data:
+            raise ValueError("data after the end of the deflate stream")
+
+
+def _member_checks(m: ZipMember, *, max_ratio: float) -> list[str]:
+    problems: list[str] = []
+    why = unsafe_name(m.name)
+    if why:
+        problems.append(f"{why}; not read (never used as a path)")
+    if m.flags & 0x1:
+        problems.append("encrypted member")
+    if m.method not in (STORED, DEFLATED):
+        problems.append(f"compression method {m.method} is not stored (0) or deflate (8)")
+    if m.method == STORED and m.size != m.compressed_size:
+        problems.append("stored member with different compressed and uncompressed sizes")
+    if m.size > max(m.compressed_size, 1) * max_ratio:
+        problems.append(
+            f"declares {m.size} bytes from {m.compressed_size} compressed "
+            f"(ratio > {max_ratio:g}); not inflated"
+        )
+    return problems
+
+
+def iter_member_digests(
+    path: Path, *, max_ratio: float = DEFAULT_MAX_RATIO, max_total: int = DEFAULT_MAX_TOTAL
+) -> Iterator[MemberDigest]:
+    """Stream every member of the zip at ``path`` once, yielding SHA-256/SHA-1/CRC of its bytes.
+
+    Members with an unsafe name (absolute, ``..``, backslash, control characters), encryption,
+    an unknown method, or a declared ratio above ``max_ratio`` are reported, not inflated. Inflation
+    stops at the declared size; a short or long stream or a CRC mismatch is a problem. Once the
+    declared sizes reach ``max_total`` bytes the remaining members are reported and not read.
+    Memory stays at a few MiB whatever the member sizes.
+
+    Raises:
+        IntegrityError: the archive structure is unsafe (see :func:`read_zip_index`).
+    """
+    members = read_zip_index(path)
+    total = 0
+    with path.open("rb") as f:
+        for m in members:
+            problems = _member_checks(m, max_ratio=max_ratio)
+            total += m.size
+            if total > max_total:
+                problems.append(f"archive declares more than {max_total} bytes in total; not inflated")
+            sha256 = hashlib.sha256()
+            sha1 = hashlib.sha1(usedforsecurity=False)
+            crc = 0
+            size = 0
+            if not problems:
+                try:
+                    for chunk in _inflate(f, m, m.size):
+                        sha256.update(chunk)
+                        sha1.update(chunk)
+                        crc = zlib.crc32(chunk, crc)
+                        size += len(chunk)
+                except (ValueError, zlib.error) as exc:
+                    problems.append(f"cannot be read: {exc}")
+                else:
+                    if size != m.size:
+                        problems.append(f"inflates to {size} bytes, header declares {m.size}")
+                    elif crc != m.crc32:
+                        problems.append(f"CRC-32 {crc:08x} does not match the header's {m.crc32:08x}")
+            yield MemberDigest(
+                name=m.name,
+                size=size,
+                sha256=sha256.hexdigest(),
+                sha1=sha1.hexdigest(),
+                crc32=crc,
+                method=m.method,
+                problems=tuple(problems),
+            )
+
+
+def read_member(path: Path, name: str, *, max_bytes: int) -> bytes:
+    """The bytes of member ``name`` of the zip at ``path``, at most ``max_bytes`` (for configs, SBOMs).
+
+    Raises:
+        IntegrityError: no such member, listed twice, larger than ``max_bytes``, unsafe, or its
+            bytes do not match its declared size and CRC.
+    """
+    members = [m for m in read_zip_index(path) if m.name == name]
+    if len(members) != 1:
+        raise _fail(path, f"member {name!r} is {'missing' if not members else 'listed more than once'}")
+    m = members[0]
+    if m.size > max_bytes:
+        raise _fail(path, f"member {name!r} declares {m.size} bytes, more than the {max_bytes} allowed")
+    problems = _member_checks(m, max_ratio=DEFAULT_MAX_RATIO)
+    if problems:
+        raise IntegrityError(problems=[Problem(file=str(path), field=name, message=p) for p in problems])
+    with path.open("rb") as f:
+        try:
+            data = b"".join(_inflate(f, m, min(m.size, max_bytes)))
+        except (ValueError, zlib.error) as exc:
+            raise _fail(path, f"member {name!r} cannot be read: {exc}") from exc
+    if len(data) != m.size or zlib.crc32(data) != m.crc32:
+        raise _fail(path, f"member {name!r} does not match its declared size and CRC")
+    return data

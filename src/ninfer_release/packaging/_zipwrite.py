@@ -1,0 +1,202 @@
+"""Assemble a deterministic zip from compressed members, atomically (DESIGN.md §5; C11 C15 C16 C17).
+
+The archive is written to a temp file beside ``out``, fsynced, then renamed over ``out``; its
+SHA-256 is computed from the bytes as they are written (no second read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.packaging._compress import CompressedMember
+from ninfer_release.packaging._zipformat import (
+    STORED,
+    central_header,
+    end_records,
+    local_header,
+    needs_zip64,
+)
+
+_COPY = 1 << 20  # 1 MiB
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZipEntryDigest:
+    """One member as written: ``size`` (bytes, uncompressed), digests, CRC and method (0 or 8)."""
+
+    name: str
+    size: int
+    compressed_size: int
+    sha256: str
+    sha1: str
+    crc32: int
+    method: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZipResult:
+    """The written archive: path, size in bytes, SHA-256 (lowercase hex) and its members in order."""
+
+    path: Path
+    size: int
+    sha256: str
+    entries: tuple[ZipEntryDigest, ...]
+
+
+class _Out:
+    """A file writer that tracks the position and hashes everything written."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.pos = 0
+        self.sha256 = hashlib.sha256()
+
+    def write(self, data: bytes) -> None:
+        self.f.write(data)
+        self.sha256.update(data)
+        self.pos += len(data)
+
+
+def _copy_member(m: CompressedMember, out: _Out) -> None:
+    """Copy the member's stored bytes: the deflate stream, or its inflated data when stored."""
+    inflater = zlib.decompressobj(-15) if m.method == STORED else None
+    written = 0
+    crc = 0
+    with m.spool.open("rb") as src:
+        src.seek(m.spool_offset)
+        left = m.spool_length
+        while left:
+            block = src.read(min(_COPY, left))
+            if not block:
+                break
+            left -= len(block)
+            if inflater is None:
+                out.write(block)
+                written += len(block)
+                continue
+            data = inflater.decompress(block, _COPY)
+            while True:
+                crc = zlib.crc32(data, crc)
+                out.write(data)
+                written += len(data)
+                # A full step may leave output pending inside zlib even with no input left.
+                if not inflater.unconsumed_tail and len(data) < _COPY:
+                    break
+                data = inflater.decompress(inflater.unconsumed_tail, _COPY)
+        if inflater is not None:
+            tail = inflater.flush()
+            crc = zlib.crc32(tail, crc)
+            out.write(tail)
+            written += len(tail)
+            if crc != m.crc32:
+                raise IntegrityError(f"{m.name}: spooled stream does not reproduce the member (CRC mismatch)")
+    if written != m.compressed_size:
+        raise IntegrityError(
+            f"{m.name}: wrote {written} bytes, expected {m.compressed_size} (spool damaged?)"
+        )
+
+
+def _name_problems(members: list[CompressedMember]) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for m in members:
+        if m.name in seen:
+            problems.append(Problem(file="zip", field=m.name, message="member name given twice"))
+        seen.add(m.name)
+        if "\\" in m.name:
+            problems.append(
+                Problem(file="zip", field=m.name, message="contains a backslash; zip names use '/' (C17)")
+            )
+        parts = m.name.split("/")
+        if m.name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            problems.append(Problem(file="zip", field=m.name, message="not a normalised relative path"))
+    return problems
+
+
+def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
+    """Write ``members`` as a deterministic zip at ``out`` (atomic replace) and describe it.
+
+    Members are sorted by the UTF-8 bytes of their names; every member gets the date-time of
+    ``epoch`` (clamped to 1980-01-01, C11), create system 3 and ``ZIP_FILE_ATTR`` (C15), bit 11 for
+    non-ASCII names (C16); no directory entries, extra fields or comments except zip64 where needed.
+    The same members and epoch give the same bytes on any host.
+
+    Raises:
+        InputError: two members share a name, or a name is not a normalised ``/`` path (C17).
+        IntegrityError: a spooled stream does not reproduce its member.
+        OSError: ``out``'s folder is not writable.
+    """
+    ordered = sorted(members, key=lambda m: m.name.encode("utf-8"))
+    problems = _name_problems(ordered)
+    if problems:
+        raise InputError(problems=problems)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            w = _Out(f)
+            offsets: list[int] = []
+            for m in ordered:
+                offsets.append(w.pos)
+                zip64 = needs_zip64(size=m.size, compressed_size=m.compressed_size, offset=w.pos)
+                w.write(
+                    local_header(
+                        name=m.name,
+                        method=m.method,
+                        crc32=m.crc32,
+                        size=m.size,
+                        compressed_size=m.compressed_size,
+                        epoch=epoch,
+                        zip64=zip64,
+                    )
+                )
+                _copy_member(m, w)
+            cd_offset = w.pos
+            for m, offset in zip(ordered, offsets, strict=True):
+                w.write(
+                    central_header(
+                        name=m.name,
+                        method=m.method,
+                        crc32=m.crc32,
+                        size=m.size,
+                        compressed_size=m.compressed_size,
+                        offset=offset,
+                        epoch=epoch,
+                    )
+                )
+            w.write(end_records(count=len(ordered), cd_offset=cd_offset, cd_size=w.pos - cd_offset))
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.chmod(0o644)
+        tmp.replace(out)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return ZipResult(
+        path=out,
+        size=w.pos,
+        sha256=w.sha256.hexdigest(),
+        entries=tuple(
+            ZipEntryDigest(
+                name=m.name,
+                size=m.size,
+                compressed_size=m.compressed_size,
+                sha256=m.sha256,
+                sha1=m.sha1,
+                crc32=m.crc32,
+                method=m.method,
+            )
+            for m in ordered
+        ),
+    )
