@@ -222,9 +222,196 @@ def manifest_check(ctx: Context, manifest_path: str, repo: str | None) -> None:
 
 # --- samples ---------------------------------------------------------------------------------
 
+#: Hook for more sample inputs laid out by ``samples fetch`` after the native lanes, each a
+#: ``samples.LayoutStep`` (``(staging_dir, StepContext) -> None``). The containers stage adds its
+#: ``DIR/base-layout/`` and ``DIR/rtx5090/`` steps here.
+SAMPLES_EXTRA_STEPS: list[Any] = []
+
+
+@cli.group()
+def samples() -> None:
+    """Sample inputs: staged engine builds for the native lanes (docs/samples.md)."""
+
+
+@samples.command("fetch")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@click.option("--full", is_flag=True, help="Also fetch cuBLAS (a few hundred MB; used by benchmarks).")
+@click.option(
+    "--cache",
+    "cache",
+    type=click.Path(file_okay=False),
+    help="Wheel cache (default $NINFER_CACHE/wheels or ~/.cache/ninfer-release/wheels).",
+)
+@click.pass_obj
+def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None) -> None:
+    """Download pinned wheels and lay out DIR/rtx4090/ and DIR/rtx3090/ staged trees."""
+    import os
+    from pathlib import Path
+
+    from ninfer_release.samples import default_wheel_cache, fetch_samples
+
+    def progress(message: str) -> None:
+        if ctx.verbosity >= 0:
+            click.echo(f"samples: {message}", err=True)
+
+    repo_root = Path(__file__).resolve().parents[2]
+    result = fetch_samples(
+        Path(out),
+        full=full,
+        cache=Path(cache) if cache else default_wheel_cache(os.environ),
+        repo_root=repo_root,
+        progress=progress,
+        extra_steps=tuple(SAMPLES_EXTRA_STEPS),
+    )
+    mib = 2**20
+    human = [
+        f"{'replaced' if result.replaced else 'wrote'} {result.out}: {len(result.lanes)} lanes, "
+        f"{result.files} files, {result.bytes / mib:.1f} MiB{' (full)' if result.full else ''}"
+    ]
+    human += [
+        f"  {ln.lane}  {ln.cuda_arch}  {ln.files} files  {ln.bytes / mib:.1f} MiB  {ln.path}"
+        for ln in result.lanes
+    ]
+    human += [
+        f"  wheel {w.package}=={w.version} sha256:{w.sha256} ({'downloaded' if w.downloaded else 'cached'})"
+        for w in result.wheels
+    ]
+    emit(ctx, result.as_json(), human)
+
+
 # --- build / verify (build, releases stages) ---------------------------------------------------
 
 # --- image (containers stage) ------------------------------------------------------------------
+
+
+@cli.group()
+def image() -> None:
+    """Container images: build (daemonless OCI or through docker), carry a published image by digest."""
+
+
+@image.command("build")
+@click.argument("recipe_path", metavar="RECIPE", type=click.Path(dir_okay=False))
+@click.option("--inputs", "inputs", required=True, type=click.Path(file_okay=False),
+              help="The lane's staged inputs (DIR/<lane> or DIR holding <lane>/).")
+@click.option("--base", "base", required=True, help="Base image: OCI layout DIR[:REF], or REGISTRY/REPO@sha256:<hex>.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="New output directory.")
+@click.option("--backend", "backend", type=click.Choice(["oci", "docker"]), default="oci", show_default=True)
+@click.option("--version", "version", help="Component tag (default: build-info.json component_tag).")
+@click.option("--revision", "revision", help="Full 40-hex source commit (default: build-info.json source_commit).")
+@click.option("--source-date-epoch", "epoch", type=int,
+              help="Seconds; default SOURCE_DATE_EPOCH, else the --release manifest's value.")
+@click.option("--release", "release_path", type=click.Path(dir_okay=False),
+              help="Release manifest to take the source-date epoch from.")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False),
+              help="Profile file (default: <repo>/profiles/<recipe profile>.yaml).")
+@click.option("--docker-host", "docker_host_url", help="Engine API for --backend docker (default DOCKER_HOST).")
+@click.option("--push", "push", help="With --backend docker: push to REGISTRY/REPOSITORY:TAG.")
+@click.option("--no-smoke", "no_smoke", is_flag=True, help="With --backend docker: skip the smoke run.")
+@click.pass_obj
+def image_build(ctx: Context, recipe_path: str, inputs: str, base: str, out: str, backend: str,
+                version: str | None, revision: str | None, epoch: int | None, release_path: str | None,
+                profile_path: str | None, docker_host_url: str | None, push: str | None,
+                no_smoke: bool) -> None:
+    """Build RECIPE's image from staged inputs onto a pinned base; write layout, tar and record to --out."""
+    import os
+    from pathlib import Path
+
+    from ninfer_release import containers
+    from ninfer_release.errors import InputError
+    from ninfer_release.reproducible import source_date_epoch
+
+    recipe = containers.load_recipe(Path(recipe_path))
+    lane_dir = Path(inputs)
+    if not (lane_dir / "build-info.json").exists() and (lane_dir / recipe.lane / "build-info.json").exists():
+        lane_dir = lane_dir / recipe.lane
+    info = containers.read_build_info(lane_dir)
+    if epoch is None:
+        default = None
+        if release_path:
+            from ninfer_release.profiles import load_release
+
+            default = load_release(Path(release_path), env=os.environ).source_date_epoch
+        if default is None and not os.environ.get("SOURCE_DATE_EPOCH"):
+            raise InputError("no source-date epoch: pass --source-date-epoch, set SOURCE_DATE_EPOCH, or --release")
+        epoch = source_date_epoch(default or 0, os.environ)
+    if backend != "docker" and (push or docker_host_url or no_smoke):
+        raise click.UsageError("--push, --docker-host and --no-smoke need --backend docker")
+    repo_root = Path(recipe_path).resolve().parent.parent
+    prof = Path(profile_path) if profile_path else repo_root / "profiles" / f"{recipe.profile}.yaml"
+    rendered = containers.render_inputs(prof) if recipe.rendered_kinds else None
+    request = containers.ImageBuildRequest(
+        recipe=recipe, inputs=lane_dir, base=base, out=Path(out), version=version or info.component_tag,
+        revision=revision or info.source_commit, epoch=epoch, rendered=rendered,
+    )
+    chosen: containers.ImageBackend
+    if backend == "docker":
+        chosen = containers.DockerBackend(
+            base_url=containers.docker_host(os.environ, docker_host_url),
+            smoke=None if no_smoke else recipe.smoke,
+            push=containers.PushTarget.parse(push) if push else None,
+        )
+    else:
+        chosen = containers.OciBackend()
+
+    def progress(message: str) -> None:
+        if ctx.verbosity > 0:
+            click.echo(f"image: {message}", err=True)
+
+    result = containers.build_image(request, backend=chosen, progress=progress)
+    human = [
+        f"built {result.reference}",
+        f"  config {result.config_digest}  base {result.base_digest}",
+        f"  {len(result.layers)} layers; wrote {result.layout}, {result.archive} (sha256 {result.archive_sha256})",
+    ]
+    if rendered is not None:
+        human.append(f"  engine config {rendered.profile_id} semantic sha256 {rendered.config_semantic_sha256}")
+    pushed = result.backend.get("pushed")
+    if pushed:
+        human.append(f"  pushed {pushed['reference']}")
+    emit(ctx, {"ok": True, **result.as_json(), "out": str(result.out)}, human)
+
+
+@image.command("carry")
+@click.argument("lane")
+@click.option("--release", "release_path", required=True, type=click.Path(dir_okay=False),
+              help="Release manifest whose LANE is carried.")
+@click.option("--registry", "registry", help="Verify against this mirror registry HOST:PORT (same repository path).")
+@click.option("--offline", is_flag=True, help="Record the carry as unverified without contacting a registry.")
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="Also write the carry record (JSON) here.")
+@click.pass_obj
+def image_carry(ctx: Context, lane: str, release_path: str, registry: str | None, offline: bool,
+                out: str | None) -> None:
+    """Re-verify LANE's published image by digest and record it; nothing is rebuilt."""
+    import os
+    from pathlib import Path
+
+    from ninfer_release import containers
+    from ninfer_release.atomic import write_bytes
+    from ninfer_release.errors import InputError, Problem
+    from ninfer_release.profiles import load_release
+
+    if offline and registry:
+        raise click.UsageError("--offline and --registry exclude each other")
+    release = load_release(Path(release_path), env=os.environ)
+    found = release.lanes.get(lane)
+    if found is None:
+        raise InputError(problems=[Problem(file=release_path, field=f"lanes.{lane}",
+                                           message=f"no such lane; known: {sorted(release.lanes)}")])
+    if found.mode != "carry" or found.carried is None:
+        raise InputError(problems=[Problem(file=release_path, field=f"lanes.{lane}.mode",
+                                           message=f"is {found.mode!r}; only a carried lane can be carried")])
+
+    def progress(message: str) -> None:
+        if ctx.verbosity > 0:
+            click.echo(f"carry: {message}", err=True)
+
+    record = containers.carry_image(found.carried, registry=registry, offline=offline, progress=progress)
+    if out:
+        write_bytes(Path(out), record.as_bytes())
+    where = f"verified against {record.verified_against}, {len(record.checked)} digests checked" if record.verified \
+        else "UNVERIFIED (offline: no registry contacted)"
+    emit(ctx, {"ok": True, **record.as_json()}, [f"carried {lane} {record.image}", f"  {where}"])
+
 
 # --- publish (releases stage) ------------------------------------------------------------------
 

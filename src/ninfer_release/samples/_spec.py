@@ -1,0 +1,374 @@
+"""Loading the sample definition from the repository's ``samples/`` data folder.
+
+``samples/pins.json`` pins each wheel (version, file name, size, SHA-256) and each member taken
+from it; ``samples/lanes.json`` says what each lane's staged tree holds; ``samples/standins/`` and
+``samples/licenses/`` hold the committed stand-in binaries and licence texts. Everything is read
+once, checked, and turned into frozen values; the plan is built from those values only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ninfer_release.errors import InputError, Problem
+
+PINS_FILE = "samples/pins.json"
+LANES_FILE = "samples/lanes.json"
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_REL = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
+_GROUPS = ("cuda", "crt", "directstorage", "other")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelMember:
+    """One file taken from a wheel: its zip member name, where it goes in a lane tree, its pin.
+
+    ``kind`` is ``redistributable`` (a ``bin/`` file listed in the lock) or ``license`` (a text
+    under ``licenses/``). ``size`` is in bytes.
+    """
+
+    member: str
+    dest: str
+    kind: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelPin:
+    """A ``win_amd64`` wheel pinned by version and SHA-256, with the members used from it.
+
+    ``full_only`` wheels (cuBLAS, a few hundred MB) are fetched only with ``--full``. ``group``,
+    ``supplier`` and ``license`` go into the lock's redistributable entries (docs/staged-inputs.md).
+    """
+
+    package: str
+    version: str
+    filename: str
+    sha256: str
+    size: int
+    full_only: bool
+    group: str
+    supplier: str
+    license: str
+    members: tuple[WheelMember, ...]
+
+    @property
+    def purl(self) -> str:
+        """Package URL of the wheel's project release, e.g. ``pkg:pypi/nvidia-cuda-runtime@13.3.29``."""
+        return f"pkg:pypi/{self.package}@{self.version}"
+
+    @property
+    def requirement(self) -> str:
+        """The pip requirement string ``NAME==VERSION``."""
+        return f"{self.package}=={self.version}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pins:
+    """``samples/pins.json``: the pip target (platform, Python version) and the pinned wheels."""
+
+    platform: str
+    python_version: str
+    wheels: tuple[WheelPin, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepoFile:
+    """A committed file of ``samples/`` (stand-in binary or licence text), read into memory."""
+
+    path: str  # relative to samples/
+    data: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineFileSpec:
+    """An engine file of a lane (``build-info.json`` ``engine_files``) and the stand-in it copies."""
+
+    path: str
+    license: str
+    source: RepoFile
+
+
+@dataclass(frozen=True, kw_only=True)
+class VendoredSpec:
+    """A vendored source as written to the lock, plus the licence text shipped with it."""
+
+    name: str
+    version: str
+    commit: str
+    license: str
+    purl: str
+    source_url: str
+    supplier: str
+    license_text: RepoFile
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandInSpec:
+    """A stand-in redistributable (the DirectStorage DLLs): lock metadata and committed bytes."""
+
+    file: str
+    group: str
+    package: str
+    version: str
+    purl: str
+    supplier: str
+    license: str
+    source: RepoFile
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneSpec:
+    """One native lane's staged tree: id, CUDA arch, engine files and vendored sources."""
+
+    lane: str
+    cuda_arch: str
+    engine_files: tuple[EngineFileSpec, ...]
+    vendored: tuple[VendoredSpec, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplesSpec:
+    """Everything the sample trees are made of, loaded and checked (``samples/`` data folder)."""
+
+    pins: Pins
+    source_commit: str
+    cuda_version: str
+    compiler: str
+    lanes: tuple[LaneSpec, ...]
+    stand_ins: tuple[StandInSpec, ...]
+    licenses: tuple[tuple[str, RepoFile], ...]  # (dest under the lane tree, committed text)
+
+
+class _Reader:
+    """Typed field access on one JSON document; collects problems instead of raising."""
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = problems
+
+    def bad(self, field: str, message: str) -> None:
+        self.problems.append(Problem(file=self.file, field=field, message=message))
+
+    def text(
+        self, obj: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str] | None = None
+    ) -> str:
+        field = f"{where}.{key}" if where else key
+        value = obj.get(key)
+        if not isinstance(value, str) or not value:
+            self.bad(field, f"missing or not a non-empty string (got {value!r})")
+            return ""
+        if pattern is not None and not pattern.fullmatch(value):
+            self.bad(field, f"{value!r} does not match {pattern.pattern}")
+        return value
+
+    def integer(self, obj: Mapping[str, Any], key: str, where: str) -> int:
+        value = obj.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            self.bad(f"{where}.{key}", f"missing or not a non-negative integer (got {value!r})")
+            return 0
+        return value
+
+    def flag(self, obj: Mapping[str, Any], key: str, where: str) -> bool:
+        value = obj.get(key)
+        if not isinstance(value, bool):
+            self.bad(f"{where}.{key}", f"missing or not true/false (got {value!r})")
+            return False
+        return value
+
+    def objects(
+        self, obj: Mapping[str, Any], key: str, where: str = ""
+    ) -> list[tuple[str, Mapping[str, Any]]]:
+        field = f"{where}.{key}" if where else key
+        value = obj.get(key)
+        if not isinstance(value, list):
+            self.bad(field, "missing or not a list")
+            return []
+        out: list[tuple[str, Mapping[str, Any]]] = []
+        for i, item in enumerate(value):
+            if isinstance(item, dict):
+                out.append((f"{field}[{i}]", item))
+            else:
+                self.bad(f"{field}[{i}]", "not an object")
+        return out
+
+    def group(self, obj: Mapping[str, Any], where: str) -> str:
+        value = self.text(obj, "group", where)
+        if value and value not in _GROUPS:
+            self.bad(f"{where}.group", f"{value!r} is not one of {list(_GROUPS)}")
+        return value
+
+
+def _load_json(root: Path, rel: str, problems: list[Problem]) -> Mapping[str, Any]:
+    try:
+        data = json.loads((root / rel).read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        problems.append(
+            Problem(file=rel, message=f"missing (looked in {root}); is this an ninfer-release checkout?")
+        )
+        return {}
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.append(Problem(file=rel, message=f"not valid UTF-8 JSON: {exc}"))
+        return {}
+    if not isinstance(data, dict):
+        problems.append(Problem(file=rel, message="top level must be a JSON object"))
+        return {}
+    if data.get("schema") != 1:
+        problems.append(
+            Problem(file=rel, field="schema", message=f"unsupported schema {data.get('schema')!r}")
+        )
+    return data
+
+
+def _repo_file(root: Path, doc: _Reader, field: str, rel: str) -> RepoFile:
+    if not _REL.fullmatch(rel):
+        doc.bad(field, f"{rel!r} is not a plain relative path inside samples/")
+        return RepoFile(path=rel, data=b"")
+    try:
+        return RepoFile(path=rel, data=(root / "samples" / rel).read_bytes())
+    except OSError as exc:
+        doc.bad(field, f"samples/{rel} cannot be read: {exc.strerror or exc}")
+        return RepoFile(path=rel, data=b"")
+
+
+def _parse_pins(data: Mapping[str, Any], doc: _Reader) -> Pins:
+    pip = data.get("pip")
+    if not isinstance(pip, dict):
+        doc.bad("pip", "missing or not an object")
+        pip = {}
+    wheels = []
+    for w, item in doc.objects(data, "wheels"):
+        members = []
+        for m, mem in doc.objects(item, "members", w):
+            kind = doc.text(mem, "kind", m)
+            if kind and kind not in ("redistributable", "license"):
+                doc.bad(f"{m}.kind", f"{kind!r} is not 'redistributable' or 'license'")
+            members.append(
+                WheelMember(
+                    member=doc.text(mem, "member", m),
+                    dest=doc.text(mem, "dest", m, _REL),
+                    kind=kind,
+                    sha256=doc.text(mem, "sha256", m, _HEX64),
+                    size=doc.integer(mem, "size", m),
+                )
+            )
+        wheels.append(
+            WheelPin(
+                package=doc.text(item, "package", w),
+                version=doc.text(item, "version", w),
+                filename=doc.text(item, "filename", w, re.compile(r"[A-Za-z0-9_.+-]+\.whl")),
+                sha256=doc.text(item, "sha256", w, _HEX64),
+                size=doc.integer(item, "size", w),
+                full_only=doc.flag(item, "full_only", w),
+                group=doc.group(item, w),
+                supplier=doc.text(item, "supplier", w),
+                license=doc.text(item, "license", w),
+                members=tuple(members),
+            )
+        )
+    return Pins(
+        platform=doc.text(pip, "platform", "pip"),
+        python_version=doc.text(pip, "python_version", "pip"),
+        wheels=tuple(wheels),
+    )
+
+
+def load_spec(repo_root: Path) -> SamplesSpec:
+    """Load and check ``samples/pins.json``, ``samples/lanes.json`` and the files they name.
+
+    ``repo_root`` is the ninfer-release checkout (the directory holding ``samples/``).
+
+    Raises:
+        InputError: a data file is missing or malformed, or names a file that cannot be read;
+            every problem is reported at once, each naming file and field.
+    """
+    problems: list[Problem] = []
+    pins_doc = _Reader(PINS_FILE, problems)
+    pins = _parse_pins(_load_json(repo_root, PINS_FILE, problems), pins_doc)
+
+    doc = _Reader(LANES_FILE, problems)
+    data = _load_json(repo_root, LANES_FILE, problems)
+    vendored: dict[str, VendoredSpec] = {}
+    for w, item in doc.objects(data, "vendored"):
+        v = VendoredSpec(
+            name=doc.text(item, "name", w),
+            version=doc.text(item, "version", w),
+            commit=doc.text(item, "commit", w, _HEX40),
+            license=doc.text(item, "license", w),
+            purl=doc.text(item, "purl", w),
+            source_url=doc.text(item, "source_url", w),
+            supplier=doc.text(item, "supplier", w),
+            license_text=_repo_file(repo_root, doc, f"{w}.license_text", doc.text(item, "license_text", w)),
+        )
+        vendored[v.name] = v
+    lanes = []
+    for w, item in doc.objects(data, "lanes"):
+        engine = tuple(
+            EngineFileSpec(
+                path=doc.text(e, "path", f, _REL),
+                license=doc.text(e, "license", f),
+                source=_repo_file(repo_root, doc, f"{f}.from", doc.text(e, "from", f)),
+            )
+            for f, e in doc.objects(item, "engine_files", w)
+        )
+        names = item.get("vendored")
+        chosen = []
+        if not isinstance(names, list):
+            doc.bad(f"{w}.vendored", "missing or not a list of names")
+        else:
+            for name in names:
+                if name in vendored:
+                    chosen.append(vendored[name])
+                else:
+                    doc.bad(f"{w}.vendored", f"{name!r} is not defined in vendored[]")
+        lanes.append(
+            LaneSpec(
+                lane=doc.text(item, "lane", w),
+                cuda_arch=doc.text(item, "cuda_arch", w, re.compile(r"sm_[0-9]+[a-z]?")),
+                engine_files=engine,
+                vendored=tuple(sorted(chosen, key=lambda v: v.name)),
+            )
+        )
+    stand_ins = tuple(
+        StandInSpec(
+            file=doc.text(item, "file", w, _REL),
+            group=doc.group(item, w),
+            package=doc.text(item, "package", w),
+            version=doc.text(item, "version", w),
+            purl=doc.text(item, "purl", w),
+            supplier=doc.text(item, "supplier", w),
+            license=doc.text(item, "license", w),
+            source=_repo_file(repo_root, doc, f"{w}.from", doc.text(item, "from", w)),
+        )
+        for w, item in doc.objects(data, "stand_ins")
+    )
+    licenses_raw = data.get("licenses")
+    licenses: list[tuple[str, RepoFile]] = []
+    if not isinstance(licenses_raw, dict):
+        doc.bad("licenses", "missing or not an object of dest -> samples/ path")
+    else:
+        for dest, src in sorted(licenses_raw.items()):
+            if not isinstance(src, str) or not _REL.fullmatch(dest):
+                doc.bad(f"licenses.{dest}", "must map a relative dest path to a samples/ path")
+                continue
+            licenses.append((dest, _repo_file(repo_root, doc, f"licenses.{dest}", src)))
+    spec = SamplesSpec(
+        pins=pins,
+        source_commit=doc.text(data, "source_commit", "", _HEX40),
+        cuda_version=doc.text(data, "cuda_version", ""),
+        compiler=doc.text(data, "compiler", ""),
+        lanes=tuple(lanes),
+        stand_ins=stand_ins,
+        licenses=tuple(licenses),
+    )
+    if problems:
+        raise InputError(problems=problems)
+    return spec
