@@ -1,6 +1,120 @@
 """containers — OCI images for the container lane: daemonless build, docker backend, carry.
 
-Owns (to be built): image recipes (``containers/*.yaml``), deterministic layers, OCI image
-layouts and ``docker load``-able archives, the docker SDK backend, and carrying a published
-image by digest (DESIGN.md §7).
+Inputs: an image recipe (``containers/<name>.yaml``, parsed by :func:`parse_recipe`), the lane's
+staged inputs (``DIR/rtx5090/``), rendered config/profile bytes (:class:`RenderedInputs`), and a
+base image — an OCI layout on disk or a registry reference pinned by digest (a tag is refused).
+
+Outputs of :func:`build_image`: an OCI image layout, one tar that ``docker load``, skopeo
+(``oci-archive:``) and umoci accept, and a build record (:class:`ImageBuildResult`). Layers are
+deterministic (sorted entries, uid/gid 0, no owner names, mtime = source-date epoch, modes
+0644/0755, gzip without name or mtime); ``created`` and our history entries come from the epoch,
+so two builds give the same manifest digest (DESIGN.md §5, §7; cases C24, C36, C37).
+
+Backends (:class:`ImageBackend`): :class:`OciBackend` (default, daemonless) and the docker SDK
+backend (:class:`DockerBackend`), which loads, tags, smoke-runs (``--network none``) and pushes,
+treating an ``errorDetail`` in the Engine API's 200 stream as a failure (C39).
+
+Carry (:func:`carry_image`): re-verify a published image by digest against a registry (or record
+it as unverified offline) and record it; nothing is rebuilt.
+
+Terms: *manifest digest* — ``sha256:`` of the exact manifest bytes, the image's identity;
+*diff id* — ``sha256:`` of an uncompressed layer tar; *semantic config digest* — what the
+container lane binds (RFC 8785 SHA-256 of the parsed engine config).
 """
+
+from ninfer_release.containers._base import BaseLocation, parse_base
+from ninfer_release.containers._build import (
+    BoundInput,
+    BuiltLayer,
+    ImageBackend,
+    ImageBuildRequest,
+    ImageBuildResult,
+    ImagePlan,
+    OciBackend,
+    RenderedInputs,
+    build_image,
+    check_inputs,
+    image_config,
+    plan_image,
+)
+from ninfer_release.containers._carry import CarryRecord, CheckedBlob, carry_image, check_labels
+from ninfer_release.containers._docker_backend import DockerBackend, PushTarget, docker_host
+from ninfer_release.containers._layers import (
+    LayerBlob,
+    LayerEntry,
+    LayerFile,
+    check_layer_path,
+    gzip_bytes,
+    gzip_header,
+    write_layer,
+)
+from ninfer_release.containers._load import StagedImageInfo, load_recipe, read_build_info, render_inputs
+from ninfer_release.containers._recipe import ImageRecipe, LayerItem, LayerSpec, SmokeSpec, parse_recipe
+from ninfer_release.containers._registry import (
+    ImageReference,
+    RegistryClient,
+    RegistryHTTPError,
+    parse_reference,
+)
+from ninfer_release.containers._samples import (
+    make_sample_base_layout,
+    make_sample_rtx5090_inputs,
+    stand_in_commit,
+)
+from ninfer_release.containers._sbom_records import (
+    ImageComponentRecord,
+    ImageLayerRecord,
+    ImageSbomRecords,
+    image_sbom_records,
+)
+
+__all__ = [
+    "BaseLocation",
+    "BoundInput",
+    "BuiltLayer",
+    "CarryRecord",
+    "CheckedBlob",
+    "DockerBackend",
+    "ImageBackend",
+    "ImageBuildRequest",
+    "ImageBuildResult",
+    "ImageComponentRecord",
+    "ImageLayerRecord",
+    "ImagePlan",
+    "ImageRecipe",
+    "ImageReference",
+    "ImageSbomRecords",
+    "LayerBlob",
+    "LayerEntry",
+    "LayerFile",
+    "LayerItem",
+    "LayerSpec",
+    "OciBackend",
+    "PushTarget",
+    "RegistryClient",
+    "RegistryHTTPError",
+    "RenderedInputs",
+    "SmokeSpec",
+    "StagedImageInfo",
+    "build_image",
+    "carry_image",
+    "check_inputs",
+    "check_labels",
+    "check_layer_path",
+    "docker_host",
+    "gzip_bytes",
+    "gzip_header",
+    "image_config",
+    "image_sbom_records",
+    "load_recipe",
+    "make_sample_base_layout",
+    "make_sample_rtx5090_inputs",
+    "parse_base",
+    "parse_recipe",
+    "parse_reference",
+    "plan_image",
+    "read_build_info",
+    "render_inputs",
+    "stand_in_commit",
+    "write_layer",
+]

@@ -1,0 +1,696 @@
+"""The daemonless image build: plan (pure), then execute (I/O) into an atomically staged directory.
+
+Output directory (``--out DIR``), written via :func:`ninfer_release.atomic.staged_directory` so a
+failed build leaves nothing behind:
+
+``layout/``   OCI image layout (``oci-layout``, ``index.json`` → the image manifest, ``blobs/sha256``)
+``image.tar`` the same layout plus a docker ``manifest.json`` (``docker load`` / ``oci-archive:``, C37)
+``image.json`` the build record (:meth:`ImageBuildResult.as_bytes`)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import tarfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ninfer_release.atomic import staged_directory
+from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.hashing import digests_of_file
+from ninfer_release.jsonbytes import dumps_stable
+from ninfer_release.reproducible import DIR_MODE, FILE_MODE, iso8601
+
+from ._base import BaseLocation, fetch_base, parse_base
+from ._layers import (
+    EXEC_MODE,
+    LayerBlob,
+    LayerEntry,
+    LayerFile,
+    layer_path_problem,
+    symlink_escapes,
+    write_layer,
+)
+from ._oci import (
+    MT_LAYER_GZIP,
+    Descriptor,
+    ImageParts,
+    blob_path,
+    ensure_dirs,
+    finish_layout,
+    json_blob,
+    write_archive,
+)
+from ._recipe import ImageRecipe, LayerItem, LayerSpec, env_list
+from ._registry import oci_media_type
+
+log = logging.getLogger(__name__)
+
+_COMMIT_HEX = frozenset("0123456789abcdef")
+LABEL_PREFIX = "io.ninfer."
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderedInputs:
+    """Generated inputs of a container lane: the engine config bytes and the public profile document.
+
+    ``config_semantic_sha256`` is what the container lane binds (DESIGN.md §5); the bytes digest is
+    recorded beside it for information only.
+    """
+
+    profile_id: str
+    config: bytes
+    config_semantic_sha256: str
+    config_bytes_sha256: str
+    profile_document: bytes | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageBuildRequest:
+    """Everything one image build needs, resolved up front.
+
+    ``inputs`` is the lane's staged directory (e.g. ``DIR/rtx5090``); ``base`` a ``--base`` argument
+    (layout or pinned reference); ``version`` the component tag; ``revision`` the full 40-hex source
+    commit; ``epoch`` the source-date epoch in seconds; ``repo_tags`` the docker tags written into
+    the archive's ``manifest.json`` (default ``<image basename>:<version>``).
+    """
+
+    recipe: ImageRecipe
+    inputs: Path
+    base: str
+    out: Path
+    version: str
+    revision: str
+    epoch: int
+    rendered: RenderedInputs | None = None
+    repo_tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltLayer:
+    """One layer of the built image (base or ours): descriptor fields, diff id, and for ours the files."""
+
+    name: str
+    digest: str
+    diff_id: str
+    size: int
+    media_type: str
+    from_base: bool
+    files: tuple[LayerFile, ...] = ()
+    symlinks: tuple[tuple[str, str], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """The layer as a JSON object (files with path, mode, size, sha256, sha1, origin)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "digest": self.digest,
+            "diff_id": self.diff_id,
+            "size": self.size,
+            "media_type": self.media_type,
+            "from_base": self.from_base,
+        }
+        if not self.from_base:
+            out["files"] = [
+                {"path": f.path, "mode": f"{f.mode:04o}", "size": f.size, "sha256": f.sha256, "sha1": f.sha1,
+                 "origin": f.origin}
+                for f in self.files
+            ]  # fmt: skip
+            out["symlinks"] = [{"path": p, "target": t} for p, t in self.symlinks]
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoundInput:
+    """A staged input bound into the image by digest (a recipe item with ``bind``)."""
+
+    name: str
+    staged_path: str
+    size: int
+    sha256: str
+    sha1: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageBuildResult:
+    """What a build produced; paths are absolute, the record (:meth:`as_bytes`) holds only relative ones."""
+
+    lane: str
+    image: str
+    version: str
+    revision: str
+    created: str
+    out: Path
+    layout: Path
+    archive: Path
+    archive_sha256: str
+    archive_size: int
+    ref_name: str
+    repo_tags: tuple[str, ...]
+    manifest_digest: str
+    manifest_size: int
+    config_digest: str
+    config_size: int
+    base_digest: str
+    base_name: str
+    base_source: str
+    layers: tuple[BuiltLayer, ...]
+    labels: Mapping[str, str]
+    bound_inputs: tuple[BoundInput, ...] = ()
+    profile_id: str = ""
+    config_semantic_sha256: str = ""
+    config_bytes_sha256: str = ""
+    backend: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def reference(self) -> str:
+        """``<image>@<manifest digest>``: the identity of what was built."""
+        return f"{self.image}@{self.manifest_digest}"
+
+    def as_json(self) -> dict[str, Any]:
+        """The build record as a JSON object (stable keys, no absolute paths)."""
+        return {
+            "schema": 1,
+            "lane": self.lane,
+            "image": self.image,
+            "reference": self.reference,
+            "version": self.version,
+            "revision": self.revision,
+            "created": self.created,
+            "manifest": {"digest": self.manifest_digest, "size": self.manifest_size},
+            "config": {"digest": self.config_digest, "size": self.config_size},
+            "base": {"digest": self.base_digest, "name": self.base_name},
+            "layers": [layer.as_json() for layer in self.layers],
+            "labels": dict(self.labels),
+            "bound_inputs": [
+                {"name": b.name, "path": b.staged_path, "size": b.size, "sha256": b.sha256, "sha1": b.sha1}
+                for b in self.bound_inputs
+            ],
+            "engine_config": {
+                "profile": self.profile_id,
+                "binding": "semantic",
+                "semantic_sha256": self.config_semantic_sha256,
+                "bytes_sha256": self.config_bytes_sha256,
+            },
+            "outputs": {
+                "layout": "layout",
+                "ref_name": self.ref_name,
+                "archive": {"path": "image.tar", "sha256": self.archive_sha256, "size": self.archive_size},
+                "repo_tags": list(self.repo_tags),
+            },
+            "backend": dict(self.backend),
+        }
+
+    def as_bytes(self) -> bytes:
+        """The build record's exact bytes (``jsonbytes.dumps_stable``)."""
+        return dumps_stable(self.as_json())
+
+
+class ImageBackend(Protocol):
+    """Where a built image goes after the daemonless assembly (DESIGN.md §7, CONVENTIONS 4).
+
+    ``deliver`` runs inside the staged output directory: if it raises, nothing is left behind
+    and the image is not recorded. It returns facts to record (e.g. the pushed reference).
+    """
+
+    name: str
+
+    def deliver(self, result: ImageBuildResult) -> Mapping[str, Any]:
+        """Load / tag / smoke-run / push ``result`` (or nothing, for the OCI backend)."""
+        ...
+
+
+class OciBackend:
+    """The default, daemonless backend: the layout and archive *are* the delivery."""
+
+    name = "oci"
+
+    def deliver(self, result: ImageBuildResult) -> Mapping[str, Any]:
+        """Nothing to do beyond writing the layout and archive."""
+        return {"name": self.name}
+
+
+# --- plan ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImagePlan:
+    """The pure part of a build: labels, annotations, config fields and the layer items, in order."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    created: str
+    layers: tuple[LayerSpec, ...]
+    ref_name: str
+    repo_tags: tuple[str, ...]
+
+
+def _basename(image: str) -> str:
+    return image.rsplit("/", 1)[-1]
+
+
+def plan_image(request: ImageBuildRequest) -> ImagePlan:
+    """Plan a build without touching disk: labels (OCI + ``io.ninfer.*``), annotations, tags.
+
+    Raises:
+        InputError: ``revision`` is not a full 40-hex commit, ``version`` is empty or not a valid
+            tag, or the recipe needs rendered inputs that were not given.
+    """
+    recipe = request.recipe
+    problems: list[Problem] = []
+    rev = request.revision
+    if len(rev) != 40 or not set(rev) <= _COMMIT_HEX:
+        problems.append(
+            Problem(
+                file=recipe.file,
+                field="revision",
+                message=f"{rev!r}: a fresh build needs the full 40-hex source commit (a short prefix is no identity)",  # noqa: E501
+            )
+        )
+    if not request.version or any(c in request.version for c in " /:@"):
+        problems.append(
+            Problem(file=recipe.file, field="version", message=f"{request.version!r} is not a tag")
+        )
+    needs = recipe.rendered_kinds
+    if needs and request.rendered is None:
+        problems.append(
+            Problem(
+                file=recipe.file,
+                field="layers",
+                message=f"needs rendered {sorted(needs)} (profile {recipe.profile})",
+            )
+        )
+    if request.rendered is not None and "profile" in needs and request.rendered.profile_document is None:
+        problems.append(
+            Problem(file=recipe.file, field="layers", message="needs the rendered profile document")
+        )
+    if request.rendered is not None and request.rendered.profile_id != recipe.profile:
+        problems.append(
+            Problem(
+                file=recipe.file,
+                field="profile",
+                message=f"rendered for {request.rendered.profile_id!r}; recipe names {recipe.profile!r}",
+            )
+        )
+    if problems:
+        raise InputError(problems=problems)
+    created = iso8601(request.epoch)
+    labels = dict(recipe.labels)
+    labels.update(
+        {
+            "org.opencontainers.image.version": request.version,
+            "org.opencontainers.image.revision": request.revision,
+            "org.opencontainers.image.source": recipe.source_url,
+            "org.opencontainers.image.created": created,
+            "org.opencontainers.image.base.digest": recipe.base_digest,
+            LABEL_PREFIX + "lane": recipe.lane,
+            LABEL_PREFIX + "profile": recipe.profile,
+            LABEL_PREFIX + "checkpoint-mount": recipe.checkpoint_mount,
+        }
+    )
+    if recipe.base_name:
+        labels["org.opencontainers.image.base.name"] = recipe.base_name
+    if request.rendered is not None:
+        labels[LABEL_PREFIX + "config.semantic-sha256"] = request.rendered.config_semantic_sha256
+    annotations = {
+        k: v
+        for k, v in labels.items()
+        if k.startswith("org.opencontainers.image.") and k != "org.opencontainers.image.base.name"
+    }
+    if recipe.base_name:
+        annotations["org.opencontainers.image.base.name"] = recipe.base_name
+    tags = request.repo_tags or (f"{_basename(recipe.image)}:{request.version}",)
+    return ImagePlan(
+        labels=labels,
+        annotations=annotations,
+        created=created,
+        layers=recipe.layers,
+        ref_name=request.version,
+        repo_tags=tuple(tags),
+    )
+
+
+def image_config(
+    *,
+    base_config: Mapping[str, Any],
+    recipe: ImageRecipe,
+    plan: ImagePlan,
+    diff_ids: Sequence[str],
+) -> dict[str, Any]:
+    """The image config JSON object: base config with the recipe applied (pure).
+
+    ``created`` and every history entry we add are the source-date epoch (C36); the base's
+    history entries are kept as the base recorded them. Env: the base's variables, overridden
+    and extended in recipe order.
+    """
+    base_cfg = dict(base_config.get("config") or {})
+    env: dict[str, str] = {}
+    for item in base_cfg.get("Env") or []:
+        k, _, v = str(item).partition("=")
+        env[k] = v
+    for k, v in recipe.env:
+        env[k] = v
+    labels = dict(base_cfg.get("Labels") or {})
+    labels.update(plan.labels)
+    cfg: dict[str, Any] = {
+        "Env": env_list(list(env.items())),
+        "Entrypoint": list(recipe.entrypoint),
+        "Cmd": list(recipe.cmd),
+        "User": recipe.user,
+        "WorkingDir": recipe.workdir,
+        "Labels": labels,
+        "ExposedPorts": {f"{p}/tcp": {} for p in recipe.ports},
+        "Volumes": {recipe.checkpoint_mount: {}},
+    }
+    if not recipe.cmd:
+        del cfg["Cmd"]
+    history = [dict(h) for h in base_config.get("history") or []]
+    recipe_name = Path(recipe.file).name  # never the path as typed: it would vary between machines
+    for spec in plan.layers:
+        history.append(
+            {
+                "created": plan.created,
+                "created_by": f"ninfer-release: layer {spec.name} ({recipe_name})",
+                "comment": f"{recipe.lane} {spec.name}",
+            }
+        )
+    history.append(
+        {
+            "created": plan.created,
+            "created_by": f"ninfer-release: config ({recipe_name})",
+            "empty_layer": True,
+        }
+    )
+    return {
+        "architecture": recipe.architecture,
+        "os": recipe.os,
+        "created": plan.created,
+        "config": cfg,
+        "rootfs": {"type": "layers", "diff_ids": list(diff_ids)},
+        "history": history,
+    }
+
+
+# --- execute -------------------------------------------------------------------------------------
+
+
+def _staged_file(
+    inputs: Path, rel: str, *, recipe: ImageRecipe, fld: str, problems: list[Problem]
+) -> Path | None:
+    path = inputs / rel
+    root = inputs.resolve()
+    try:
+        real = path.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError):
+        problems.append(Problem(file=recipe.file, field=fld, message=f"staged file {path} does not exist"))
+        return None
+    if not real.is_relative_to(root):
+        problems.append(
+            Problem(file=recipe.file, field=fld, message=f"{path} resolves outside the inputs dir")
+        )
+        return None
+    if not real.is_file():
+        problems.append(Problem(file=recipe.file, field=fld, message=f"{path} is not a regular file"))
+        return None
+    return real
+
+
+def check_inputs(request: ImageBuildRequest) -> BaseLocation:
+    """Check, before writing anything, that every staged input exists and the base argument is usable.
+
+    Raises:
+        InputError: all missing or unsafe staged files at once; a base given by tag only.
+    """
+    problems: list[Problem] = []
+    if not request.inputs.is_dir():
+        problems.append(Problem(file=str(request.inputs), message="inputs directory does not exist"))
+    else:
+        for fld, rel in request.recipe.staged_sources:
+            _staged_file(request.inputs, rel, recipe=request.recipe, fld=fld, problems=problems)
+    try:
+        base = parse_base(request.base)
+    except InputError as exc:
+        problems.extend(exc.problems or [Problem(file="--base", message=str(exc).removeprefix("--base: "))])
+        base = BaseLocation(text=request.base)
+    if problems:
+        raise InputError(problems=problems)
+    return base
+
+
+def _archive_entries(
+    archive: Path, item: LayerItem, scratch: Path, *, recipe: ImageRecipe
+) -> list[LayerEntry]:
+    """Unpack the regular files of a staged tar(.gz) into ``scratch``; entries under ``item.dest``."""
+    where = f"{recipe.file}: {item.field_path}.archive ({item.source})"
+    entries: list[LayerEntry] = []
+    seen: set[str] = set()
+    problems: list[Problem] = []
+    try:
+        tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed below
+    except (tarfile.TarError, OSError) as exc:
+        raise InputError(f"{where}: not a readable tar archive ({exc})") from None
+    with tar:
+        for n, member in enumerate(tar):
+            name = member.name.removeprefix("./").rstrip("/")
+            if name in ("", "."):
+                continue
+            msg = layer_path_problem(member.name) if not member.name.startswith("/") else "absolute path"
+            if msg is not None:
+                problems.append(Problem(file=where, field=member.name, message=msg))
+                continue
+            if name in seen:
+                problems.append(Problem(file=where, field=name, message="appears twice in the archive"))
+                continue
+            seen.add(name)
+            dest = f"{item.dest}/{name}"
+            origin = f"{item.source}!{name}"
+            if member.isdir():
+                entries.append(LayerEntry(path=dest, kind="dir", mode=DIR_MODE, origin=origin))
+            elif member.issym():
+                target = member.linkname
+                if target.startswith("/") or symlink_escapes(name, target):
+                    problems.append(
+                        Problem(file=where, field=name, message=f"symlink to {target!r} leaves the archive")
+                    )
+                    continue
+                entries.append(LayerEntry(path=dest, kind="symlink", target=target, origin=origin))
+            elif member.isreg():
+                src = tar.extractfile(member)
+                assert src is not None
+                out = scratch / f"{n:06d}"
+                with src, out.open("wb") as f:
+                    shutil.copyfileobj(src, f, 1 << 20)
+                mode = EXEC_MODE if member.mode & 0o111 else FILE_MODE
+                entries.append(LayerEntry(path=dest, kind="file", mode=mode, source=out, origin=origin))
+            else:
+                problems.append(
+                    Problem(
+                        file=where, field=name, message="not a regular file, directory or symlink (refused)"
+                    )
+                )
+    if problems:
+        raise InputError(problems=problems)
+    return entries
+
+
+def _layer_entries(
+    spec: LayerSpec, request: ImageBuildRequest, scratch: Path
+) -> tuple[list[LayerEntry], list[BoundInput]]:
+    recipe = request.recipe
+    entries: list[LayerEntry] = []
+    bound: list[BoundInput] = []
+    for item in spec.items:
+        if item.kind == "dir":
+            entries.append(LayerEntry(path=item.dest, kind="dir", mode=DIR_MODE, origin=item.field_path))
+        elif item.kind == "rendered":
+            assert request.rendered is not None
+            data = request.rendered.config if item.source == "config" else request.rendered.profile_document
+            assert data is not None
+            origin = f"rendered:{item.source}:{request.rendered.profile_id}"
+            entries.append(LayerEntry(path=item.dest, kind="file", mode=item.mode, data=data, origin=origin))
+        else:
+            problems: list[Problem] = []
+            path = _staged_file(
+                request.inputs, item.source, recipe=recipe, fld=item.field_path, problems=problems
+            )
+            if path is None:
+                raise InputError(problems=problems)
+            if item.bind:
+                d = digests_of_file(path)
+                bound.append(
+                    BoundInput(
+                        name=item.bind, staged_path=item.source, size=d.size, sha256=d.sha256, sha1=d.sha1
+                    )
+                )
+            if item.kind == "staged":
+                entries.append(
+                    LayerEntry(path=item.dest, kind="file", mode=item.mode, source=path, origin=item.source)
+                )
+            else:
+                sub = scratch / f"{spec.name}-{len(entries)}"
+                sub.mkdir()
+                entries.extend(_archive_entries(path, item, sub, recipe=recipe))
+    return entries, bound
+
+
+def build_image(
+    request: ImageBuildRequest,
+    *,
+    backend: ImageBackend | None = None,
+    progress: Callable[[str], None] | None = None,
+    timeout: float = 60.0,
+) -> ImageBuildResult:
+    """Build the image daemonlessly into ``request.out`` and hand it to ``backend`` (default: OCI only).
+
+    Steps: check inputs (all problems at once) → plan → fetch the base (verified, must equal the
+    recipe's pinned digest) → write our deterministic layers → config / manifest / index → archive →
+    backend delivery → record. Two builds from the same inputs and epoch give the same manifest
+    digest (C36).
+
+    Raises:
+        InputError: missing staged files, unsafe paths, base given by tag, existing ``out`` (exit 4).
+        IntegrityError: the base does not have the pinned digest, or a blob differs from its digest (5).
+        BackendError: the registry or the docker backend failed (6).
+    """
+    say = progress or (lambda _msg: None)
+    backend = backend or OciBackend()
+    recipe = request.recipe
+    base_loc = check_inputs(request)
+    plan = plan_image(request)
+    with staged_directory(request.out) as stage:
+        stage.chmod(DIR_MODE)  # mkdtemp made it 0700
+        layout = stage / "layout"
+        scratch = stage / ".scratch"
+        layout.mkdir()
+        scratch.mkdir()
+        ensure_dirs(layout)
+        say(f"base {base_loc.text}")
+        base = fetch_base(base_loc, layout, os_=recipe.os, arch=recipe.architecture, timeout=timeout)
+        pinned = {base.manifest_digest}
+        if base_loc.reference is not None:
+            pinned.add(base_loc.reference.digest)
+        if recipe.base_digest not in pinned:
+            raise IntegrityError(
+                problems=[
+                    Problem(
+                        file=recipe.file,
+                        field="base.digest",
+                        message=f"pins {recipe.base_digest}; --base {base_loc.text} is {base.manifest_digest}",  # noqa: E501
+                    )
+                ]
+            )
+        base_cfg = base.config
+        base_diff_ids = list((base_cfg.get("rootfs") or {}).get("diff_ids") or [])
+        if len(base_diff_ids) != len(base.layers):
+            raise IntegrityError(
+                f"{base_loc.text}: config lists {len(base_diff_ids)} diff_ids for {len(base.layers)} layers"
+            )
+        layers: list[BuiltLayer] = [
+            BuiltLayer(
+                name=f"base-{i}",
+                digest=d.digest,
+                diff_id=base_diff_ids[i],
+                size=d.size,
+                media_type=oci_media_type(d.media_type),
+                from_base=True,
+            )
+            for i, d in enumerate(base.layers)
+        ]
+        bound: list[BoundInput] = []
+        for spec in plan.layers:
+            say(f"layer {spec.name}")
+            entries, b = _layer_entries(spec, request, scratch)
+            bound.extend(b)
+            tmp = scratch / f"layer-{spec.name}.tar.gz"
+            blob: LayerBlob = write_layer(entries, tmp, epoch=request.epoch)
+            dest = blob_path(layout, blob.digest)
+            tmp.replace(dest)
+            dest.chmod(FILE_MODE)
+            layers.append(
+                BuiltLayer(
+                    name=spec.name,
+                    digest=blob.digest,
+                    diff_id=blob.diff_id,
+                    size=blob.size,
+                    media_type=MT_LAYER_GZIP,
+                    from_base=False,
+                    files=blob.files,
+                    symlinks=blob.symlinks,
+                )
+            )
+        labels = dict(plan.labels)
+        for bi in bound:
+            labels[f"{LABEL_PREFIX}binding.{bi.name}.sha256"] = bi.sha256
+        plan = ImagePlan(
+            labels=labels,
+            annotations=plan.annotations,
+            created=plan.created,
+            layers=plan.layers,
+            ref_name=plan.ref_name,
+            repo_tags=plan.repo_tags,
+        )
+        config = image_config(
+            base_config=base_cfg, recipe=recipe, plan=plan, diff_ids=[layer.diff_id for layer in layers]
+        )
+        written = finish_layout(
+            layout,
+            config_bytes=json_blob(config),
+            layers=[
+                Descriptor(media_type=lay.media_type, digest=lay.digest, size=lay.size) for lay in layers
+            ],
+            ref_name=plan.ref_name,
+            annotations=plan.annotations,
+        )
+        shutil.rmtree(scratch)
+        say("archive image.tar")
+        archive = stage / "image.tar"
+        write_archive(layout, written, archive, repo_tags=plan.repo_tags, epoch=request.epoch)
+        for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
+            d.chmod(DIR_MODE)
+        arch_d = digests_of_file(archive)
+        result = ImageBuildResult(
+            lane=recipe.lane,
+            image=recipe.image,
+            version=request.version,
+            revision=request.revision,
+            created=plan.created,
+            out=request.out,
+            layout=stage / "layout",
+            archive=archive,
+            archive_sha256=arch_d.sha256,
+            archive_size=arch_d.size,
+            ref_name=plan.ref_name,
+            repo_tags=plan.repo_tags,
+            manifest_digest=written.manifest.digest,
+            manifest_size=written.manifest.size,
+            config_digest=written.config.digest,
+            config_size=written.config.size,
+            base_digest=base.manifest_digest,
+            base_name=recipe.base_name,
+            base_source=base_loc.text,
+            layers=tuple(layers),
+            labels=labels,
+            bound_inputs=tuple(bound),
+            profile_id=recipe.profile,
+            config_semantic_sha256=request.rendered.config_semantic_sha256 if request.rendered else "",
+            config_bytes_sha256=request.rendered.config_bytes_sha256 if request.rendered else "",
+        )
+        say(f"backend {backend.name}")
+        delivered = backend.deliver(result)
+        result = _with(result, backend=dict(delivered), out=request.out)
+        (stage / "image.json").write_bytes(result.as_bytes())
+    return _with(result, backend=dict(delivered), out=request.out)
+
+
+def _with(result: ImageBuildResult, *, backend: Mapping[str, Any], out: Path) -> ImageBuildResult:
+    return dataclasses.replace(
+        result, backend=backend, out=out, layout=out / "layout", archive=out / "image.tar"
+    )
+
+
+def base_parts_summary(parts: ImageParts) -> dict[str, Any]:
+    """Digest and layer digests of a base image (for records)."""
+    return {"digest": parts.manifest_digest, "layers": [d.digest for d in parts.layers]}

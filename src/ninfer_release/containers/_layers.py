@@ -1,0 +1,355 @@
+"""Deterministic tar layers and gzip streams (DESIGN.md §5 "Layers"; cases C24, C36).
+
+A layer is a plan (a sorted tuple of :class:`LayerEntry`) written by :func:`write_layer` into a
+gzip blob. Every header field that could carry the build machine into the bytes is fixed:
+
+* entries sorted by POSIX path, parents before children, every parent directory present;
+* uid/gid 0, empty user/group names, mtime = the source-date epoch, modes 0644/0755;
+* POSIX.1-2001 (pax) format but no pax timestamp records — integer mtimes never need one, and
+  atime/ctime are never written; a pax record appears only for a path longer than ustar allows;
+* gzip member header with MTIME 0, no FNAME (flags 0x00), XFL 0 and OS byte
+  :data:`ninfer_release.reproducible.GZIP_OS_BYTE` (RFC 1952 §2.3), whatever the output name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, Literal, cast
+
+from ninfer_release.errors import InputError, Problem
+from ninfer_release.hashing import CHUNK
+from ninfer_release.reproducible import DIR_MODE, FILE_MODE, GZIP_OS_BYTE
+
+#: Mode of an executable regular file inside a layer.
+EXEC_MODE = 0o755
+#: The only modes a layer entry may have (anything else is normalised by the recipe loader).
+ALLOWED_MODES = frozenset({FILE_MODE, EXEC_MODE})
+#: zlib level of every gzip stream we write (fixed: the level changes the bytes).
+GZIP_LEVEL = 6
+
+EntryKind = Literal["file", "dir", "symlink"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerEntry:
+    """One entry of a layer: a regular file, a directory or a symbolic link.
+
+    ``path`` is relative POSIX without a leading slash (``opt/ninfer/bin/ninfer-server``).
+    A file's bytes come from ``source`` (streamed) or ``data`` (in memory).
+    """
+
+    path: str
+    kind: EntryKind
+    mode: int = FILE_MODE
+    source: Path | None = None
+    data: bytes | None = None
+    target: str = ""
+    origin: str = ""  # where the bytes came from (staged path, archive member), for SBOM records
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerFile:
+    """A regular file as written into a layer: path, mode, size in bytes and digests (lowercase hex)."""
+
+    path: str
+    mode: int
+    size: int
+    sha256: str
+    sha1: str
+    origin: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerBlob:
+    """A written layer: ``digest`` of the gzip blob, ``diff_id`` of the uncompressed tar, sizes in bytes."""
+
+    digest: str
+    diff_id: str
+    size: int
+    uncompressed_size: int
+    files: tuple[LayerFile, ...] = field(default=())
+    symlinks: tuple[tuple[str, str], ...] = field(default=())
+
+
+def check_layer_path(path: str, *, file: str, field_path: str) -> str:
+    """Normalise an in-image path to relative POSIX form, refusing anything that escapes the root.
+
+    ``/opt/x`` and ``opt/x/`` become ``opt/x``. Refused: empty paths, ``..`` components, backslashes,
+    NUL or other control characters, and ``.`` components.
+
+    Raises:
+        InputError: the path is unsafe; the message names ``file`` and ``field_path``.
+    """
+    problem = layer_path_problem(path)
+    if problem is not None:
+        raise InputError(problems=[Problem(file=file, field=field_path, message=problem)])
+    return path.strip("/")
+
+
+def layer_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot be an in-image path, or ``None`` when it is safe (see :func:`check_layer_path`)."""
+    if not isinstance(path, str) or not path.strip("/"):
+        return f"{path!r} is not a path inside the image"
+    if "\\" in path:
+        return f"{path!r} contains a backslash; use forward slashes"
+    if any(ord(c) < 0x20 or c == "\x7f" for c in path):
+        return f"{path!r} contains a control character"
+    parts = path.strip("/").split("/")
+    if ".." in parts:
+        return f"{path!r} escapes the image root (..)"
+    if any(p in ("", ".") for p in parts):
+        return f"{path!r} has an empty or '.' component"
+    return None
+
+
+def symlink_escapes(link_path: str, target: str) -> bool:
+    """True when a symlink at ``link_path`` pointing to ``target`` resolves outside the image root.
+
+    Absolute targets are interpreted inside the image root (as a container sees them) and are safe
+    unless they climb with ``..`` past the root.
+    """
+    base = [] if target.startswith("/") else list(PurePosixPath(link_path).parent.parts)
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not base:
+                return True
+            base.pop()
+        else:
+            base.append(part)
+    return False
+
+
+def complete_entries(entries: Iterable[LayerEntry]) -> tuple[LayerEntry, ...]:
+    """Add every missing parent directory (mode 0755) and sort by path (parents first).
+
+    Raises:
+        InputError: two entries share a path, or a path is both a file and a parent directory.
+    """
+    by_path: dict[str, LayerEntry] = {}
+    problems: list[Problem] = []
+    for e in entries:
+        if e.path in by_path:
+            problems.append(Problem(file=e.origin or e.path, message=f"{e.path}: listed twice in one layer"))
+            continue
+        by_path[e.path] = e
+    for e in list(by_path.values()):
+        parts = e.path.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            existing = by_path.get(parent)
+            if existing is None:
+                by_path[parent] = LayerEntry(path=parent, kind="dir", mode=DIR_MODE)
+            elif existing.kind != "dir":
+                problems.append(
+                    Problem(
+                        file=e.origin or e.path, message=f"{parent}: is a {existing.kind} and a directory"
+                    )
+                )
+    if problems:
+        raise InputError(problems=problems)
+    return tuple(sorted(by_path.values(), key=lambda e: e.path.split("/")))
+
+
+class _HashingReader:
+    """Wrap a binary stream: hash (SHA-256, SHA-1) and count every byte read."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.sha256 = hashlib.sha256()
+        self.sha1 = hashlib.sha1(usedforsecurity=False)
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.raw.read(n)
+        self.sha256.update(chunk)
+        self.sha1.update(chunk)
+        self.size += len(chunk)
+        return chunk
+
+
+class GzipSink:
+    """A write-only stream that gzips into ``out`` and hashes both sides (C24).
+
+    ``diff_sha256`` covers the uncompressed bytes, ``blob_sha256`` the gzip bytes. The header is
+    fixed: ``1f 8b 08 00 00000000 00 <GZIP_OS_BYTE>`` (no FNAME, MTIME 0).
+    """
+
+    def __init__(self, out: BinaryIO, *, level: int = GZIP_LEVEL) -> None:
+        self._out = out
+        self._z = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY)
+        self._crc = 0
+        self.uncompressed_size = 0
+        self.size = 0
+        self.diff_sha256 = hashlib.sha256()
+        self.blob_sha256 = hashlib.sha256()
+        self._emit(gzip_header())
+
+    def _emit(self, data: bytes) -> None:
+        if data:
+            self._out.write(data)
+            self.blob_sha256.update(data)
+            self.size += len(data)
+
+    def write(self, b: bytes | bytearray | memoryview) -> int:
+        data = bytes(b)
+        self.diff_sha256.update(data)
+        self._crc = zlib.crc32(data, self._crc)
+        self.uncompressed_size += len(data)
+        self._emit(self._z.compress(data))
+        return len(data)
+
+    def tell(self) -> int:
+        return self.uncompressed_size
+
+    def finish(self) -> None:
+        """Flush the deflate stream and write the CRC-32 / ISIZE trailer (RFC 1952 §2.3.1)."""
+        self._emit(self._z.flush(zlib.Z_FINISH))
+        self._emit(
+            self._crc.to_bytes(4, "little") + (self.uncompressed_size & 0xFFFFFFFF).to_bytes(4, "little")
+        )
+
+
+def gzip_header() -> bytes:
+    """The fixed 10-byte gzip member header: deflate, no flags, MTIME 0, XFL 0, fixed OS byte (C24)."""
+    return b"\x1f\x8b\x08\x00" + b"\x00\x00\x00\x00" + b"\x00" + bytes([GZIP_OS_BYTE])
+
+
+def gzip_bytes(data: bytes, *, level: int = GZIP_LEVEL) -> bytes:
+    """Gzip ``data`` in memory with the fixed header of :func:`gzip_header` (C24)."""
+    buf = io.BytesIO()
+    sink = GzipSink(buf, level=level)
+    sink.write(data)
+    sink.finish()
+    return buf.getvalue()
+
+
+def _tarinfo(entry: LayerEntry, *, epoch: int, size: int = 0) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(entry.path)
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = int(epoch)
+    info.devmajor = info.devminor = 0
+    if entry.kind == "dir":
+        info.type = tarfile.DIRTYPE
+        info.mode = DIR_MODE
+    elif entry.kind == "symlink":
+        info.type = tarfile.SYMTYPE
+        info.linkname = entry.target
+        info.mode = 0o777
+    else:
+        info.type = tarfile.REGTYPE
+        info.mode = entry.mode if entry.mode in ALLOWED_MODES else FILE_MODE
+        info.size = size
+    return info
+
+
+def _file_size(entry: LayerEntry) -> int:
+    if entry.data is not None:
+        return len(entry.data)
+    assert entry.source is not None
+    return entry.source.stat().st_size
+
+
+def _open(entry: LayerEntry) -> BinaryIO:
+    if entry.data is not None:
+        return io.BytesIO(entry.data)
+    assert entry.source is not None
+    return entry.source.open("rb")
+
+
+def write_tar(
+    entries: Iterable[LayerEntry], out: BinaryIO | GzipSink, *, epoch: int
+) -> tuple[list[LayerFile], list[tuple[str, str]]]:
+    """Write ``entries`` (completed and sorted by :func:`complete_entries`) as a tar stream to ``out``.
+
+    Every file is read exactly once: the same read feeds the tar and the per-file digests.
+    Returns the files written (with size and digests) and the symlinks (path, target).
+    """
+    files: list[LayerFile] = []
+    links: list[tuple[str, str]] = []
+    with tarfile.TarFile(
+        fileobj=cast(BinaryIO, out), mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8", copybufsize=CHUNK
+    ) as tar:
+        for entry in entries:
+            if entry.kind != "file":
+                tar.addfile(_tarinfo(entry, epoch=epoch))
+                if entry.kind == "symlink":
+                    links.append((entry.path, entry.target))
+                continue
+            size = _file_size(entry)
+            info = _tarinfo(entry, epoch=epoch, size=size)
+            with _open(entry) as raw:
+                reader = _HashingReader(raw)
+                tar.addfile(info, cast(BinaryIO, reader))
+            if reader.size != size:
+                raise InputError(f"{entry.origin or entry.path}: changed size while being read")
+            files.append(
+                LayerFile(
+                    path=entry.path,
+                    mode=info.mode,
+                    size=size,
+                    sha256=reader.sha256.hexdigest(),
+                    sha1=reader.sha1.hexdigest(),
+                    origin=entry.origin,
+                )
+            )
+    return files, links
+
+
+def write_layer(entries: Iterable[LayerEntry], dest: Path, *, epoch: int) -> LayerBlob:
+    """Write a gzip-compressed layer blob to ``dest``; returns its digest, diff id and file list.
+
+    ``entries`` are completed and sorted here (:func:`complete_entries`), so the bytes depend only
+    on the entries' paths, kinds, modes and contents and on ``epoch`` (C36).
+
+    Raises:
+        InputError: duplicate paths, or a source file changed while being read.
+        OSError: ``dest`` cannot be written or a source cannot be read.
+    """
+    plan = complete_entries(entries)
+    with dest.open("wb") as f:
+        sink = GzipSink(f)
+        files, links = write_tar(plan, sink, epoch=epoch)
+        sink.finish()
+    return LayerBlob(
+        digest="sha256:" + sink.blob_sha256.hexdigest(),
+        diff_id="sha256:" + sink.diff_sha256.hexdigest(),
+        size=sink.size,
+        uncompressed_size=sink.uncompressed_size,
+        files=tuple(files),
+        symlinks=tuple(links),
+    )
+
+
+def tree_entries(root: Path, *, prefix: str = "", origin: str = "") -> Iterator[LayerEntry]:
+    """Layer entries for every file, directory and in-tree symlink under ``root``, under ``prefix``.
+
+    Executable files (any x bit) get mode 0755, other files 0644 (modes normalised, C15).
+
+    Raises:
+        InputError: a symlink points outside the tree, or an entry is neither file, dir nor link.
+    """
+    for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
+        rel = path.relative_to(root).as_posix()
+        dest = f"{prefix.strip('/')}/{rel}" if prefix.strip("/") else rel
+        where = f"{origin}/{rel}" if origin else rel
+        if path.is_symlink():
+            target = str(path.readlink())
+            if symlink_escapes(rel, target) or target.startswith("/"):
+                raise InputError(f"{where}: symlink to {target!r} points outside the tree")
+            yield LayerEntry(path=dest, kind="symlink", target=target, origin=where)
+        elif path.is_dir():
+            yield LayerEntry(path=dest, kind="dir", mode=DIR_MODE, origin=where)
+        elif path.is_file():
+            mode = EXEC_MODE if path.stat().st_mode & 0o111 else FILE_MODE
+            yield LayerEntry(path=dest, kind="file", mode=mode, source=path, origin=where)
+        else:
+            raise InputError(f"{where}: not a regular file, directory or symlink")

@@ -1,0 +1,403 @@
+"""Image recipes (``containers/<name>.yaml``): what goes into a container lane's image.
+
+A recipe is data, parsed once into a frozen :class:`ImageRecipe`; every problem is reported at
+once with the recipe file and the field path (exit 4). See ``docs/containers.md`` for the format.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ninfer_release.errors import InputError, Problem
+
+from ._layers import EXEC_MODE, layer_path_problem
+from ._oci import is_digest
+
+RECIPE_SCHEMA = 1
+REQUIRED_LABELS = (
+    "org.opencontainers.image.version",
+    "org.opencontainers.image.revision",
+    "org.opencontainers.image.source",
+    "org.opencontainers.image.created",
+)
+RENDERED_KINDS = ("config", "profile")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_USER = re.compile(r"^[1-9][0-9]*(:[0-9]+)?$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_TOP_KEYS = frozenset(
+    {
+        "schema", "lane", "image", "source", "profile", "config_binding", "platform", "base", "user",
+        "workdir", "env", "entrypoint", "cmd", "ports", "checkpoint_mount", "labels", "layers", "smoke",
+        "description",
+    }
+)  # fmt: skip
+_ENTRY_KEYS = frozenset({"staged", "archive", "rendered", "dir", "dest", "mode", "bind"})
+
+EntrySource = Literal["staged", "archive", "rendered", "dir"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerItem:
+    """One recipe entry: ``kind`` says where bytes come from; ``dest`` is the in-image path (relative).
+
+    * ``staged``: the staged file ``source`` (relative to the lane's inputs dir) at ``dest``;
+    * ``archive``: the staged tar(.gz) ``source`` unpacked under ``dest``;
+    * ``rendered``: ``source`` is ``config`` or ``profile``, rendered by the profiles stage;
+    * ``dir``: an empty directory ``dest`` (e.g. a mount point).
+    """
+
+    kind: EntrySource
+    source: str
+    dest: str
+    mode: int
+    field_path: str
+    bind: str = ""  # binding name: the build labels io.ninfer.binding.<bind>.sha256 with the input's digest
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerSpec:
+    """A layer of the recipe: ``name`` (goes into history ``created_by``) and its items."""
+
+    name: str
+    items: tuple[LayerItem, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeSpec:
+    """How the docker backend smoke-runs the image: arguments, and text the output must contain."""
+
+    args: tuple[str, ...]
+    expect: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageRecipe:
+    """A parsed image recipe (see ``docs/containers.md``); ``file`` is where it was read from."""
+
+    file: str
+    lane: str
+    image: str  # repository name without tag/digest, e.g. ghcr.io/alphastorm/ninfer-runtime
+    source_url: str
+    profile: str
+    config_binding: Literal["semantic"]
+    os: str
+    architecture: str
+    base_digest: str
+    base_name: str
+    user: str
+    workdir: str
+    env: tuple[tuple[str, str], ...]
+    entrypoint: tuple[str, ...]
+    cmd: tuple[str, ...]
+    ports: tuple[int, ...]
+    checkpoint_mount: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    layers: tuple[LayerSpec, ...]
+    smoke: SmokeSpec | None = None
+
+    @property
+    def staged_sources(self) -> tuple[tuple[str, str], ...]:
+        """(field path, staged relative path) of every staged file and archive the recipe names."""
+        return tuple(
+            (item.field_path, item.source)
+            for layer in self.layers
+            for item in layer.items
+            if item.kind in ("staged", "archive")
+        )
+
+    @property
+    def rendered_kinds(self) -> frozenset[str]:
+        """Which rendered inputs (``config``, ``profile``) the recipe uses."""
+        return frozenset(i.source for layer in self.layers for i in layer.items if i.kind == "rendered")
+
+
+def _str(
+    data: Mapping[str, Any], key: str, problems: list[Problem], file: str, *, required: bool = True
+) -> str:
+    value = data.get(key)
+    if value is None:
+        if required:
+            problems.append(Problem(file=file, field=key, message="required"))
+        return ""
+    if not isinstance(value, str) or not value:
+        problems.append(Problem(file=file, field=key, message=f"must be a non-empty string, got {value!r}"))
+        return ""
+    return value
+
+
+def _str_list(value: Any, fld: str, problems: list[Problem], file: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.append(Problem(file=file, field=fld, message="must be a list of strings"))
+        return ()
+    return tuple(value)
+
+
+def _mode(value: Any) -> int | None:
+    # YAML 1.2 reads an unquoted 0755 as decimal 755: modes are written quoted ("0755") or as 0o755.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value in (0o644, EXEC_MODE) else None
+    if isinstance(value, str) and re.fullmatch(r"0?o?[0-7]{3}", value):
+        return int(value.replace("o", ""), 8)
+    return None
+
+
+def _abs_path(value: str, fld: str, problems: list[Problem], file: str) -> str:
+    if not value.startswith("/"):
+        problems.append(
+            Problem(file=file, field=fld, message=f"{value!r} must be an absolute path in the image")
+        )
+        return value
+    if value != "/" and (msg := layer_path_problem(value)) is not None:
+        problems.append(Problem(file=file, field=fld, message=msg))
+    return value
+
+
+def _parse_item(raw: Any, fld: str, problems: list[Problem], file: str) -> LayerItem | None:
+    if not isinstance(raw, dict):
+        problems.append(Problem(file=file, field=fld, message="must be a mapping"))
+        return None
+    unknown = sorted(set(raw) - _ENTRY_KEYS)
+    if unknown:
+        problems.append(
+            Problem(file=file, field=fld, message=f"unknown keys {unknown}; known: {sorted(_ENTRY_KEYS)}")
+        )
+    kinds = [k for k in ("staged", "archive", "rendered", "dir") if k in raw]
+    if len(kinds) != 1:
+        problems.append(
+            Problem(file=file, field=fld, message="needs exactly one of staged/archive/rendered/dir")
+        )
+        return None
+    kind: EntrySource = kinds[0]  # type: ignore[assignment]
+    source = raw[kind]
+    if not isinstance(source, str) or not source:
+        problems.append(Problem(file=file, field=f"{fld}.{kind}", message="must be a non-empty string"))
+        return None
+    dest = source if kind == "dir" else raw.get("dest")
+    if not isinstance(dest, str) or not dest:
+        problems.append(
+            Problem(file=file, field=f"{fld}.dest", message="required (the path inside the image)")
+        )
+        return None
+    bad = False
+    for sub, path in ((f"{fld}.dest" if kind != "dir" else f"{fld}.dir", dest),) + (
+        ((f"{fld}.{kind}", source),) if kind in ("staged", "archive") else ()
+    ):
+        if (msg := layer_path_problem(path)) is not None:
+            problems.append(Problem(file=file, field=sub, message=msg))
+            bad = True
+    if kind == "staged" and source.startswith("/"):
+        problems.append(
+            Problem(file=file, field=f"{fld}.staged", message="must be relative to the inputs dir")
+        )
+        bad = True
+    if kind == "rendered" and source not in RENDERED_KINDS:
+        problems.append(
+            Problem(file=file, field=f"{fld}.rendered", message=f"must be one of {list(RENDERED_KINDS)}")
+        )
+        bad = True
+    mode = _mode(raw.get("mode", 0o644))
+    if mode not in (0o644, EXEC_MODE):
+        problems.append(
+            Problem(
+                file=file, field=f"{fld}.mode", message='must be "0644" or "0755" (quoted) or 0o644/0o755'
+            )
+        )
+        bad = True
+    bind = raw.get("bind", "")
+    if bind and (not isinstance(bind, str) or not _NAME.match(bind) or kind not in ("staged", "archive")):
+        problems.append(
+            Problem(
+                file=file,
+                field=f"{fld}.bind",
+                message="a lowercase binding name, on a staged file or archive",
+            )
+        )
+        bad = True
+    if bad or mode is None:
+        return None
+    return LayerItem(
+        kind=kind, source=source, dest=dest.strip("/"), mode=mode, field_path=fld, bind=str(bind)
+    )
+
+
+def parse_recipe(data: Any, *, file: str) -> ImageRecipe:
+    """Parse a recipe mapping (already loaded from YAML/JSON) into an :class:`ImageRecipe`.
+
+    Checks: schema 1; base pinned by a full ``sha256:`` digest (a tag is refused); in-image paths
+    stay inside the root; modes 0644/0755; a non-root ``user``; ports; the container lane binds
+    the ``semantic`` config digest (DESIGN.md §5); the checkpoint mount is a declared volume.
+
+    Raises:
+        InputError: every problem at once, each naming ``file`` and the field path.
+    """
+    problems: list[Problem] = []
+    if not isinstance(data, dict):
+        raise InputError(problems=[Problem(file=file, message="recipe must be a mapping")])
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        problems.append(Problem(file=file, message=f"unknown keys {unknown}; known: {sorted(_TOP_KEYS)}"))
+    if data.get("schema") != RECIPE_SCHEMA:
+        problems.append(Problem(file=file, field="schema", message=f"must be {RECIPE_SCHEMA}"))
+    lane = _str(data, "lane", problems, file)
+    image = _str(data, "image", problems, file)
+    if image and ("@" in image or ":" in image.rsplit("/", 1)[-1]):
+        problems.append(Problem(file=file, field="image", message="a repository name without tag or digest"))
+    source_url = _str(data, "source", problems, file)
+    profile = _str(data, "profile", problems, file)
+    binding = data.get("config_binding")
+    if binding != "semantic":
+        problems.append(
+            Problem(
+                file=file,
+                field="config_binding",
+                message="the container lane binds the 'semantic' config digest",
+            )
+        )
+    platform = data.get("platform") or {}
+    os_ = platform.get("os", "linux") if isinstance(platform, dict) else "linux"
+    arch = platform.get("architecture", "amd64") if isinstance(platform, dict) else "amd64"
+
+    base = data.get("base")
+    base_digest = base_name = ""
+    if not isinstance(base, dict):
+        problems.append(Problem(file=file, field="base", message="required: {digest: sha256:..., name: ...}"))
+    else:
+        base_digest = str(base.get("digest", ""))
+        base_name = str(base.get("name", ""))
+        if not is_digest(base_digest):
+            problems.append(
+                Problem(
+                    file=file,
+                    field="base.digest",
+                    message=f"{base_digest!r}: pin the base by a full sha256:<64 hex> digest, not a tag",
+                )
+            )
+
+    user = str(data.get("user", ""))
+    if not _USER.match(user):
+        problems.append(
+            Problem(file=file, field="user", message=f"{user!r}: must be a non-root numeric UID[:GID]")
+        )
+    workdir = _abs_path(str(data.get("workdir", "/")), "workdir", problems, file)
+
+    env_raw = data.get("env") or {}
+    env: list[tuple[str, str]] = []
+    if not isinstance(env_raw, dict):
+        problems.append(Problem(file=file, field="env", message="must be a mapping NAME: value"))
+    else:
+        for k, v in env_raw.items():
+            if not isinstance(k, str) or not _ENV_NAME.match(k):
+                problems.append(Problem(file=file, field=f"env.{k}", message="not a valid variable name"))
+            elif not isinstance(v, str | int) or isinstance(v, bool):
+                problems.append(Problem(file=file, field=f"env.{k}", message="value must be a string"))
+            else:
+                env.append((k, str(v)))
+    entrypoint = _str_list(data.get("entrypoint"), "entrypoint", problems, file)
+    if not entrypoint:
+        problems.append(Problem(file=file, field="entrypoint", message="required (exec form list)"))
+    cmd = _str_list(data.get("cmd"), "cmd", problems, file)
+
+    ports_raw = data.get("ports") or []
+    ports: list[int] = []
+    if not isinstance(ports_raw, list):
+        problems.append(Problem(file=file, field="ports", message="must be a list of TCP ports"))
+    else:
+        for i, p in enumerate(ports_raw):
+            if not isinstance(p, int) or isinstance(p, bool) or not 0 < p < 65536:
+                problems.append(Problem(file=file, field=f"ports[{i}]", message=f"{p!r} is not a TCP port"))
+            else:
+                ports.append(p)
+    mount = _abs_path(
+        _str(data, "checkpoint_mount", problems, file) or "/", "checkpoint_mount", problems, file
+    )
+
+    labels_raw = data.get("labels") or {}
+    labels: dict[str, str] = {}
+    if not isinstance(labels_raw, dict):
+        problems.append(Problem(file=file, field="labels", message="must be a mapping"))
+    else:
+        for k, v in labels_raw.items():
+            if k in REQUIRED_LABELS:
+                problems.append(
+                    Problem(
+                        file=file,
+                        field=f"labels.{k}",
+                        message="set by the build (version, revision, source, created)",
+                    )
+                )
+            elif not isinstance(v, str):
+                problems.append(Problem(file=file, field=f"labels.{k}", message="value must be a string"))
+            else:
+                labels[str(k)] = v
+
+    layers: list[LayerSpec] = []
+    layers_raw = data.get("layers")
+    if not isinstance(layers_raw, list) or not layers_raw:
+        problems.append(Problem(file=file, field="layers", message="required: a non-empty list"))
+        layers_raw = []
+    names: set[str] = set()
+    for li, layer in enumerate(layers_raw):
+        fld = f"layers[{li}]"
+        if not isinstance(layer, dict):
+            problems.append(Problem(file=file, field=fld, message="must be a mapping {name, entries}"))
+            continue
+        name = layer.get("name")
+        if not isinstance(name, str) or not _NAME.match(name) or name in names:
+            problems.append(
+                Problem(file=file, field=f"{fld}.name", message=f"{name!r}: needs a unique lowercase name")
+            )
+        else:
+            names.add(name)
+        entries = layer.get("entries")
+        if not isinstance(entries, list) or not entries:
+            problems.append(Problem(file=file, field=f"{fld}.entries", message="required: a non-empty list"))
+            continue
+        items = [_parse_item(e, f"{fld}.entries[{ei}]", problems, file) for ei, e in enumerate(entries)]
+        layers.append(LayerSpec(name=str(name), items=tuple(i for i in items if i is not None)))
+
+    smoke: SmokeSpec | None = None
+    smoke_raw = data.get("smoke")
+    if smoke_raw is not None:
+        if not isinstance(smoke_raw, dict):
+            problems.append(Problem(file=file, field="smoke", message="must be a mapping {args, expect}"))
+        else:
+            smoke = SmokeSpec(
+                args=_str_list(smoke_raw.get("args"), "smoke.args", problems, file),
+                expect=str(smoke_raw.get("expect", "")),
+            )
+    if problems:
+        raise InputError(problems=problems)
+    return ImageRecipe(
+        file=file,
+        lane=lane,
+        image=image,
+        source_url=source_url,
+        profile=profile,
+        config_binding="semantic",
+        os=str(os_),
+        architecture=str(arch),
+        base_digest=base_digest,
+        base_name=base_name,
+        user=user,
+        workdir=workdir,
+        env=tuple(env),
+        entrypoint=entrypoint,
+        cmd=cmd,
+        ports=tuple(ports),
+        checkpoint_mount=mount,
+        labels=labels,
+        layers=tuple(layers),
+        smoke=smoke,
+    )
+
+
+def env_list(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """``NAME=value`` strings in recipe order (the order docker shows; it is part of the config bytes)."""
+    return [f"{k}={v}" for k, v in pairs]
