@@ -293,18 +293,18 @@ def image() -> None:
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(dir_okay=False))
 @click.option("--inputs", "inputs", required=True, type=click.Path(file_okay=False),
               help="The lane's staged inputs (DIR/<lane> or DIR holding <lane>/).")
-@click.option("--base", "base", required=True, help="Base image: OCI layout DIR[:REF], or REGISTRY/REPO@sha256:<hex>.")
+@click.option("--base", "base", required=True, help="OCI layout DIR[:REF] or REGISTRY/REPO@sha256:<hex>.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="New output directory.")
 @click.option("--backend", "backend", type=click.Choice(["oci", "docker"]), default="oci", show_default=True)
 @click.option("--version", "version", help="Component tag (default: build-info.json component_tag).")
-@click.option("--revision", "revision", help="Full 40-hex source commit (default: build-info.json source_commit).")
+@click.option("--revision", "revision", help="Full 40-hex source commit (default: build-info.json).")
 @click.option("--source-date-epoch", "epoch", type=int,
               help="Seconds; default SOURCE_DATE_EPOCH, else the --release manifest's value.")
 @click.option("--release", "release_path", type=click.Path(dir_okay=False),
               help="Release manifest to take the source-date epoch from.")
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False),
               help="Profile file (default: <repo>/profiles/<recipe profile>.yaml).")
-@click.option("--docker-host", "docker_host_url", help="Engine API for --backend docker (default DOCKER_HOST).")
+@click.option("--docker-host", "docker_host_url", help="Engine API URL (default DOCKER_HOST).")
 @click.option("--push", "push", help="With --backend docker: push to REGISTRY/REPOSITORY:TAG.")
 @click.option("--no-smoke", "no_smoke", is_flag=True, help="With --backend docker: skip the smoke run.")
 @click.pass_obj
@@ -332,7 +332,7 @@ def image_build(ctx: Context, recipe_path: str, inputs: str, base: str, out: str
 
             default = load_release(Path(release_path), env=os.environ).source_date_epoch
         if default is None and not os.environ.get("SOURCE_DATE_EPOCH"):
-            raise InputError("no source-date epoch: pass --source-date-epoch, set SOURCE_DATE_EPOCH, or --release")
+            raise InputError("no source-date epoch: give --source-date-epoch, SOURCE_DATE_EPOCH or --release")
         epoch = source_date_epoch(default or 0, os.environ)
     if backend != "docker" and (push or docker_host_url or no_smoke):
         raise click.UsageError("--push, --docker-host and --no-smoke need --backend docker")
@@ -361,10 +361,10 @@ def image_build(ctx: Context, recipe_path: str, inputs: str, base: str, out: str
     human = [
         f"built {result.reference}",
         f"  config {result.config_digest}  base {result.base_digest}",
-        f"  {len(result.layers)} layers; wrote {result.layout}, {result.archive} (sha256 {result.archive_sha256})",
+        f"  {len(result.layers)} layers; wrote {result.layout} and {result.archive}",
     ]
     if rendered is not None:
-        human.append(f"  engine config {rendered.profile_id} semantic sha256 {rendered.config_semantic_sha256}")
+        human.append(f"  engine config {rendered.profile_id} semantic {rendered.config_semantic_sha256}")
     pushed = result.backend.get("pushed")
     if pushed:
         human.append(f"  pushed {pushed['reference']}")
@@ -375,9 +375,9 @@ def image_build(ctx: Context, recipe_path: str, inputs: str, base: str, out: str
 @click.argument("lane")
 @click.option("--release", "release_path", required=True, type=click.Path(dir_okay=False),
               help="Release manifest whose LANE is carried.")
-@click.option("--registry", "registry", help="Verify against this mirror registry HOST:PORT (same repository path).")
+@click.option("--registry", "registry", help="Mirror registry HOST:PORT holding the same repository path.")
 @click.option("--offline", is_flag=True, help="Record the carry as unverified without contacting a registry.")
-@click.option("--out", "out", type=click.Path(dir_okay=False), help="Also write the carry record (JSON) here.")
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="Also write the carry record here.")
 @click.pass_obj
 def image_carry(ctx: Context, lane: str, release_path: str, registry: str | None, offline: bool,
                 out: str | None) -> None:
@@ -408,8 +408,11 @@ def image_carry(ctx: Context, lane: str, release_path: str, registry: str | None
     record = containers.carry_image(found.carried, registry=registry, offline=offline, progress=progress)
     if out:
         write_bytes(Path(out), record.as_bytes())
-    where = f"verified against {record.verified_against}, {len(record.checked)} digests checked" if record.verified \
+    where = (
+        f"verified against {record.verified_against}, {len(record.checked)} digests checked"
+        if record.verified
         else "UNVERIFIED (offline: no registry contacted)"
+    )
     emit(ctx, {"ok": True, **record.as_json()}, [f"carried {lane} {record.image}", f"  {where}"])
 
 
