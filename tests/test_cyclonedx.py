@@ -1,0 +1,350 @@
+"""CycloneDX 1.6 dependency inventory (C33 serial number, C34 1.6 shapes), graph, cross-checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from ninfer_release.errors import InputError, IntegrityError
+from ninfer_release.sbom import (
+    DependencyRecord,
+    PeInfo,
+    ShippedFile,
+    cyclonedx_dependency_inventory,
+    parse_cyclonedx_hashes,
+    read_pe,
+    validate_cyclonedx_bytes,
+)
+from test_pe import build_sample_pes, fetch_wheel_dlls
+
+EPOCH = 1700000000
+C33_IDENTITY = "https://example.invalid/engine/1.0.0-rc.1"
+C33_SERIAL = "urn:uuid:ff894788-461a-5689-b71f-931dd8115649"
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def pe(
+    *imports: str, delay: tuple[str, ...] = (), file_version: str | None = None, cuda: str | None = None
+) -> PeInfo:
+    return PeInfo(
+        machine="x86_64",
+        file_version=file_version,
+        product_version=file_version,
+        version_strings=MappingProxyType({}),
+        cuda_version=cuda,
+        imports=tuple(sorted(imports)),
+        delay_imports=delay,
+    )
+
+
+ENGINE = DependencyRecord(
+    kind="engine",
+    name="ninfer",
+    version="7a25cd72f490183e4113f1e84e68e36d653ddd28",
+    supplier="OMP NInfer",
+    license="Apache-2.0",
+    files=(ShippedFile(path="bin/ninfer-server.exe", sha256=sha("exe")),),
+    commit="7a25cd72f490183e4113f1e84e68e36d653ddd28",
+)
+CUDART = DependencyRecord(
+    kind="redistributable",
+    name="nvidia-cuda-runtime",
+    version="13.3.29",
+    purl="pkg:pypi/nvidia-cuda-runtime@13.3.29",
+    supplier="NVIDIA Corporation",
+    license="LicenseRef-NVIDIA-CUDA-EULA",
+    group="cuda",
+    files=(ShippedFile(path="bin/cudart64_13.dll", sha256=sha("cudart")),),
+)
+CRT = DependencyRecord(
+    kind="redistributable",
+    name="msvc-runtime",
+    version="14.44.35112",
+    purl="pkg:pypi/msvc-runtime@14.44.35112",
+    supplier="Microsoft Corporation",
+    license="LicenseRef-Microsoft-VC-Redist",
+    group="crt",
+    files=(
+        ShippedFile(path="bin/msvcp140.dll", sha256=sha("msvcp")),
+        ShippedFile(path="bin/vcruntime140.dll", sha256=sha("vcrt")),
+    ),
+)
+DSTORAGE = DependencyRecord(
+    kind="redistributable",
+    name="Microsoft.Direct3D.DirectStorage",
+    version="1.2.2",
+    purl="pkg:nuget/Microsoft.Direct3D.DirectStorage@1.2.2",
+    supplier="Microsoft Corporation",
+    license="LicenseRef-Microsoft-DirectStorage",
+    group="directstorage",
+    files=(
+        ShippedFile(path="bin/dstorage.dll", sha256=sha("ds")),
+        ShippedFile(path="bin/dstoragecore.dll", sha256=sha("dscore")),
+    ),
+    stand_in=True,
+)
+JSON_LIB = DependencyRecord(
+    kind="vendored",
+    name="nlohmann-json",
+    version="3.11.3",
+    purl="pkg:github/nlohmann/json@v3.11.3",
+    supplier="Niels Lohmann",
+    license="MIT",
+    commit="9cca280a4d0ccf0c08f47a99aa71d1b0e52f8d03",
+    source_url="https://github.com/nlohmann/json/archive/9cca280a4d0ccf0c08f47a99aa71d1b0e52f8d03.tar.gz",
+)
+DEPS = [ENGINE, CUDART, CRT, DSTORAGE, JSON_LIB]
+PES = {
+    "bin/ninfer-server.exe": pe(
+        "cudart64_13.dll", "msvcp140.dll", "vcruntime140.dll", "kernel32.dll", delay=("dstorage.dll",)
+    ),
+    "bin/cudart64_13.dll": pe("kernel32.dll", file_version="6.14.11.13030", cuda="13.3.29"),
+    "bin/msvcp140.dll": pe("vcruntime140.dll", "kernel32.dll", file_version="14.44.35211.0"),
+    "bin/vcruntime140.dll": pe("kernel32.dll", file_version="14.44.35211.0"),
+    "bin/dstorage.dll": pe("kernel32.dll", file_version="1.2.2.0"),
+    "bin/dstoragecore.dll": pe("kernel32.dll", file_version="1.2.2.0"),
+}
+
+
+def make(
+    deps: list[DependencyRecord] | None = None, pes: dict[str, PeInfo] | None = None, **over: Any
+) -> bytes:
+    args: dict[str, Any] = {
+        "component_name": "ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64",
+        "component_version": "v0.7.0-qwen38-4090-beta.2",
+        "component_purl": "pkg:generic/ninfer@v0.7.0-qwen38-4090-beta.2",
+        "supplier": "OMP NInfer",
+        "dependencies": DEPS if deps is None else deps,
+        "pe_infos": PES if pes is None else pes,
+        "serial_identity": C33_IDENTITY,
+        "epoch": EPOCH,
+        "tool_name": "acme-release",
+        "tool_version": "0.1.0",
+        "tool_vendor": "Acme",
+        "component_authors": ["Build Team"],
+    }
+    args.update(over)
+    return cyclonedx_dependency_inventory(**args)
+
+
+def load(data: bytes) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(data)
+    return loaded
+
+
+def components(d: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["bom-ref"]: c for c in d["components"]}
+
+
+def props(component: dict[str, Any]) -> dict[str, str]:
+    return {p["name"]: p["value"] for p in component.get("properties", [])}
+
+
+def graph(d: dict[str, Any]) -> dict[str, list[str]]:
+    return {e["ref"]: e.get("dependsOn", []) for e in d["dependencies"]}
+
+
+def test_c33_serial_number_is_uuid5_of_the_release_identity_and_output_is_byte_identical() -> None:
+    first, second = make(), make()
+    assert first == second
+    assert hashlib.sha256(first).hexdigest() == hashlib.sha256(second).hexdigest()
+    d = load(first)
+    assert d["serialNumber"] == C33_SERIAL
+    assert re.fullmatch(
+        r"urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", d["serialNumber"]
+    )
+    assert d["metadata"]["timestamp"] == "2023-11-14T22:13:20+00:00"
+    assert first.endswith(b"}\n") and not first.endswith(b"\n\n")
+    assert (
+        load(make(serial_identity="https://example.invalid/engine/1.0.0-rc.2"))["serialNumber"] != C33_SERIAL
+    )
+
+
+def test_c34_uses_the_1_6_shapes_and_passes_the_1_6_validator() -> None:
+    data = make()
+    d = load(data)
+    assert d["specVersion"] == "1.6"
+    assert d["$schema"] == "http://cyclonedx.org/schema/bom-1.6.schema.json"
+    assert d["metadata"]["tools"] == {
+        "components": [
+            {
+                "bom-ref": "tool:acme-release@0.1.0",
+                "manufacturer": {"name": "Acme"},
+                "name": "acme-release",
+                "type": "application",
+                "version": "0.1.0",
+            }
+        ]
+    }
+    root = d["metadata"]["component"]
+    assert root["authors"] == [{"name": "Build Team"}]
+    assert root["manufacturer"] == {"name": "OMP NInfer"}
+    assert '"author"' not in data.decode()  # the deprecated string form never appears
+    assert validate_cyclonedx_bytes(data) == []
+
+
+def test_redistributable_files_carry_hash_purl_licence_and_pe_version() -> None:
+    c = components(load(make()))
+    cudart = c["file:bin/cudart64_13.dll"]
+    assert cudart["version"] == "13.3.29"  # CUDA version from the strings, not 6.14.11.13030
+    assert cudart["hashes"] == [{"alg": "SHA-256", "content": sha("cudart")}]
+    assert cudart["purl"] == "pkg:pypi/nvidia-cuda-runtime@13.3.29"
+    assert cudart["supplier"] == {"name": "NVIDIA Corporation"}
+    assert cudart["licenses"] == [{"expression": "LicenseRef-NVIDIA-CUDA-EULA"}]
+    assert props(cudart) == {
+        "ninfer:cuda-version": "13.3.29",
+        "ninfer:group": "cuda",
+        "ninfer:kind": "redistributable",
+        "ninfer:package": "nvidia-cuda-runtime",
+        "ninfer:package-version": "13.3.29",
+        "ninfer:path": "bin/cudart64_13.dll",
+        "ninfer:pe-file-version": "6.14.11.13030",
+        "ninfer:pe-machine": "x86_64",
+        "ninfer:stand-in": "false",
+    }
+    assert c["file:bin/msvcp140.dll"]["version"] == "14.44.35211.0"
+    assert c["file:bin/ninfer-server.exe"]["type"] == "application"
+
+
+def test_stand_ins_are_flagged_and_described() -> None:
+    c = components(load(make()))
+    for ref in ("file:bin/dstorage.dll", "file:bin/dstoragecore.dll"):
+        assert props(c[ref])["ninfer:stand-in"] == "true"
+        assert c[ref]["description"].startswith(
+            "STAND-IN, not the real Microsoft.Direct3D.DirectStorage 1.2.2"
+        )
+    assert "description" not in c["file:bin/cudart64_13.dll"]
+
+
+def test_vendored_source_is_a_library_with_source_reference() -> None:
+    v = components(load(make()))["vendored:nlohmann-json@3.11.3"]
+    assert v["type"] == "library"
+    assert v["purl"] == "pkg:github/nlohmann/json@v3.11.3"
+    assert v["externalReferences"] == [{"type": "source-distribution", "url": JSON_LIB.source_url}]
+    assert props(v)["ninfer:commit"] == "9cca280a4d0ccf0c08f47a99aa71d1b0e52f8d03"
+    assert "hashes" not in v
+
+
+def test_dependency_graph_follows_import_tables() -> None:
+    g = graph(load(make()))
+    root = "package:ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64@v0.7.0-qwen38-4090-beta.2"
+    assert g == {
+        # dstoragecore.dll is imported by nothing (loaded by name at run time): it hangs off the package.
+        root: ["file:bin/dstoragecore.dll", "file:bin/ninfer-server.exe"],
+        "file:bin/ninfer-server.exe": [
+            "file:bin/cudart64_13.dll",
+            "file:bin/dstorage.dll",  # a delay import
+            "file:bin/msvcp140.dll",
+            "file:bin/vcruntime140.dll",
+            "vendored:nlohmann-json@3.11.3",
+        ],
+        "file:bin/msvcp140.dll": ["file:bin/vcruntime140.dll"],
+        "file:bin/cudart64_13.dll": [],
+        "file:bin/vcruntime140.dll": [],
+        "file:bin/dstorage.dll": [],
+        "file:bin/dstoragecore.dll": [],
+        "vendored:nlohmann-json@3.11.3": [],
+    }
+
+
+def test_pe_version_disagreeing_with_the_lock_is_an_integrity_error() -> None:
+    stale = dataclasses.replace(CUDART, version="13.2.0", purl="pkg:pypi/nvidia-cuda-runtime@13.2.0")
+    with pytest.raises(IntegrityError) as info:
+        make([ENGINE, stale, CRT, DSTORAGE, JSON_LIB])
+    assert (
+        str(info.value)
+        == "bin/cudart64_13.dll: version: PE version strings say CUDA 13.3.29, lock says 13.2.0"
+    )
+
+
+def test_duplicate_bom_refs_are_refused_not_renamed() -> None:
+    twice = dataclasses.replace(CUDART, name="nvidia-cuda-runtime-copy")
+    with pytest.raises(IntegrityError, match=r"bom-ref 'file:bin/cudart64_13.dll' is also used by"):
+        make([ENGINE, CUDART, twice])
+
+
+def test_shipped_pe_without_pe_information_is_an_input_error() -> None:
+    pes = {k: v for k, v in PES.items() if k != "bin/msvcp140.dll"}
+    with pytest.raises(
+        InputError, match=r"bin/msvcp140.dll: pe_infos: shipped PE file has no PE information"
+    ):
+        make(pes=pes)
+
+
+def test_malformed_records_are_all_reported() -> None:
+    bad_group = dataclasses.replace(CUDART, group=None)
+    bad_hash = dataclasses.replace(CRT, files=(ShippedFile(path="bin\\msvcp140.dll", sha256="ABC"),))
+    with pytest.raises(InputError) as info:
+        make([ENGINE, bad_group, bad_hash])
+    text = str(info.value)
+    assert "redistributable needs a group" in text
+    assert "backslash" in text and "not 64 lowercase hex" in text
+
+
+def test_free_text_licence_is_refused() -> None:
+    with pytest.raises(InputError, match="is not a licence id"):
+        make([dataclasses.replace(JSON_LIB, license="Acme Gov't (JPEG/netpbm)")], pes={})
+
+
+def test_parse_cyclonedx_hashes_keys_files_by_zip_path() -> None:
+    hashes = parse_cyclonedx_hashes(make())
+    expected = {f.path: f.sha256 for d in DEPS for f in d.files}
+    assert hashes == expected
+
+
+def test_validate_cyclonedx_bytes_reports_what_the_schema_misses() -> None:
+    d = load(make())
+    d["components"][1]["bom-ref"] = d["components"][0]["bom-ref"]
+    messages = validate_cyclonedx_bytes((json.dumps(d, indent=2) + "\n").encode())
+    assert any("is used more than once" in m for m in messages)
+    d = load(make())
+    d["serialNumber"] = "urn:uuid:1.5.0-1700000000"
+    messages = validate_cyclonedx_bytes((json.dumps(d) + "\n").encode())
+    assert any(m.startswith("schema:") for m in messages)
+    assert validate_cyclonedx_bytes(make() + b"\n") == ["document must end with exactly one LF"]
+
+
+def test_real_dlls_and_a_mingw_engine(tmp_path: Path) -> None:
+    """Real cudart64_13.dll / msvcp140.dll / vcruntime140.dll from the wheels, with the lock's
+    versions (13.3.29, 14.44.35112), and a mingw-built engine exe that imports cudart64_13.dll."""
+    dlls = fetch_wheel_dlls()
+    built = build_sample_pes(tmp_path / "pe")
+    paths = {
+        "bin/ninfer-server.exe": built["ninfer-server.exe"],
+        "bin/cudart64_13.dll": dlls["cudart64_13.dll"],
+        "bin/msvcp140.dll": dlls["msvcp140.dll"],
+        "bin/vcruntime140.dll": dlls["vcruntime140.dll"],
+        "bin/dstorage.dll": built["dstorage.dll"],
+    }
+    digests = {zp: hashlib.sha256(p.read_bytes()).hexdigest() for zp, p in paths.items()}
+
+    def files(*names: str) -> tuple[ShippedFile, ...]:
+        return tuple(ShippedFile(path=n, sha256=digests[n]) for n in names)
+
+    deps = [
+        dataclasses.replace(ENGINE, files=files("bin/ninfer-server.exe")),
+        dataclasses.replace(CUDART, files=files("bin/cudart64_13.dll")),
+        dataclasses.replace(CRT, files=files("bin/msvcp140.dll", "bin/vcruntime140.dll")),
+        dataclasses.replace(DSTORAGE, files=files("bin/dstorage.dll")),
+    ]
+    data = make(deps, {zp: read_pe(p) for zp, p in paths.items()})
+    d = load(data)
+    c = components(d)
+    assert c["file:bin/cudart64_13.dll"]["version"] == "13.3.29"
+    assert c["file:bin/msvcp140.dll"]["version"] == "14.44.35211.0"
+    assert c["file:bin/dstorage.dll"]["version"] == "1.2.2.0"
+    g = graph(d)
+    assert g["file:bin/ninfer-server.exe"] == ["file:bin/cudart64_13.dll", "file:bin/dstorage.dll"]
+    assert g["file:bin/msvcp140.dll"] == ["file:bin/vcruntime140.dll"]
+    assert parse_cyclonedx_hashes(data) == digests
+    assert validate_cyclonedx_bytes(data) == []

@@ -1,0 +1,107 @@
+"""Curated dependency metadata (repo ``sbom/catalog.json``) and licence reference texts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from ninfer_release.errors import InputError
+from ninfer_release.sbom import (
+    DependencyRecord,
+    ShippedFile,
+    apply_catalog,
+    check_against_catalog,
+    license_text_path,
+    load_catalog,
+    load_license_texts,
+    normalize_license_expression,
+)
+
+SBOM_DIR = REPO / "sbom"
+
+
+def test_repo_catalog_loads_and_every_license_ref_has_a_reference_text() -> None:
+    catalog = load_catalog(SBOM_DIR)
+    assert {"nvidia-cuda-runtime", "msvc-runtime", "Microsoft.Direct3D.DirectStorage"} <= set(catalog)
+    assert catalog["nvidia-cuda-runtime"].license == "LicenseRef-NVIDIA-CUDA-EULA"
+    assert catalog["msvc-runtime"].group == "crt"
+    refs = {r for e in catalog.values() for r in normalize_license_expression(e.license).license_refs}
+    texts = load_license_texts(refs, licenses_dir=SBOM_DIR / "licenses")
+    assert (
+        sorted(texts)
+        == sorted(refs)
+        == [
+            "LicenseRef-Microsoft-DirectStorage",
+            "LicenseRef-Microsoft-VC-Redist",
+            "LicenseRef-NVIDIA-CUDA-EULA",
+        ]
+    )
+    for ref, text in texts.items():
+        # Honest references: marked as a summary, not the licence, with the official URL.
+        assert text.startswith(ref + " ")
+        assert "REFERENCE SUMMARY" in text and "NOT the licence" in text
+        assert re.search(r"https://\S+", text)
+        assert text.endswith("\n") and "\r" not in text
+    assert "https://docs.nvidia.com/cuda/eula/index.html" in texts["LicenseRef-NVIDIA-CUDA-EULA"]
+
+
+def test_license_text_path_accepts_both_spellings(tmp_path: Path) -> None:
+    assert license_text_path(tmp_path, "LicenseRef-X") == tmp_path / "X.txt"
+    (tmp_path / "LicenseRef-Y.txt").write_text("y\n")
+    assert license_text_path(tmp_path, "LicenseRef-Y") == tmp_path / "LicenseRef-Y.txt"
+    with pytest.raises(InputError, match="no licence text for LicenseRef-X"):
+        load_license_texts(["LicenseRef-X"], licenses_dir=tmp_path)
+
+
+CUDART = DependencyRecord(
+    kind="redistributable",
+    name="nvidia-cuda-runtime",
+    version="13.3.29",
+    purl="pkg:pypi/nvidia-cuda-runtime@13.3.29",
+    group="cuda",
+    files=(ShippedFile(path="bin/cudart64_13.dll", sha256="0" * 64),),
+)
+
+
+def test_apply_catalog_fills_in_curated_fields() -> None:
+    (done,) = apply_catalog([CUDART], load_catalog(SBOM_DIR))
+    assert done.supplier == "NVIDIA Corporation"
+    assert done.license == "LicenseRef-NVIDIA-CUDA-EULA"
+    assert done.homepage == "https://developer.nvidia.com/cuda-toolkit"
+    assert done.files == CUDART.files
+
+
+def test_apply_catalog_reports_every_disagreement() -> None:
+    wrong = dataclasses.replace(
+        CUDART, supplier="Someone Else", license="MIT", purl="pkg:generic/cudart@13.3.29", group="other"
+    )
+    unknown = dataclasses.replace(CUDART, name="not-curated")
+    problems = check_against_catalog([wrong, unknown], load_catalog(SBOM_DIR), where="lock.json")
+    fields = sorted(p.field for p in problems)
+    assert fields == [
+        "redistributable[not-curated]",
+        "redistributable[nvidia-cuda-runtime].group",
+        "redistributable[nvidia-cuda-runtime].license",
+        "redistributable[nvidia-cuda-runtime].purl type",
+        "redistributable[nvidia-cuda-runtime].supplier",
+    ]
+    assert all(p.file == "lock.json" for p in problems)
+
+
+def test_load_catalog_refuses_bad_entries(tmp_path: Path) -> None:
+    entries = [
+        {"name": "a", "kind": "vendored", "supplier": "S", "license": "mit", "purl_type": "github"},
+        {"name": "b", "kind": "weird", "supplier": "S", "license": "Nope-EULA", "purl_type": "generic"},
+    ]
+    (tmp_path / "catalog.json").write_text(json.dumps({"schema": 1, "entries": entries}))
+    with pytest.raises(InputError) as info:
+        load_catalog(tmp_path)
+    text = str(info.value)
+    assert "write it as 'MIT'" in text
+    assert "unknown kind 'weird'" in text
+    assert "no text for LicenseRef-Nope-EULA" in text
