@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ninfer_release.errors import DefinitionError, NinferError, Problem
+from ninfer_release.errors import DefinitionError, InputError, NinferError, Problem
 from ninfer_release.profiles._check import HEX40, HEX64, SHORT_HEX, Checker
 from ninfer_release.profiles._profile import CUDA_ARCH, FILE_NAME, LANE_ID, PROFILE_ID, Profile, load_profile
 from ninfer_release.profiles._yaml import load_yaml_data
@@ -288,7 +288,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
     tags = {s.tag for s in superseded}
     seen_tags: dict[str, str] = {}
     seen_profiles: dict[str, str] = {}
-    for lane in lanes:
+    for lane in sorted(lanes, key=lambda x: x.id):
         where = f"lanes.{lane.id}"
         if lane.component_tag in seen_tags:
             problems.append(
@@ -321,6 +321,11 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         profile_path = root_dir / "profiles" / f"{lane.profile_id}.yaml"
         try:
             profile = load_profile(profile_path)
+        except InputError:
+            problems.append(
+                Problem(file=str(path), field=f"{where}.profile", message=f"no such profile: {profile_path}")
+            )
+            continue
         except NinferError as exc:
             problems.extend(exc.problems or [Problem(file=str(profile_path), message=str(exc))])
             continue

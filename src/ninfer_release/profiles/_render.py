@@ -78,6 +78,8 @@ def toml_literal(value: Any) -> str:
         TypeError: ``None`` or an unsupported type.
         ValueError: a string holding control characters.
     """
+    if isinstance(value, jinja2.Undefined):
+        str(value)  # StrictUndefined raises UndefinedError naming the variable
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):

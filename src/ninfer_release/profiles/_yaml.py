@@ -192,7 +192,11 @@ def load_yaml_data(path: Path, *, error: type[NinferError] = DefinitionError) ->
     finally:
         loader.dispose()
     if data is None:
-        raise error(problems=[Problem(file=file, message="empty document")])
+        raise error(
+            problems=[
+                Problem(file=file, message="empty file (no YAML content, only comments or blank lines)")
+            ]
+        )
     problems: list[tuple[str, str]] = []
     _check_types(data, "", problems)
     if problems:
