@@ -418,3 +418,19 @@ def test_broken_samples_data_reports_every_problem(tmp_path: Path) -> None:
         "samples/lanes.json: stand_ins[0].from: samples/standins/dstorage.dll cannot be read"
     )
     assert len(got) == 3
+
+
+def test_leftover_of_an_interrupted_replace_is_removed_only_if_ours(
+    tmp_path: Path, wheel_cache: Path
+) -> None:
+    out = tmp_path / "inputs"
+    fetch_samples(out, full=False, cache=wheel_cache, repo_root=REPO)
+    leftover = tmp_path / ".inputs.samples-new"
+    shutil.copytree(out, leftover)  # a finished staging dir that was never swapped in
+    fetch_samples(out, full=False, cache=wheel_cache, repo_root=REPO)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inputs"]
+    leftover.mkdir()
+    (leftover / "keep.txt").write_bytes(b"not ours")
+    with pytest.raises(InputError, match="is not a samples output"):
+        fetch_samples(out, full=False, cache=wheel_cache, repo_root=REPO)
+    assert (leftover / "keep.txt").read_bytes() == b"not ours"

@@ -161,6 +161,23 @@ def _previous_output(out: Path) -> bool:
     return True
 
 
+def _remove_leftover(path: Path) -> None:
+    """Remove a staging leftover of an interrupted replace; refuse if it is not ours (no marker).
+
+    Raises:
+        InputError: ``path`` exists but does not carry the samples marker.
+    """
+    if not path.exists() and not path.is_symlink():
+        return
+    if path.is_symlink() or not (path / MARKER).is_file():
+        raise InputError(
+            problems=[
+                Problem(file=str(path), message=f"exists and is not a samples output (no {MARKER}); refusing")
+            ]
+        )
+    shutil.rmtree(path)
+
+
 def _mkdirs(path: Path, root: Path) -> None:
     parts = path.relative_to(root).parts
     cur = root
@@ -254,9 +271,8 @@ def fetch_samples(
     )
     by_file = {u.filename: u for u in uses}
     target = out.parent / f".{out.name}.samples-new" if replace else out
-    if replace and target.exists():
-        # Left behind by an interrupted replace: only ever our own staging name, never user data.
-        shutil.rmtree(target)
+    if replace:
+        _remove_leftover(target)
     with staged_directory(target) as stage:
         stage.chmod(DIR_MODE)
         layouts = _lay_out(plan, by_file, stage, progress)
@@ -272,8 +288,7 @@ def fetch_samples(
         )
     if replace:
         old = out.parent / f".{out.name}.samples-old"
-        if old.exists():
-            shutil.rmtree(old)
+        _remove_leftover(old)
         out.rename(old)
         target.rename(out)
         shutil.rmtree(old)
