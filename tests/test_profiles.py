@@ -17,6 +17,7 @@ from ninfer_release.profiles import (
     generate_bearer_key,
     load_profile,
     load_yaml_data,
+    read_bearer_key,
     write_bearer_key,
 )
 
@@ -240,3 +241,13 @@ def test_cli_keygen_prints_the_key_only_when_asked(run_cli, tmp_path: Path) -> N
     assert code == 0 and (tmp_path / "b.key").read_text() in out.splitlines()
     code, out, err = run_cli("profile", "keygen", "--out", str(tmp_path / "a.key"))
     assert code == 4 and "refusing to overwrite" in err and (tmp_path / "a.key").read_text() == key
+
+
+def test_read_bearer_key_checks_length(tmp_path: Path) -> None:
+    key = write_bearer_key(tmp_path / "k")
+    assert read_bearer_key(tmp_path / "k") == key
+    (tmp_path / "short").write_bytes(b"0123456789abcdef\n")
+    with pytest.raises(DefinitionError, match="16 bytes; at least 32"):
+        read_bearer_key(tmp_path / "short")
+    with pytest.raises(InputError):
+        read_bearer_key(tmp_path / "missing")

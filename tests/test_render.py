@@ -282,3 +282,10 @@ def test_cli_validate_accepts_the_product_profiles(run_cli) -> None:
     code, stdout, err = run_cli("profile", "validate", str(P4090), str(P3090), str(P5090))
     assert (code, err) == (0, "")
     assert len(stdout.splitlines()) == 3
+
+
+def test_cli_render_into_an_unwritable_place_is_exit_4(run_cli, tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"x")
+    code, out, err = run_cli("profile", "render", str(P4090), "--out", str(tmp_path / "file" / "c.toml"))
+    assert (code, out) == (4, "")
+    assert "cannot write" in err and "Traceback" not in err

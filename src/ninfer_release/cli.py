@@ -136,7 +136,10 @@ def profile_render(ctx: Context, profile_path: str, out: str, templates: str | N
             why = "exists with other bytes; refusing to overwrite (use --force to replace it)"
             raise InputError(problems=[Problem(file=out, message=why)])
     if written:
-        write_bytes(target, rendered.data)
+        try:
+            write_bytes(target, rendered.data)
+        except OSError as exc:
+            raise InputError(problems=[Problem(file=out, message=f"cannot write: {exc.strerror}")]) from None
     emit(
         ctx,
         {

@@ -27,11 +27,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from ninfer_release.errors import DefinitionError, Problem
 from ninfer_release.profiles._keys import (
     KEY_RANDOM_BYTES,
     MIN_KEY_BYTES,
     check_bearer_key,
     generate_bearer_key,
+    read_bearer_key,
     write_bearer_key,
 )
 from ninfer_release.profiles._profile import (
@@ -86,8 +88,6 @@ def render_release(release: Release, *, templates_dir: Path | None = None) -> Ma
     Raises:
         DefinitionError: every lane's rendering problems, at once.
     """
-    from ninfer_release.errors import DefinitionError, Problem
-
     tdir = templates_dir if templates_dir is not None else release.repo_root / "profiles" / "templates"
     out: dict[str, RenderedConfig] = {}
     problems: list[Problem] = []
@@ -128,6 +128,7 @@ __all__ = [
     "load_profile",
     "load_release",
     "load_yaml_data",
+    "read_bearer_key",
     "render_config",
     "render_release",
     "render_template",

@@ -11,7 +11,7 @@ import secrets
 from pathlib import Path
 
 from ninfer_release.atomic import write_bytes
-from ninfer_release.errors import DefinitionError, Problem
+from ninfer_release.errors import DefinitionError, InputError, Problem
 
 #: Smallest accepted bearer key, in bytes (reference).
 MIN_KEY_BYTES = 32
@@ -52,4 +52,24 @@ def write_bearer_key(path: Path) -> str:
     key = generate_bearer_key()
     check_bearer_key(key)
     write_bytes(path, key.encode("ascii"), mode=0o600, overwrite=False)
+    return key
+
+
+def read_bearer_key(path: Path) -> str:
+    """Read and check a bearer key file (as written by :func:`write_bearer_key`; one final LF allowed).
+
+    Raises:
+        InputError: the file is missing or unreadable.
+        DefinitionError: the key is shorter than 32 bytes or not printable ASCII (reference).
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror}")]) from None
+    text = raw[:-1] if raw.endswith(b"\n") else raw
+    try:
+        key = text.decode("ascii")
+    except UnicodeDecodeError:
+        raise DefinitionError(problems=[Problem(file=str(path), message="bearer key is not ASCII")]) from None
+    check_bearer_key(key, where=str(path))
     return key

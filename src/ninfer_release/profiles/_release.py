@@ -173,6 +173,7 @@ class Release:
     model: ModelBinding
     client: ClientBinding
     upstream_base: str | None
+    native_cuda_version: str | None
     superseded: tuple[Superseded, ...]
     lanes: Mapping[str, Lane]
     profiles: Mapping[str, Profile]
@@ -265,14 +266,14 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
             c.add("publication_base_url", f"{base_url!r} {why}")
             base_url = None
     model, client = _components(c, d)
-    upstream = None
+    upstream = native_cuda = None
     native_line = c.get_mapping(d, "", "native_line", required=False)
     if native_line is not None:
         c.keys(native_line, "native_line", required=("upstream_base", "cuda_version"))
         upstream = c.get_str(
             native_line, "native_line", "upstream_base", pattern=HEX40, what="a full 40-hex commit"
         )
-        c.get_str(
+        native_cuda = c.get_str(
             native_line,
             "native_line",
             "cuda_version",
@@ -281,6 +282,13 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         )
     superseded = _superseded(c, d)
     lanes = _lanes(c, d, root_dir)
+    for lane in lanes:
+        # Reference: "Native packages use CUDA 13.3" — one CUDA version for the whole native line.
+        if native_cuda is not None and lane.kind == "windows-zip" and lane.cuda_version != native_cuda:
+            c.add(
+                f"lanes.{lane.id}.cuda_version",
+                f"{lane.cuda_version} differs from native_line.cuda_version {native_cuda}",
+            )
 
     # Cross-document checks: each problem in a profile or record is reported with its own file.
     problems: list[Problem] = list(c.problems)
@@ -356,6 +364,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         model=model,
         client=client,
         upstream_base=upstream,
+        native_cuda_version=native_cuda,
         superseded=superseded,
         lanes=MappingProxyType({lane.id: lane for lane in sorted(lanes, key=lambda x: x.id)}),
         profiles=MappingProxyType(dict(sorted(profiles.items()))),

@@ -153,6 +153,8 @@ def load_yaml_data(path: Path, *, error: type[NinferError] = DefinitionError) ->
     """
     file = str(path)
     try:
+        if path.is_dir():
+            raise InputError(problems=[Problem(file=file, message="is a directory, not a file")])
         if not path.is_file():
             raise InputError(problems=[Problem(file=file, message="no such file")])
         with path.open("rb") as f:

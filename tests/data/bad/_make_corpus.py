@@ -335,6 +335,15 @@ def main() -> None:
         ).replace("profile: qwen38-XXXX", "profile: qwen38-4090-native-v0.7.0-beta.2"),
         [("lanes.rtx4090.profile", "is for lane 'rtx3090'"), ("lanes.rtx4090.cuda_arch", "differs")],
     )
+    manifest_case(
+        "manifest-cuda-mismatch",
+        sub(
+            MANIFEST,
+            'cuda_version: "13.3"\n    gpu: NVIDIA GeForce RTX 3090',
+            'cuda_version: "13.2"\n    gpu: NVIDIA GeForce RTX 3090',
+        ),
+        [("lanes.rtx3090.cuda_version", "differs from native_line.cuda_version 13.3")],
+    )
     case("missing-file", {}, "profiles/no-such-profile.yaml", [("", "no such file")], exit_code=4)
 
 
