@@ -60,10 +60,12 @@ class DirStore(StorePublisher):
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        self._prepare_root()
+        self._refuse_foreign_directory()
+        self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            self._prepare_layout()
             # Staging left by a killed publisher is garbage once we hold the lock.
             shutil.rmtree(self.root / TMP_NAME, ignore_errors=True)
             (self.root / TMP_NAME).mkdir()
@@ -72,12 +74,29 @@ class DirStore(StorePublisher):
         finally:
             os.close(fd)  # closing the descriptor releases the flock
 
-    def _prepare_root(self) -> None:
-        layout = self.root / LAYOUT_FILE
+    def _refuse_foreign_directory(self) -> None:
+        """Never turn a directory with other content (say ``$HOME``) into a store."""
         if self.root.exists() and not self.root.is_dir():
             raise PublishError(
                 problems=[Problem(file=str(self.root), message="store path is not a directory")]
             )
+        if not self.root.is_dir() or (self.root / LAYOUT_FILE).exists():
+            return
+        ours = {LOCK_NAME, TMP_NAME, LAYOUT_FILE, "blobs", "index.json"}
+        # ".oci-layout.*.tmp": a concurrent first publish writing oci-layout atomically.
+        if any(p.name not in ours and not p.name.startswith(f".{LAYOUT_FILE}.") for p in self.root.iterdir()):
+            raise PublishError(
+                problems=[
+                    Problem(
+                        file=str(self.root),
+                        message="not an OCI image layout (no oci-layout) and not empty; refusing",
+                    )
+                ]
+            )
+
+    def _prepare_layout(self) -> None:
+        """Check (or, in a new store, write) ``oci-layout``; called with the lock held."""
+        layout = self.root / LAYOUT_FILE
         if layout.is_file():
             try:
                 version = json.loads(layout.read_bytes()).get("imageLayoutVersion")
@@ -91,18 +110,9 @@ class DirStore(StorePublisher):
                         )
                     ]
                 )
-            return
-        if self.root.is_dir() and any(p.name not in {LOCK_NAME, TMP_NAME} for p in self.root.iterdir()):
-            raise PublishError(
-                problems=[
-                    Problem(
-                        file=str(self.root),
-                        message="not an OCI image layout (no oci-layout) and not empty; refusing",
-                    )
-                ]
-            )
         (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
-        atomic.write_bytes(layout, LAYOUT_BYTES)
+        if not layout.is_file():
+            atomic.write_bytes(layout, LAYOUT_BYTES)
 
     def _blob_path(self, digest: str) -> Path:
         if not is_digest(digest):
