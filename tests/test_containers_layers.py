@@ -1,0 +1,143 @@
+"""Deterministic layers and gzip streams (DESIGN.md §5 "Layers"; C24)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import need_tool
+from ninfer_release.containers import LayerEntry, check_layer_path, gzip_bytes, gzip_header, write_layer
+from ninfer_release.containers._layers import complete_entries, layer_path_problem, symlink_escapes
+from ninfer_release.errors import ExitCode, InputError
+from ninfer_release.reproducible import GZIP_OS_BYTE
+
+EPOCH = 1700000000
+
+
+def _entries(tmp_path: Path) -> list[LayerEntry]:
+    src = tmp_path / "engine.bin"
+    src.write_bytes(b"\x7fELF stand-in\n" * 100)
+    return [
+        LayerEntry(path="opt/engine/engine.cfg", kind="file", data=b"port = 18082\n"),
+        LayerEntry(path="opt/engine/bin/engine", kind="file", mode=0o755, source=src),
+        LayerEntry(path="opt/engine/current", kind="symlink", target="bin/engine"),
+        LayerEntry(path="checkpoints-v013", kind="dir"),
+    ]
+
+
+def test_c24_gzip_header_mtime_zero_no_fname_fixed_os_identical_under_any_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C24: engine-a/engine-b built at different wall-clock times are byte-identical; header fixed."""
+    a, b = tmp_path / "engine-a.tar.gz", tmp_path / "engine-b.tar.gz"
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    write_layer(_entries(tmp_path), a, epoch=EPOCH)
+    monkeypatch.setattr(time, "time", lambda: 1_900_000_002.0)
+    write_layer(_entries(tmp_path), b, epoch=EPOCH)
+    data = a.read_bytes()
+    assert data == b.read_bytes()
+    assert data[:3] == b"\x1f\x8b\x08"
+    assert data[3] == 0x00  # FLG: no FNAME, no FEXTRA, no FCOMMENT
+    assert data[4:8] == b"\x00\x00\x00\x00"  # MTIME = 0
+    assert data[8] == 0x00  # XFL
+    assert data[9] == GZIP_OS_BYTE == 255
+    assert b"engine-a" not in data and b"engine-b" not in data
+    assert gzip_header() == data[:10]
+    # and it is a valid gzip stream for independent readers
+    with gzip.open(a) as g, tarfile.open(fileobj=io.BytesIO(g.read())) as tar:
+        assert "opt/engine/engine.cfg" in tar.getnames()
+
+
+def test_c24_gzip_accepted_by_gzip_tool(tmp_path: Path) -> None:
+    """C24: GNU gzip -t accepts the stream and gzip -l shows no stored name."""
+    tool = need_tool("gzip")
+    p = tmp_path / "x.gz"
+    p.write_bytes(gzip_bytes(b"hello\n" * 1000))
+    assert subprocess.run([tool, "-t", str(p)], check=False).returncode == 0
+    assert gzip.decompress(p.read_bytes()) == b"hello\n" * 1000
+
+
+def test_layer_tar_headers_are_normalised(tmp_path: Path) -> None:
+    """uid/gid 0, no owner names, mtime = epoch, modes 0644/0755, sorted, parents present, no pax records."""
+    out = tmp_path / "layer.tar.gz"
+    blob = write_layer(reversed(_entries(tmp_path)), out, epoch=EPOCH)
+    raw = gzip.decompress(out.read_bytes())
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        members = tar.getmembers()
+    assert [m.name for m in members] == [
+        "checkpoints-v013",
+        "opt",
+        "opt/engine",
+        "opt/engine/bin",
+        "opt/engine/bin/engine",
+        "opt/engine/current",
+        "opt/engine/engine.cfg",
+    ]
+    for m in members:
+        assert (m.uid, m.gid, m.uname, m.gname, m.mtime) == (0, 0, "", "", EPOCH)
+        assert m.pax_headers == {}
+    modes = {m.name: m.mode for m in members}
+    assert modes["opt/engine/bin/engine"] == 0o755
+    assert modes["opt/engine/engine.cfg"] == 0o644
+    assert modes["opt"] == 0o755
+    assert b"PaxHeader" not in raw and b"mtime=" not in raw and b"atime=" not in raw
+    assert [f.path for f in blob.files] == ["opt/engine/bin/engine", "opt/engine/engine.cfg"]
+    assert blob.symlinks == (("opt/engine/current", "bin/engine"),)
+    import hashlib
+
+    assert blob.diff_id == "sha256:" + hashlib.sha256(raw).hexdigest()
+    assert blob.digest == "sha256:" + hashlib.sha256(out.read_bytes()).hexdigest()
+    cfg = next(f for f in blob.files if f.path == "opt/engine/engine.cfg")
+    assert cfg.sha256 == hashlib.sha256(b"port = 18082\n").hexdigest()
+    assert cfg.sha1 == hashlib.sha1(b"port = 18082\n").hexdigest()  # noqa: S324 - SPDX needs SHA-1
+
+
+def test_long_path_gets_only_a_path_pax_record(tmp_path: Path) -> None:
+    """A path longer than ustar allows gets a pax ``path`` record and nothing else (no timestamps)."""
+    long = "opt/" + "d" * 120 + "/f.txt"
+    out = tmp_path / "l.tar.gz"
+    write_layer([LayerEntry(path=long, kind="file", data=b"x")], out, epoch=EPOCH)
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(out.read_bytes()))) as tar:
+        m = tar.getmember(long)
+    assert m.pax_headers == {"path": long}
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../etc/passwd", "opt/../../x", "opt\\x", "", "/", "opt/./x", "a\x00b"],
+)
+def test_layer_path_escaping_the_root_is_refused(path: str) -> None:
+    """A layer path escaping the image root (or otherwise unsafe) is an input error (exit 4)."""
+    with pytest.raises(InputError) as info:
+        check_layer_path(path, file="recipe.yaml", field_path="layers[0].entries[0].dest")
+    assert info.value.exit_code == ExitCode.INPUT
+    assert "recipe.yaml: layers[0].entries[0].dest" in str(info.value)
+
+
+def test_layer_path_normalised() -> None:
+    assert check_layer_path("/opt/x/", file="f", field_path="d") == "opt/x"
+    assert layer_path_problem("opt/ninfer/bin") is None
+
+
+def test_symlink_escape_detection() -> None:
+    assert symlink_escapes("lib/a.so", "../../etc/passwd")
+    assert not symlink_escapes("lib/a.so", "a.so.1")
+    assert not symlink_escapes("lib/x/a.so", "../b.so")
+    assert symlink_escapes("a", "../b")
+
+
+def test_duplicate_paths_in_one_layer_are_refused() -> None:
+    with pytest.raises(InputError, match="listed twice"):
+        complete_entries(
+            [LayerEntry(path="a", kind="file", data=b"1"), LayerEntry(path="a", kind="file", data=b"2")]
+        )
+    with pytest.raises(InputError, match="is a file and a directory"):
+        complete_entries(
+            [LayerEntry(path="a", kind="file", data=b"1"), LayerEntry(path="a/b", kind="file", data=b"")]
+        )
