@@ -492,3 +492,15 @@ def test_environment_is_not_consulted(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.chdir(tmp_path / "set")
     assert plan_publish(request_for(tmp_path / "set", names)).manifest == before
     assert os.getcwd() == str(tmp_path / "set")
+
+
+def test_refs_are_tags_or_digests_and_result_ref_parses_back(tmp_path: Path) -> None:
+    names = make_set(tmp_path / "set", ENGINE)
+    store = DirStore(tmp_path / "store")
+    result = store.publish(request_for(tmp_path / "set", names))
+    assert parse_target(result.ref) == DirTarget(path=tmp_path / "store", tag="v1.0.0-beta.1")
+    for bad in ("../../etc", "v1/../x", "sha256:abc", ""):
+        with pytest.raises(InputError, match="is not a tag or sha256 digest"):
+            store.resolve(bad)
+        with pytest.raises(InputError, match="is not a tag or sha256 digest"):
+            store.pull(bad, tmp_path)

@@ -248,6 +248,10 @@ class Publisher(Protocol):
         """The manifest digest ``ref`` (tag or digest) points to, or ``None``."""
         ...
 
+    def url(self, ref: str | None = None) -> str:
+        """The target URL (``oci://…`` or ``dir://…``) of ``ref`` in this store."""
+        ...
+
     def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
         """Record that ``tag`` is superseded by ``by``; ``tag`` can never be published again."""
         ...
@@ -349,7 +353,9 @@ def _check_request(request: PublishRequest) -> list[Problem]:
         )
     if request.epoch < 0:
         problems.append(Problem(file=where, field="epoch", message=f"{request.epoch} is negative"))
-    names = list(request.files)
+    if isinstance(request.files, str):
+        problems.append(Problem(file=where, field="files", message="a sequence of names, not one string"))
+    names = [] if isinstance(request.files, str) else list(request.files)
     if SUMS_NAME not in names:
         problems.append(Problem(file=where, field="files", message=f"{SUMS_NAME} is not among the files"))
     seen: set[str] = set()
@@ -722,8 +728,10 @@ class StorePublisher(abc.ABC):
         """The manifest digest at tag or digest ``ref``, or ``None`` when absent.
 
         Raises:
+            InputError: ``ref`` is neither a tag nor a ``sha256:`` digest.
             PublishError: the store cannot be read.
         """
+        _check_ref(ref, self.url())
         data = self._read_manifest(ref)
         return None if data is None else "sha256:" + hashing.sha256_bytes(data)
 
@@ -838,11 +846,17 @@ class StorePublisher(abc.ABC):
             InputError: ``ref`` not found, store unreadable, ``dest`` missing or a file exists.
             IntegrityError: manifest or blob bytes do not match their digests; unsafe titles.
         """
-        url = self.url(ref)
+        _check_ref(ref, self.url())
         try:
-            data = self._read_manifest(ref)
-        except PublishError as exc:
-            raise InputError(str(exc)) from exc
+            return self._pull(ref, dest)
+        except PublishError as exc:  # the store could not be read: an input problem here
+            raise InputError(
+                problems=exc.problems or [Problem(file=self.url(ref), message=str(exc))]
+            ) from exc
+
+    def _pull(self, ref: str, dest: Path) -> PulledSet:
+        url = self.url(ref)
+        data = self._read_manifest(ref)
         if data is None:
             raise InputError(problems=[Problem(file=url, message="not found")])
         digest = "sha256:" + hashing.sha256_bytes(data)
@@ -863,10 +877,7 @@ class StorePublisher(abc.ABC):
             )
         files: list[PulledFile] = []
         for layer in parsed.layers:
-            try:
-                files.append(self._pull_layer(layer, dest, url))
-            except PublishError as exc:
-                raise InputError(str(exc)) from exc
+            files.append(self._pull_layer(layer, dest, url))
         by = None if ref.startswith("sha256:") else self._superseded_by(ref)
         return PulledSet(
             ref=url,
@@ -904,6 +915,13 @@ class StorePublisher(abc.ABC):
                 partial.unlink()
             raise
         return PulledFile(name=title, size=size, sha256=h.hexdigest(), media_type=layer.media_type)
+
+
+def _check_ref(ref: str, where: str) -> None:
+    if not (is_valid_tag(ref) or is_digest(ref)):
+        raise InputError(
+            problems=[Problem(file=where, field="ref", message=f"{ref!r} is not a tag or sha256 digest")]
+        )
 
 
 def parse_manifest_loose(data: bytes) -> Mapping[str, str]:
