@@ -36,6 +36,7 @@ from ninfer_release.containers._build import (
     check_inputs,
     image_config,
     plan_image,
+    read_build_result,
 )
 from ninfer_release.containers._carry import CarryRecord, CheckedBlob, carry_image, check_labels
 from ninfer_release.containers._docker_backend import DockerBackend, PushTarget, docker_host
@@ -114,6 +115,7 @@ __all__ = [
     "parse_reference",
     "plan_image",
     "read_build_info",
+    "read_build_result",
     "render_inputs",
     "stand_in_commit",
     "write_layer",

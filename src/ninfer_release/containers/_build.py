@@ -11,6 +11,7 @@ failed build leaves nothing behind:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import shutil
 import tarfile
@@ -683,6 +684,91 @@ def build_image(
         result = _with(result, backend=dict(delivered), out=request.out)
         (stage / "image.json").write_bytes(result.as_bytes())
     return _with(result, backend=dict(delivered), out=request.out)
+
+
+def _layer_file(f: Mapping[str, Any]) -> LayerFile:
+    return LayerFile(
+        path=f["path"],
+        mode=int(f["mode"], 8),
+        size=f["size"],
+        sha256=f["sha256"],
+        sha1=f["sha1"],
+        origin=f["origin"],
+    )
+
+
+def read_build_result(out: Path) -> ImageBuildResult:
+    """Read a build's output directory back into an :class:`ImageBuildResult` (from ``image.json``).
+
+    The layout's index and the archive are checked against the record: the index must name the
+    recorded manifest digest and the archive must have the recorded SHA-256.
+
+    Raises:
+        InputError: no readable record. IntegrityError: the layout or archive differs from the record.
+    """
+    path = out / "image.json"
+    try:
+        doc = json.loads(path.read_bytes())
+        layers = tuple(
+            BuiltLayer(
+                name=lay["name"],
+                digest=lay["digest"],
+                diff_id=lay["diff_id"],
+                size=lay["size"],
+                media_type=lay["media_type"],
+                from_base=lay["from_base"],
+                files=tuple(_layer_file(f) for f in lay.get("files", [])),
+                symlinks=tuple((s["path"], s["target"]) for s in lay.get("symlinks", [])),
+            )
+            for lay in doc["layers"]
+        )
+        engine = doc["engine_config"]
+        outputs = doc["outputs"]
+        result = ImageBuildResult(
+            lane=doc["lane"],
+            image=doc["image"],
+            version=doc["version"],
+            revision=doc["revision"],
+            created=doc["created"],
+            out=out,
+            layout=out / outputs["layout"],
+            archive=out / outputs["archive"]["path"],
+            archive_sha256=outputs["archive"]["sha256"],
+            archive_size=outputs["archive"]["size"],
+            ref_name=outputs["ref_name"],
+            repo_tags=tuple(outputs["repo_tags"]),
+            manifest_digest=doc["manifest"]["digest"],
+            manifest_size=doc["manifest"]["size"],
+            config_digest=doc["config"]["digest"],
+            config_size=doc["config"]["size"],
+            base_digest=doc["base"]["digest"],
+            base_name=doc["base"]["name"],
+            base_source="",
+            layers=layers,
+            labels=doc["labels"],
+            bound_inputs=tuple(
+                BoundInput(
+                    name=b["name"], staged_path=b["path"], size=b["size"], sha256=b["sha256"], sha1=b["sha1"]
+                )
+                for b in doc["bound_inputs"]
+            ),
+            profile_id=engine["profile"],
+            config_semantic_sha256=engine["semantic_sha256"],
+            config_bytes_sha256=engine["bytes_sha256"],
+            backend=doc.get("backend", {}),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: not a readable image build record ({type(exc).__name__}: {exc})") from None
+    index = json.loads((result.layout / "index.json").read_bytes())
+    named = [m.get("digest") for m in index.get("manifests", [])]
+    if named != [result.manifest_digest]:
+        raise IntegrityError(
+            f"{result.layout}/index.json names {named}, record says {result.manifest_digest}"
+        )
+    got = digests_of_file(result.archive)
+    if got.sha256 != result.archive_sha256:
+        raise IntegrityError(f"{result.archive}: sha256 {got.sha256}, record says {result.archive_sha256}")
+    return result
 
 
 def _with(result: ImageBuildResult, *, backend: Mapping[str, Any], out: Path) -> ImageBuildResult:

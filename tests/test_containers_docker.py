@@ -1,0 +1,230 @@
+"""The docker backend against a real engine and registry (C37), and a fake Engine API (C39)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import need_tool
+from containers_support import (
+    DENIED,
+    RECIPE,
+    RELEASE_EPOCH,
+    FakeEngine,
+    Samples,
+    fake_engine,
+    make_samples,
+)
+from ninfer_release.containers import DockerBackend, PushTarget, build_image, load_recipe
+from ninfer_release.errors import BackendError, ExitCode
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> Samples:
+    return make_samples(tmp_path_factory.mktemp("samples"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, samples: Samples) -> Path:
+    """One daemonless build of the repo recipe on the samples (its ``image.tar`` is loaded below)."""
+    out = tmp_path_factory.mktemp("built") / "o"
+    from containers_support import request_for
+
+    build_image(
+        request_for(
+            load_recipe(RECIPE),
+            inputs=samples.inputs,
+            base=str(samples.base),
+            out=out,
+            epoch=RELEASE_EPOCH,
+            rendered=samples.rendered,
+        )
+    )
+    return out
+
+
+def _build_args(samples: Samples, out: Path, *extra: str) -> list[str]:
+    return [
+        "image", "build", str(RECIPE), "--inputs", str(samples.inputs), "--base", str(samples.base),
+        "--out", str(out), "--source-date-epoch", str(RELEASE_EPOCH), *extra,
+    ]  # fmt: skip
+
+
+# --- real engine -------------------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_c37_docker_load_cli_and_docker_py_accept_the_archive(built: Path, docker_host: str) -> None:
+    """C37: ``docker load`` (CLI) and ``docker.from_env().images.load()`` both load our tar."""
+    import docker
+
+    docker_cli = need_tool("docker")
+    record = json.loads((built / "image.json").read_bytes())
+    tag = record["outputs"]["repo_tags"][0]
+    proc = subprocess.run(
+        [docker_cli, "-H", docker_host, "load", "-i", str(built / "image.tar")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"Loaded image: {tag}" in proc.stdout
+    inspect = json.loads(
+        subprocess.run(
+            [docker_cli, "-H", docker_host, "image", "inspect", tag], capture_output=True, check=True
+        ).stdout
+    )
+    assert inspect[0]["Id"] == record["config"]["digest"]
+    assert inspect[0]["Config"]["User"] == "10001:10001"
+    subprocess.run([docker_cli, "-H", docker_host, "rmi", "-f", tag], capture_output=True, check=True)
+
+    client = docker.DockerClient(base_url=docker_host)
+    try:
+        with (built / "image.tar").open("rb") as f:
+            images = client.images.load(f)
+        assert [img.id for img in images] == [record["config"]["digest"]]
+        assert tag in images[0].tags
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
+@pytest.mark.registry
+def test_docker_backend_loads_smoke_runs_without_network_and_pushes(
+    tmp_path: Path, samples: Samples, docker_host: str, registry: str, run_cli
+) -> None:  # type: ignore[no-untyped-def]
+    """--backend docker: load, verify id, smoke-run with --network none as the non-root user, push."""
+    skopeo = need_tool("skopeo")
+    out = tmp_path / "o"
+    target = f"{registry}/ninfer/runtime:smoke"
+    code, stdout, stderr = run_cli(
+        "--json",
+        *_build_args(samples, out, "--backend", "docker", "--docker-host", docker_host, "--push", target),
+    )
+    assert code == 0, stderr
+    doc = json.loads(stdout)
+    backend = doc["backend"]
+    assert backend["name"] == "docker"
+    assert backend["image_id"] == doc["config"]["digest"]
+    assert backend["smoke"]["network"] == "none" and backend["smoke"]["exit_code"] == 0
+    assert "self-test ok uid=10001" in backend["smoke"]["output"]
+    pushed = backend["pushed"]
+    assert pushed["reference"] == f"{target}@{pushed['digest']}"
+    info = json.loads(
+        subprocess.run(
+            [skopeo, "inspect", "--tls-verify=false", f"docker://{target}"], capture_output=True, check=True
+        ).stdout
+    )
+    assert info["Digest"] == pushed["digest"]
+    assert info["Labels"]["io.ninfer.lane"] == "rtx5090"
+    assert json.loads((out / "image.json").read_bytes())["backend"]["pushed"]["digest"] == pushed["digest"]
+
+
+@pytest.mark.docker
+def test_smoke_run_has_no_network(built: Path, docker_host: str) -> None:
+    """The smoke container runs with network mode none: only the loopback interface exists."""
+    docker_cli = need_tool("docker")
+    record = json.loads((built / "image.json").read_bytes())
+    tag = record["outputs"]["repo_tags"][0]
+    load = [docker_cli, "-H", docker_host, "load", "-i", str(built / "image.tar")]
+    subprocess.run(load, capture_output=True, check=True)
+    proc = subprocess.run(
+        [docker_cli, "-H", docker_host, "run", "--rm", "--network", "none", "--entrypoint", "/bin/busybox",
+         tag, "ls", "/sys/class/net"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["lo"]
+
+
+@pytest.mark.docker
+@pytest.mark.registry
+def test_push_refused_by_registry_is_exit_6_and_nothing_recorded(
+    tmp_path: Path, samples: Samples, docker_host: str, run_cli
+) -> None:  # type: ignore[no-untyped-def]
+    """A registry that refuses the push (here: nothing listens) fails the build with exit 6; no output dir."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "o"
+    code, _, stderr = run_cli(
+        *_build_args(samples, out, "--backend", "docker", "--docker-host", docker_host, "--no-smoke",
+                     "--push", f"127.0.0.1:{port}/ninfer/runtime:refused")
+    )  # fmt: skip
+    assert code == ExitCode.BACKEND
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "docker push" in errors[0]
+    assert not out.exists()
+
+
+def test_daemon_not_running_is_exit_6_one_line(tmp_path: Path, samples: Samples, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """A docker engine that is not running: one-line error, exit 6, no half-written output."""
+    out = tmp_path / "o"
+    code, _, stderr = run_cli(
+        *_build_args(
+            samples, out, "--backend", "docker", "--docker-host", f"unix://{tmp_path}/no-docker.sock"
+        )
+    )
+    assert code == ExitCode.BACKEND
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "not reachable" in errors[0], stderr
+    assert "Traceback" not in stderr
+    assert not out.exists()
+    assert not list(tmp_path.glob(".o.*"))
+
+
+# --- fake Engine API: errors inside a 200 stream (C39) --------------------------------------------
+
+
+def test_c39_push_denied_inside_200_stream_fails_exit_6(tmp_path: Path, samples: Samples, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """C39: push answered 200, stream ends in errorDetail → exit 6, message shown, nothing recorded."""
+    with fake_engine(FakeEngine(push_error=DENIED)) as engine:
+        out = tmp_path / "o"
+        code, stdout, stderr = run_cli(
+            *_build_args(samples, out, "--backend", "docker", "--docker-host", engine.url, "--no-smoke",
+                         "--push", "127.0.0.1:5000/ninfer/runtime:denied")
+        )  # fmt: skip
+    assert code == ExitCode.BACKEND
+    assert DENIED in stderr
+    assert "pushed" not in stdout
+    assert not out.exists(), "a denied push must not leave a build record claiming publication"
+    assert any(c.endswith("/push") for c in engine.calls)  # the push was really attempted
+
+
+def test_c39_load_error_inside_200_stream_fails_exit_6(tmp_path: Path, samples: Samples, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """C39: a load stream containing errorDetail (e.g. disk full) fails the build with exit 6."""
+    message = "write /var/lib/docker/tmp/docker-import: no space left on device"
+    with fake_engine(FakeEngine(load_error=message)) as engine:
+        out = tmp_path / "o"
+        code, _, stderr = run_cli(
+            *_build_args(samples, out, "--backend", "docker", "--docker-host", engine.url)
+        )
+    assert code == ExitCode.BACKEND
+    assert message in stderr
+    assert not out.exists()
+    assert not any(c.endswith(("/push", "/tag")) for c in engine.calls)
+
+
+def test_c39_backend_raises_on_error_detail_and_records_success_digest(built: Path) -> None:
+    """Library level: the backend raises BackendError on errorDetail, and records the digest on success."""
+    import dataclasses
+
+    from ninfer_release.containers import read_build_result
+
+    result = read_build_result(built)
+    with fake_engine(FakeEngine(push_error=DENIED)) as engine:
+        backend = DockerBackend(
+            base_url=engine.url, smoke=None, push=PushTarget.parse("127.0.0.1:5000/a/b:t")
+        )
+        with pytest.raises(BackendError, match="denied: requested access"):
+            backend.deliver(result)
+    with fake_engine(FakeEngine()) as engine:
+        backend = DockerBackend(
+            base_url=engine.url, smoke=None, push=PushTarget.parse("127.0.0.1:5000/a/b:t")
+        )
+        facts = backend.deliver(dataclasses.replace(result))
+    assert facts["pushed"]["digest"] == "sha256:" + "ab" * 32
