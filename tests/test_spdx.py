@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import need_tool
-from ninfer_release.errors import DefinitionError, InputError
+from ninfer_release.errors import DefinitionError, InputError, IntegrityError
 from ninfer_release.sbom import (
     FileRecord,
     normalize_license_expression,
@@ -206,3 +206,16 @@ def test_pyspdxtools_accepts_the_document(tmp_path: Path) -> None:
     )
     proc = subprocess.run([_pyspdxtools(), "-i", str(target)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_spdx_tools_validation_messages_become_an_integrity_error() -> None:
+    with pytest.raises(IntegrityError) as info:
+        make(AB, download_location="not a download location")
+    assert "SPDXRef-Package-engine" in str(info.value)
+    assert "download_location" in str(info.value)
+
+
+def test_file_types_come_from_the_name() -> None:
+    files = [rec("bin/a.dll", b"A"), rec("licenses/LICENSE.txt", b"L"), rec("data/blob", b"x")]
+    types = {f["fileName"]: f["fileTypes"] for f in doc(make(files))["files"]}
+    assert types == {"./bin/a.dll": ["BINARY"], "./licenses/LICENSE.txt": ["TEXT"], "./data/blob": ["OTHER"]}

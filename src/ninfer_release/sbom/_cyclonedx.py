@@ -364,7 +364,11 @@ def cyclonedx_dependency_inventory(
     bom = Bom(
         serial_number=uuid5_url(serial_identity),
         metadata=BomMetaData(
-            component=root, timestamp=datetime_utc(epoch), tools=ToolRepository(components=[tool])
+            component=root,
+            timestamp=datetime_utc(epoch),
+            tools=ToolRepository(components=[tool]),
+            manufacturer=OrganizationalEntity(name=supplier),
+            supplier=OrganizationalEntity(name=supplier),
         ),
     )
     bom.components.update(components.values())

@@ -67,6 +67,28 @@ def package_verification_code(sha1s: Sequence[str]) -> str:
     return hashlib.sha1("".join(sorted(lowered)).encode("ascii"), usedforsecurity=False).hexdigest()
 
 
+_TEXT_SUFFIXES = (".txt", ".md", ".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".csv", ".html")
+_BINARY_SUFFIXES = (".dll", ".exe", ".sys", ".so", ".bin", ".pyd", ".lib", ".ninfer")
+_ARCHIVE_SUFFIXES = (".zip", ".tar", ".gz", ".tgz", ".xz", ".7z")
+
+
+def _file_type(path: str) -> str:
+    """SPDX 2.3 §8.3 file type from the name: BINARY, TEXT, ARCHIVE, or OTHER."""
+    lower = path.lower()
+    if lower.endswith(_BINARY_SUFFIXES):
+        return "BINARY"
+    if lower.endswith(_TEXT_SUFFIXES) or lower.rsplit("/", 1)[-1] in (
+        "license",
+        "notice",
+        "copying",
+        "readme",
+    ):
+        return "TEXT"
+    if lower.endswith(_ARCHIVE_SUFFIXES):
+        return "ARCHIVE"
+    return "OTHER"
+
+
 def _content_identity(files: Sequence[FileRecord]) -> str:
     lines = "".join(f"{f.sha256}  {f.path}\n" for f in sorted(files, key=lambda f: f.path))
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
@@ -187,11 +209,12 @@ def spdx_file_inventory(
     from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
     from spdx_tools.spdx.model.document import CreationInfo, Document
     from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
-    from spdx_tools.spdx.model.file import File
+    from spdx_tools.spdx.model.file import File, FileType
     from spdx_tools.spdx.model.package import (
         ExternalPackageRef,
         ExternalPackageRefCategory,
         Package,
+        PackagePurpose,
         PackageVerificationCode,
     )
     from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
@@ -234,6 +257,7 @@ def spdx_file_inventory(
                     Checksum(ChecksumAlgorithm.SHA1, record.sha1),
                     Checksum(ChecksumAlgorithm.SHA256, record.sha256),
                 ],
+                file_types=[FileType[_file_type(record.path)]],
                 license_concluded=license_of(record.license),
                 copyright_text=record.copyright if record.copyright is not None else SpdxNoAssertion(),
                 comment=record.comment,
@@ -263,6 +287,8 @@ def spdx_file_inventory(
         copyright_text=SpdxNoAssertion(),
         comment=package_comment,
         external_references=external_refs,
+        primary_package_purpose=PackagePurpose.APPLICATION,
+        built_date=datetime_utc(epoch).replace(tzinfo=None),
     )
     creation = CreationInfo(
         spdx_version="SPDX-2.3",
