@@ -434,3 +434,22 @@ def test_leftover_of_an_interrupted_replace_is_removed_only_if_ours(
     with pytest.raises(InputError, match="is not a samples output"):
         fetch_samples(out, full=False, cache=wheel_cache, repo_root=REPO)
     assert (leftover / "keep.txt").read_bytes() == b"not ours"
+
+
+def test_cli_repo_without_samples_data_is_exit_4(tmp_path: Path, run_cli, wheel_cache: Path) -> None:
+    code, _, stderr = run_cli(
+        "samples",
+        "fetch",
+        "--out",
+        str(tmp_path / "out"),
+        "--cache",
+        str(wheel_cache),
+        "--repo",
+        str(tmp_path),
+    )
+    assert code == 4
+    assert (
+        f"error: samples/pins.json: missing (looked in {tmp_path}); is this an ninfer-release checkout?"
+        in stderr
+    )
+    assert not (tmp_path / "out").exists()

@@ -245,8 +245,14 @@ def samples() -> None:
     type=click.Path(file_okay=False),
     help="Wheel cache (default $NINFER_CACHE/wheels or ~/.cache/ninfer-release/wheels).",
 )
+@click.option(
+    "--repo",
+    "repo",
+    type=click.Path(file_okay=False),
+    help="Checkout holding samples/ (default: the one this tool runs from).",
+)
 @click.pass_obj
-def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None) -> None:
+def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, repo: str | None) -> None:
     """Download pinned wheels and lay out DIR/rtx4090/ and DIR/rtx3090/ staged trees."""
     import os
     from pathlib import Path
@@ -257,7 +263,7 @@ def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None) -> None
         if ctx.verbosity >= 0:
             click.echo(f"samples: {message}", err=True)
 
-    repo_root = Path(__file__).resolve().parents[2]
+    repo_root = Path(repo) if repo else Path(__file__).resolve().parents[2]  # src/ninfer_release/cli.py
     result = fetch_samples(
         Path(out),
         full=full,

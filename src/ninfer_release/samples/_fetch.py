@@ -112,8 +112,8 @@ def _tree_listing(root: Path) -> dict[str, int]:
     return listing
 
 
-def _previous_output(out: Path) -> bool:
-    """Classify ``--out``: absent or empty (False), a previous samples output (True), else refuse.
+def _previous_output(out: Path) -> bool | None:
+    """Classify ``--out``: absent (False), empty (None), a previous samples output (True), else refuse.
 
     Raises:
         InputError: ``out`` is a file, or a non-empty directory that is not an unmodified previous
@@ -124,8 +124,7 @@ def _previous_output(out: Path) -> bool:
     if out.is_symlink() or not out.is_dir():
         raise InputError(problems=[Problem(file=str(out), message="exists and is not a directory; refusing")])
     if not any(out.iterdir()):
-        out.rmdir()  # empty: nothing to lose, and staged_directory wants the name free
-        return False
+        return None
     marker = out / MARKER
     if not marker.is_file():
         raise InputError(
@@ -257,7 +256,8 @@ def fetch_samples(
     """
     spec = load_spec(repo_root)
     plan = plan_samples(spec, full=full)
-    replace = _previous_output(out)
+    state = _previous_output(out)
+    replace = state is True
     uses = tuple(
         ensure_wheel(
             pin,
@@ -273,6 +273,8 @@ def fetch_samples(
     target = out.parent / f".{out.name}.samples-new" if replace else out
     if replace:
         _remove_leftover(target)
+    elif state is None:
+        out.rmdir()  # empty (checked above, after any download): staged_directory wants the name free
     with staged_directory(target) as stage:
         stage.chmod(DIR_MODE)
         layouts = _lay_out(plan, by_file, stage, progress)
