@@ -62,6 +62,8 @@ SUMS_NAME = "SHA256SUMS"
 LATEST_TAG = "latest"
 DRAFT_SUFFIX = ".draft"
 SUPERSEDED_SUFFIX = ".superseded"
+#: Tags are at most 128 characters; a publishable tag leaves room for ``.superseded``.
+MAX_TAG_LENGTH = 128 - len(SUPERSEDED_SUFFIX)
 
 #: Default media type per file, by name suffix (longest match first).
 DEFAULT_MEDIA_TYPES: tuple[tuple[str, str], ...] = (
@@ -343,6 +345,14 @@ def _check_request(request: PublishRequest) -> list[Problem]:
     tag = request.tag
     if not is_valid_tag(tag):
         problems.append(Problem(file=where, field="tag", message=f"{tag!r} is not a valid OCI tag"))
+    elif len(tag) > MAX_TAG_LENGTH:
+        problems.append(
+            Problem(
+                file=where,
+                field="tag",
+                message=f"longer than {MAX_TAG_LENGTH} (room for '{SUPERSEDED_SUFFIX}')",
+            )
+        )
     elif tag == LATEST_TAG or tag.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX)):
         problems.append(
             Problem(
