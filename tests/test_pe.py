@@ -314,3 +314,18 @@ def test_real_msvc_runtime_version_policy(wheel_dlls: dict[str, Path]) -> None:
     assert check_pe_against_lock(path="bin/msvcp140.dll", group="crt", lock_version="14.43.34808", pe=info)
     # Under the whole-version rule the wheel version would not match: that is why crt differs.
     assert check_pe_against_lock(path="bin/msvcp140.dll", group="other", lock_version="14.44.35112", pe=info)
+
+
+def test_cuda_versions_may_differ_in_precision_but_never_contradict() -> None:
+    short = _info(cuda_version="13.3")
+    assert check_pe_against_lock(path="bin/c.dll", group="cuda", lock_version="13.3.29", pe=short) == []
+    assert check_pe_against_lock(path="bin/c.dll", group="cuda", lock_version="13.4.1", pe=short)
+    four = _info(cuda_version="13.1.0.3")
+    assert check_pe_against_lock(path="bin/c.dll", group="cuda", lock_version="13.1.0.3", pe=four) == []
+    assert check_pe_against_lock(
+        path="bin/c.dll", group="cuda", lock_version="13", pe=_info(cuda_version="13.3")
+    )
+    assert (
+        cuda_version_from_strings({"FileDescription": "NVIDIA CUDA BLAS Library, Version 13.1.0.3"})
+        == "13.1.0.3"
+    )

@@ -10,7 +10,9 @@ decided from the real DLLs of the wheels the lock names:
   ``nvidia-cuda-runtime`` 13.3.29 says ``FileDescription = "NVIDIA CUDA Runtime, Version 13.3.29"``
   and ``ProductName = "NVIDIA CUDA 13.3.29 Runtime"``, while its FileVersion is NVIDIA's fixed
   ``6,14,11,13030`` (fixed block 6.14.11.13030, ProductVersion block 10.0.10011.16384). The lock
-  version (the wheel version) must equal the CUDA version from the strings.
+  version (the wheel version) must agree with the version from the strings (one may name fewer
+  components). For ``cudart`` this is the CUDA runtime version (what the route block needs); for
+  other NVIDIA libraries it is the version their strings name, which is also their wheel's.
 * ``crt`` — the MSVC runtime DLLs of wheel ``msvc-runtime`` 14.44.35112 carry FileVersion
   ``14.44.35211.0``: the wheel names the toolset, the DLLs the redistributable build. Only the
   VC++ line ``major.minor`` (14.44) is shared, so that is what must agree.
@@ -33,7 +35,7 @@ from ninfer_release.errors import InputError, Problem
 from ninfer_release.sbom._records import PeInfo
 
 _MACHINES = {0x8664: "x86_64", 0x14C: "x86", 0xAA64: "arm64", 0x1C4: "arm"}
-_VERSION_IN_TEXT = re.compile(r"(?<![\d.])(\d{1,3}\.\d{1,3}(?:\.\d{1,6})?)(?![\d.])")
+_VERSION_IN_TEXT = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,6}){1,3})(?![\d.])")
 #: Version-string keys searched for the CUDA version, most specific first.
 _CUDA_KEYS = ("FileDescription", "ProductName")
 _NUMERIC = re.compile(r"^\d+(?:\.\d+)*$")
@@ -165,6 +167,20 @@ def _numeric(version: str) -> tuple[int, ...] | None:
     return tuple(parts)
 
 
+def _same_release(have: tuple[int, ...] | None, want: tuple[int, ...]) -> bool:
+    """Equal, or one names fewer components and is a prefix of the other (at least major.minor).
+
+    NVIDIA strings may name fewer components than the wheel version (``13.3`` vs ``13.3.29``) or
+    more (a four-part library version); neither may contradict the other.
+    """
+    if have is None:
+        return False
+    if have == want:
+        return True
+    shorter, longer = sorted((have, want), key=len)
+    return len(shorter) >= 2 and longer[: len(shorter)] == shorter
+
+
 def pe_component_version(pe: PeInfo, *, group: str | None) -> str | None:
     """The version a CycloneDX component of this PE file carries.
 
@@ -182,7 +198,8 @@ def check_pe_against_lock(
     """Problems where the PE version of the shipped file ``path`` disagrees with the lock.
 
     Policy per group (module docstring; decided from the real wheels' DLLs): ``cuda`` compares
-    the CUDA version from the version strings with the lock version; ``crt`` compares
+    the CUDA version from the version strings with the lock version (one may name fewer
+    components than the other, e.g. ``13.3`` vs ``13.3.29``, but never a different one); ``crt`` compares
     ``major.minor``; others compare the whole numeric FileVersion (trailing zeros ignored). A
     missing version resource is a problem unless ``stand_in``. Each problem names the file and
     both versions. Returns an empty list when they agree.
@@ -199,7 +216,7 @@ def check_pe_against_lock(
             if stand_in:
                 return []
             return problem(f"version strings name no CUDA version; lock says {lock_version}")
-        if _numeric(pe.cuda_version) != want:
+        if not _same_release(_numeric(pe.cuda_version), want):
             return problem(f"PE version strings say CUDA {pe.cuda_version}, lock says {lock_version}")
         return []
     if pe.file_version is None:
