@@ -453,3 +453,21 @@ def test_cli_repo_without_samples_data_is_exit_4(tmp_path: Path, run_cli, wheel_
         in stderr
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_member_pin_mismatch_fails_the_whole_fetch_exit_5(tmp_path: Path, run_cli, wheel_cache: Path) -> None:
+    """A wheel that matches its pin but whose DLL does not match the member pin: nothing is written."""
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "samples", repo / "samples")
+    pins = json.loads((repo / "samples/pins.json").read_bytes())
+    member = pins["wheels"][1]["members"][1]
+    assert member["dest"] == "bin/vcruntime140.dll"
+    member["sha256"] = "f" * 64
+    (repo / "samples/pins.json").write_text(json.dumps(pins))
+    out = tmp_path / "out"
+    code, _, stderr = run_cli(
+        "samples", "fetch", "--out", str(out), "--cache", str(wheel_cache), "--repo", str(repo)
+    )
+    assert code == 5
+    assert "msvc_runtime-14.44.35112.data/data/Scripts/vcruntime140.dll: member SHA-256 d5e4d9a3" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]  # no output, no staging leftovers
