@@ -16,6 +16,7 @@ from ninfer_release.sbom import (
     ShippedFile,
     apply_catalog,
     check_against_catalog,
+    license_refs_of,
     license_text_path,
     load_catalog,
     load_license_texts,
@@ -105,3 +106,11 @@ def test_load_catalog_refuses_bad_entries(tmp_path: Path) -> None:
     assert "write it as 'MIT'" in text
     assert "unknown kind 'weird'" in text
     assert "no text for LicenseRef-Nope-EULA" in text
+
+
+def test_license_refs_of_feeds_load_license_texts() -> None:
+    refs = license_refs_of(["MIT", None, "LicenseRef-NVIDIA-CUDA-EULA AND Microsoft-VC-Redist"])
+    assert refs == ("LicenseRef-Microsoft-VC-Redist", "LicenseRef-NVIDIA-CUDA-EULA")
+    assert sorted(load_license_texts(refs, licenses_dir=SBOM_DIR / "licenses")) == list(refs)
+    with pytest.raises(InputError, match="is not a licence id"):
+        license_refs_of(["Acme Gov't (JPEG/netpbm)"])

@@ -37,6 +37,7 @@ from ninfer_release.sbom._cyclonedx import (
 )
 from ninfer_release.sbom._ids import check_base_uri, spdx_file_id, spdx_package_id, uri_part, uuid5_url
 from ninfer_release.sbom._license import (
+    license_refs_of,
     license_text_path,
     load_license_texts,
     normalize_license_expression,
@@ -81,6 +82,7 @@ __all__ = [
     "cuda_version_from_strings",
     "cyclonedx_dependency_inventory",
     "file_bom_ref",
+    "license_refs_of",
     "license_text_path",
     "load_catalog",
     "load_license_texts",

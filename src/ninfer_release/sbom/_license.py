@@ -187,3 +187,25 @@ def require_license_texts(
     if problems:
         raise InputError(problems=problems)
     return picked
+
+
+def license_refs_of(expressions: Iterable[str | None], *, where: str = "license") -> tuple[str, ...]:
+    """Every ``LicenseRef-…`` id the (normalized) ``expressions`` use, sorted; ``None`` is skipped.
+
+    Feed the result to :func:`load_license_texts` to build ``extracted_licenses``.
+
+    Raises:
+        InputError: an expression is free text or malformed (all problems listed).
+    """
+    refs: set[str] = set()
+    problems: list[Problem] = []
+    for text in expressions:
+        if text is None:
+            continue
+        try:
+            refs.update(normalize_license_expression(text, where=where).license_refs)
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems=problems)
+    return tuple(sorted(refs))
