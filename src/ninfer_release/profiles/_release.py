@@ -525,6 +525,9 @@ def _lanes(c: Checker, d: dict[str, Any], root_dir: Path) -> list[Lane]:
             c.add(f"{f}.package_recipe", "only windows-zip lanes have a package recipe")
         if mode != "carry" and "carried_from" in ld:
             c.add(f"{f}.carried_from", "only a carried lane names a carried record")
+        for key, rel in (("package_recipe", package_recipe), ("container_recipe", container_recipe)):
+            if rel is not None and not (root_dir / rel).is_file():
+                c.add(f"{f}.{key}", f"{rel} does not exist under {root_dir}")
         carried = None
         if carried_from is not None and mode == "carry":
             carried = _load_record(c, root_dir / carried_from, f"{f}.carried_from")

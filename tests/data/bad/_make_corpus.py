@@ -344,6 +344,15 @@ def main() -> None:
         ),
         [("lanes.rtx3090.cuda_version", "differs from native_line.cuda_version 13.3")],
     )
+    manifest_case(
+        "manifest-missing-recipe",
+        sub(
+            MANIFEST,
+            "package_recipe: packaging/windows-native.yaml",
+            "package_recipe: packaging/windows-nativ.yaml",
+        ),
+        [("lanes.rtx4090.package_recipe", "packaging/windows-nativ.yaml does not exist")],
+    )
     case("missing-file", {}, "profiles/no-such-profile.yaml", [("", "no such file")], exit_code=4)
 
 
