@@ -219,3 +219,14 @@ def test_file_types_come_from_the_name() -> None:
     files = [rec("bin/a.dll", b"A"), rec("licenses/LICENSE.txt", b"L"), rec("data/blob", b"x")]
     types = {f["fileName"]: f["fileTypes"] for f in doc(make(files))["files"]}
     assert types == {"./bin/a.dll": ["BINARY"], "./licenses/LICENSE.txt": ["TEXT"], "./data/blob": ["OTHER"]}
+
+
+def test_c26_validate_recomputes_the_verification_code() -> None:
+    d = doc(make(AB))
+    d["files"][0]["checksums"][0]["checksumValue"] = hashlib.sha1(b"other", usedforsecurity=False).hexdigest()
+    messages = validate_spdx_bytes((json.dumps(d, indent=4) + "\n").encode())
+    assert messages == [
+        "package SPDXRef-Package-engine: packageVerificationCode 859572ac3bd09bc4f777a4ce6cb326e3251ee29a"
+        f" != {package_verification_code([d['files'][0]['checksums'][0]['checksumValue'], AB[1].sha1])}"
+        " of its files"
+    ]

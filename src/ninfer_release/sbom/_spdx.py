@@ -362,7 +362,8 @@ def validate_spdx_bytes(data: bytes) -> list[str]:
 
     Parses, then runs ``validate_full_spdx_document`` (what ``pyspdxtools -i`` does), and also
     checks what spdx-tools does not: file names must be ``./``-relative POSIX paths without
-    backslashes, and the bytes must end with exactly one LF.
+    backslashes, each package's verification code must be the one its listed files give
+    (SPDX 2.3 §7.9, C26), and the bytes must end with exactly one LF.
     """
     document, messages = _parse_document(data)
     if document is None:
@@ -376,8 +377,38 @@ def validate_spdx_bytes(data: bytes) -> list[str]:
     for f in document.files:
         if not SPDX_ID_RE.match(f.spdx_id):
             out.append(f"file {f.name!r}: SPDXID {f.spdx_id!r} is invalid")
+    out.extend(_verification_code_problems(document))
     if not data.endswith(b"\n") or data.endswith(b"\n\n"):
         out.append("document must end with exactly one LF")
+    return out
+
+
+def _verification_code_problems(document: Any) -> list[str]:
+    """Recompute each package's verification code from the listed files (spdx-tools does not)."""
+    from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
+
+    out: list[str] = []
+    for package in document.packages:
+        code = package.verification_code
+        if code is None:
+            continue
+        excluded = set(code.excluded_files)
+        sha1s = [
+            c.value
+            for f in document.files
+            if f.name not in excluded
+            for c in f.checksums
+            if c.algorithm == ChecksumAlgorithm.SHA1
+        ]
+        try:
+            expected = package_verification_code(sha1s)
+        except InputError as exc:
+            out.extend(str(p) for p in exc.problems)
+            continue
+        if code.value != expected:
+            out.append(
+                f"package {package.spdx_id}: packageVerificationCode {code.value} != {expected} of its files"
+            )
     return out
 
 
