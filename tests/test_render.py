@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ from conftest import need_tool
 from ninfer_release.atomic import write_bytes
 from ninfer_release.errors import DefinitionError
 from ninfer_release.profiles import (
+    expected_config,
     load_profile,
     load_yaml_data,
     render_config,
@@ -289,3 +291,54 @@ def test_cli_render_into_an_unwritable_place_is_exit_4(run_cli, tmp_path: Path) 
     code, out, err = run_cli("profile", "render", str(P4090), "--out", str(tmp_path / "file" / "c.toml"))
     assert (code, out) == (4, "")
     assert "cannot write" in err and "Traceback" not in err
+
+
+# Golden hashes of our rendered configs. They change only when a profile or template changes on
+# purpose; then update them from `./dev release` (which prints both hashes per lane) in the same commit.
+GOLDEN = {
+    P4090: (
+        "168874b6f770962c0cc60c9bb119b636f09edc8af02fa8019f4943465ae9b901",
+        "b1a7e77e75f7e55ccae7d86780272c8df76e2fc6736efd3a4fffe6bef78d3226",
+    ),
+    P3090: (
+        "843723f22acd730314effe5ddbed000ce0315b97afa8975e6b12c2bcbc2a8ce2",
+        "c4280419afd057afacab84c534c234a0607e657acdb6da0c7e88b446bac2d833",
+    ),
+    P5090: (
+        "53494cdf7c205da37a69a7af99caa55ea6303f1b84abcd3cbdb13d0abaca3bea",
+        "2f238ca18057574528b681a1b35e3e211ee4f3736bb8ed5cb2f63c2b7f1cf867",
+    ),
+}
+
+
+@pytest.mark.parametrize("path", list(GOLDEN), ids=["rtx4090", "rtx3090", "rtx5090"])
+def test_config_hashes_are_pinned(path: Path) -> None:
+    cfg = render_config(load_profile(path))
+    assert (cfg.bytes_sha256, cfg.semantic_sha256) == GOLDEN[path]
+    # Never the upstream beta.2 bytes' hash: ours are different bytes (reference table note).
+    assert cfg.bytes_sha256 != load_profile(path).published_config_sha256
+
+
+def test_every_profile_setting_has_a_config_key() -> None:
+    """Each Profile field reaches the config (expected_config), except the listed metadata."""
+    metadata = {
+        "path",
+        "kind",
+        "lane",
+        "carried",
+        "carried_from",
+        "template",
+        "published_config_sha256",
+        "flags",
+    }
+    covered = {
+        "config_schema", "id", "model_file", "model_sha256", "context_tokens", "kv_capacity_tokens",
+        "kv_cache_dtype", "vision", "speculation", "concurrent_requests", "pending_timeout_ms",
+        "extra_device_state_slots", "prefill_chunk_tokens", "admission_headroom_mib", "keep_warm_ms",
+        "shared_host_budget_bytes", "shared_host_budget_mib", "host_memory_floor_mib", "gpu", "cuda_arch",
+        "gpu_power_limit_w", "endpoint", "checkpoint", "strict_origin_config",
+    }  # fmt: skip
+    fields = {f.name for f in dataclasses.fields(load_profile(P4090))}
+    assert fields == metadata | covered
+    keys = set(expected_config(load_profile(P4090)))
+    assert len(keys) == 34 and "engine.args" in keys

@@ -275,6 +275,16 @@ def main() -> None:
         [("", "rendered config is not TOML")],
     )
     template_case("template-empty", "", [("", "empty template")])
+    profile_case(
+        "template-missing",
+        sub(PROFILE, "template: native-engine.toml.j2", "template: native-engine.tom.j2"),
+        [("", "template not found")],
+    )
+    profile_case(
+        "template-path-escape",
+        sub(PROFILE, "template: native-engine.toml.j2", "template: ../../etc/passwd.j2"),
+        [("template", "not a template file name")],
+    )
     # --- manifests ----------------------------------------------------------------------------
     manifest_case(
         "manifest-native-model",
