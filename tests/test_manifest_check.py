@@ -160,3 +160,22 @@ def test_missing_manifest_is_exit_4(run_cli, tmp_path: Path) -> None:
     assert err == f"error: {tmp_path / 'v9.yaml'}: no such file\n"
     with pytest.raises(InputError):
         load_release(tmp_path / "v9.yaml", env={})
+
+
+def test_problems_in_a_named_profile_are_reported_with_the_profile_file(tmp_path: Path, run_cli) -> None:
+    import shutil
+
+    for sub in ("manifests", "profiles", "releases", "packaging", "containers"):
+        shutil.copytree(REPO / sub, tmp_path / sub)
+    bad = tmp_path / "profiles" / "qwen38-3090-native-v0.7.0-beta.2.yaml"
+    bad.write_text(bad.read_text().replace("host: 127.0.0.1", "host: 10.0.0.1"))
+    rec = tmp_path / "releases" / "v0.13.0" / "rtx5090.yaml"
+    rec.write_text(
+        rec.read_text().replace("checkpoint_mount: /checkpoints-v013", "checkpoint_mount: /checkpoints")
+    )
+    code, out, err = run_cli("manifest", "check", str(tmp_path / "manifests" / "v0.13.1.yaml"))
+    assert (code, out) == (3, "")
+    assert err.splitlines() == [
+        f"error: {bad}: endpoint.host: 10.0.0.1 is not loopback; the public endpoint is loopback only",
+        f"error: {rec}: checkpoint_mount: '/checkpoints' disagrees with '/checkpoints-v013' (lanes.rtx5090)",
+    ]
