@@ -270,7 +270,7 @@ def test_pe_version_disagreeing_with_the_lock_is_an_integrity_error() -> None:
 def test_duplicate_bom_refs_are_refused_not_renamed() -> None:
     twice = dataclasses.replace(CUDART, name="nvidia-cuda-runtime-copy")
     with pytest.raises(IntegrityError, match=r"bom-ref 'file:bin/cudart64_13.dll' is also used by"):
-        make([ENGINE, CUDART, twice])
+        make([ENGINE, CUDART, twice], {p: PES[p] for p in ("bin/ninfer-server.exe", "bin/cudart64_13.dll")})
 
 
 def test_shipped_pe_without_pe_information_is_an_input_error() -> None:
@@ -348,3 +348,18 @@ def test_real_dlls_and_a_mingw_engine(tmp_path: Path) -> None:
     assert g["file:bin/msvcp140.dll"] == ["file:bin/vcruntime140.dll"]
     assert parse_cyclonedx_hashes(data) == digests
     assert validate_cyclonedx_bytes(data) == []
+
+
+def test_pe_information_for_an_unaccounted_file_is_an_input_error() -> None:
+    pes = {**PES, "bin/stray.dll": pe("kernel32.dll", file_version="1.0.0.0")}
+    with pytest.raises(InputError, match=r"bin/stray.dll: pe_infos: PE file is not a shipped file of any"):
+        make(pes=pes)
+
+
+def test_non_pe_files_of_a_dependency_are_file_components() -> None:
+    notice = dataclasses.replace(
+        CUDART, files=(*CUDART.files, ShippedFile(path="licenses/cuda/License.txt", sha256=sha("eula")))
+    )
+    c = components(load(make([ENGINE, notice, CRT, DSTORAGE, JSON_LIB])))
+    assert c["file:licenses/cuda/License.txt"]["type"] == "file"
+    assert c["file:licenses/cuda/License.txt"]["version"] == "13.3.29"  # no PE: the package version

@@ -166,8 +166,8 @@ def cyclonedx_dependency_inventory(
     ``JsonStrictValidator(SchemaVersion.V1_6)``.
 
     Raises:
-        InputError: a record is malformed (kind, group, path, hash, purl, licence), or a shipped
-            PE file has no entry in ``pe_infos``.
+        InputError: a record is malformed (kind, group, path, hash, purl, licence), a shipped
+            PE file has no entry in ``pe_infos``, or ``pe_infos`` names a file no record ships.
         IntegrityError: a redistributable's PE version disagrees with the lock version (names the
             file and both versions, see :func:`check_pe_against_lock`), two components would share
             a bom-ref, an import is ambiguous, or the schema validator reports anything.
@@ -258,6 +258,11 @@ def cyclonedx_dependency_inventory(
                         path=f.path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
                     )
                 )
+    shipped = {node.path for node in nodes}
+    problems.extend(
+        Problem(file=path, field="pe_infos", message="PE file is not a shipped file of any dependency")
+        for path in sorted(set(pe_infos) - shipped)
+    )
     if problems:
         raise InputError(problems=problems)
 
@@ -329,7 +334,7 @@ def cyclonedx_dependency_inventory(
         if dep.homepage:
             ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
         components[node.ref] = Component(
-            type=ComponentType.APPLICATION if node.path.lower().endswith(".exe") else ComponentType.LIBRARY,
+            type=_component_type(node.path),
             name=posixpath.basename(node.path),
             version=version,
             bom_ref=node.ref,
@@ -391,6 +396,17 @@ def cyclonedx_dependency_inventory(
     if messages:
         raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=m) for m in messages])
     return data
+
+
+def _component_type(path: str) -> Any:
+    from cyclonedx.model.component import ComponentType
+
+    lower = path.lower()
+    if lower.endswith(".exe"):
+        return ComponentType.APPLICATION
+    if lower.endswith(_PE_SUFFIXES):
+        return ComponentType.LIBRARY
+    return ComponentType.FILE  # a shipped data/licence file of a dependency
 
 
 def _description(dep: DependencyRecord) -> str | None:
