@@ -40,7 +40,8 @@ class IncludeRule:
     """Ship staged ``source`` as zip ``dest``.
 
     A ``source`` ending in ``/**`` is a folder: every staged file under it ships under ``dest``
-    (which then ends in ``/``) with its relative path kept. Otherwise both name one file.
+    (which then ends in ``/``, or is ``""`` for the zip's top level) with its relative path kept.
+    Otherwise both name one file.
     """
 
     source: str
@@ -182,10 +183,12 @@ def load_recipe(path: Path) -> PackageRecipe:
             continue
         tree = src.endswith("/**")
         for field, value in ((f"{where}.from", src), (f"{where}.to", dst)):
+            if tree and value == "" and field.endswith(".to"):
+                continue  # "" = the zip's top level
             msg = _recipe_path_problem(value, folder=tree and field.endswith(".to"))
             if msg:
                 bad(field, msg)
-        if tree and not dst.endswith("/"):
+        if tree and dst and not dst.endswith("/"):
             bad(f"{where}.to", f"{dst!r}: a 'folder/**' rule needs a destination folder ending in '/'")
         if not tree and dst.endswith("/"):
             bad(f"{where}.to", f"{dst!r}: a single-file rule needs a file name, not a folder")

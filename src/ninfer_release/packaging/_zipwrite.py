@@ -66,39 +66,38 @@ class _Out:
         self.pos += len(data)
 
 
-def _copy_member(m: CompressedMember, out: _Out) -> None:
+def _copy_member(m: CompressedMember, src: BinaryIO, out: _Out) -> None:
     """Copy the member's stored bytes: the deflate stream, or its inflated data when stored."""
     inflater = zlib.decompressobj(-15) if m.method == STORED else None
     written = 0
     crc = 0
-    with m.spool.open("rb") as src:
-        src.seek(m.spool_offset)
-        left = m.spool_length
-        while left:
-            block = src.read(min(_COPY, left))
-            if not block:
+    src.seek(m.spool_offset)
+    left = m.spool_length
+    while left:
+        block = src.read(min(_COPY, left))
+        if not block:
+            break
+        left -= len(block)
+        if inflater is None:
+            out.write(block)
+            written += len(block)
+            continue
+        data = inflater.decompress(block, _COPY)
+        while True:
+            crc = zlib.crc32(data, crc)
+            out.write(data)
+            written += len(data)
+            # A full step may leave output pending inside zlib even with no input left.
+            if not inflater.unconsumed_tail and len(data) < _COPY:
                 break
-            left -= len(block)
-            if inflater is None:
-                out.write(block)
-                written += len(block)
-                continue
-            data = inflater.decompress(block, _COPY)
-            while True:
-                crc = zlib.crc32(data, crc)
-                out.write(data)
-                written += len(data)
-                # A full step may leave output pending inside zlib even with no input left.
-                if not inflater.unconsumed_tail and len(data) < _COPY:
-                    break
-                data = inflater.decompress(inflater.unconsumed_tail, _COPY)
-        if inflater is not None:
-            tail = inflater.flush()
-            crc = zlib.crc32(tail, crc)
-            out.write(tail)
-            written += len(tail)
-            if crc != m.crc32:
-                raise IntegrityError(f"{m.name}: spooled stream does not reproduce the member (CRC mismatch)")
+            data = inflater.decompress(inflater.unconsumed_tail, _COPY)
+    if inflater is not None:
+        tail = inflater.flush()
+        crc = zlib.crc32(tail, crc)
+        out.write(tail)
+        written += len(tail)
+        if crc != m.crc32:
+            raise IntegrityError(f"{m.name}: spooled stream does not reproduce the member (CRC mismatch)")
     if written != m.compressed_size:
         raise IntegrityError(
             f"{m.name}: wrote {written} bytes, expected {m.compressed_size} (spool damaged?)"
@@ -143,8 +142,9 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb") as f, contextlib.ExitStack() as spools:
             w = _Out(f)
+            handles: dict[Path, BinaryIO] = {}
             offsets: list[int] = []
             for m in ordered:
                 offsets.append(w.pos)
@@ -160,7 +160,10 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
                         zip64=zip64,
                     )
                 )
-                _copy_member(m, w)
+                src = handles.get(m.spool)
+                if src is None:
+                    src = handles[m.spool] = spools.enter_context(m.spool.open("rb"))
+                _copy_member(m, src, w)
             cd_offset = w.pos
             for m, offset in zip(ordered, offsets, strict=True):
                 w.write(
