@@ -17,6 +17,7 @@ from ninfer_release.sbom import (
     DependencyRecord,
     PeInfo,
     ShippedFile,
+    cross_check_cyclonedx,
     cyclonedx_dependency_inventory,
     parse_cyclonedx_hashes,
     read_pe,
@@ -363,3 +364,16 @@ def test_non_pe_files_of_a_dependency_are_file_components() -> None:
     c = components(load(make([ENGINE, notice, CRT, DSTORAGE, JSON_LIB])))
     assert c["file:licenses/cuda/License.txt"]["type"] == "file"
     assert c["file:licenses/cuda/License.txt"]["version"] == "13.3.29"  # no PE: the package version
+
+
+def test_cross_check_cyclonedx_against_zip_members() -> None:
+    data = make()
+    members = {f.path: f.sha256 for d in DEPS for f in d.files}
+    assert cross_check_cyclonedx(data, {**members, "config.toml": sha("cfg")}) == []
+    del members["bin/dstorage.dll"]
+    members["bin/cudart64_13.dll"] = sha("tampered")
+    problems = cross_check_cyclonedx(data, members)
+    assert [(p.field, p.message) for p in problems] == [
+        ("bin/cudart64_13.dll", "SHA-256 differs from the zip member"),
+        ("bin/dstorage.dll", "component file is not in the zip"),
+    ]

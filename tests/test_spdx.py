@@ -17,6 +17,7 @@ from conftest import need_tool
 from ninfer_release.errors import DefinitionError, InputError, IntegrityError
 from ninfer_release.sbom import (
     FileRecord,
+    cross_check_spdx,
     normalize_license_expression,
     package_verification_code,
     parse_spdx_files,
@@ -230,3 +231,18 @@ def test_c26_validate_recomputes_the_verification_code() -> None:
         f" != {package_verification_code([d['files'][0]['checksums'][0]['checksumValue'], AB[1].sha1])}"
         " of its files"
     ]
+
+
+def test_cross_check_spdx_against_zip_members() -> None:
+    data = make(AB)
+    members = {f.path: (f.sha1, f.sha256) for f in AB}
+    members["engine.spdx.json"] = ("0" * 40, "0" * 64)  # the document itself: never compared
+    assert cross_check_spdx(data, members, spdx_file_path="engine.spdx.json") == []
+    changed = {**members, "bin/a.dll": (AB[1].sha1, AB[1].sha256), "bin/extra.dll": ("1" * 40, "1" * 64)}
+    problems = cross_check_spdx(data, changed, spdx_file_path="engine.spdx.json")
+    assert [(p.field, p.message) for p in problems] == [
+        ("bin/a.dll", "SPDX checksums differ from the member"),
+        ("bin/extra.dll", "zip member not in the SPDX file list"),
+    ]
+    wrong_name = cross_check_spdx(data, members, spdx_file_path="sbom/engine.spdx.json")
+    assert any(p.field == "packageVerificationCodeExcludedFiles" for p in wrong_name)

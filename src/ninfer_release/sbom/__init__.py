@@ -29,6 +29,7 @@ from ninfer_release.sbom._catalog import CatalogEntry, apply_catalog, check_agai
 from ninfer_release.sbom._cyclonedx import (
     PROP_PATH,
     PROP_STAND_IN,
+    cross_check_cyclonedx,
     cyclonedx_dependency_inventory,
     file_bom_ref,
     parse_cyclonedx_hashes,
@@ -58,6 +59,7 @@ from ninfer_release.sbom._records import (
     ShippedFile,
 )
 from ninfer_release.sbom._spdx import (
+    cross_check_spdx,
     package_verification_code,
     parse_spdx_files,
     spdx_file_inventory,
@@ -79,6 +81,8 @@ __all__ = [
     "check_against_catalog",
     "check_base_uri",
     "check_pe_against_lock",
+    "cross_check_cyclonedx",
+    "cross_check_spdx",
     "cuda_version_from_strings",
     "cyclonedx_dependency_inventory",
     "file_bom_ref",

@@ -536,3 +536,30 @@ def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
     if problems:
         raise IntegrityError(problems=problems)
     return out
+
+
+def _props(component: Mapping[str, Any]) -> dict[str, str]:
+    return {str(p.get("name")): str(p.get("value")) for p in component.get("properties") or []}
+
+
+def cross_check_cyclonedx(
+    data: bytes, members: Mapping[str, str], *, where: str = CDX_WHERE
+) -> list[Problem]:
+    """Problems between a CycloneDX document and the zip's members (empty = consistent).
+
+    ``members`` maps zip member path → SHA-256. Every component with a ``ninfer:path`` must name
+    a member with that SHA-256; components keyed only by bom-ref are not zip files and are skipped.
+
+    Raises:
+        IntegrityError: the bytes are not JSON, or a component with a path has no SHA-256.
+    """
+    hashes = parse_cyclonedx_hashes(data)
+    raw = json.loads(data)
+    paths = {_props(c).get(PROP_PATH) for c in _walk_components(raw.get("components") or [])} - {None}
+    problems: list[Problem] = []
+    for key in sorted(str(p) for p in paths):
+        if key not in members:
+            problems.append(Problem(file=where, field=key, message="component file is not in the zip"))
+        elif members[key].lower() != hashes[key]:
+            problems.append(Problem(file=where, field=key, message="SHA-256 differs from the zip member"))
+    return problems

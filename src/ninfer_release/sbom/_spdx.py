@@ -446,3 +446,44 @@ def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:
     if problems:
         raise IntegrityError(problems=problems)
     return out
+
+
+def cross_check_spdx(
+    data: bytes, members: Mapping[str, tuple[str, str]], *, spdx_file_path: str
+) -> list[Problem]:
+    """Problems between an SPDX document and the zip it describes (empty = consistent).
+
+    ``members`` maps every zip member path to its (SHA-1, SHA-256). Every member except the
+    document itself (``spdx_file_path``) must be listed with equal digests, nothing else may be
+    listed, and the document must be the verification code's excluded file (C26).
+
+    Raises:
+        IntegrityError: the bytes are not an SPDX JSON document with SHA1/SHA256 per file.
+    """
+    where = spdx_file_path
+    listed = parse_spdx_files(data)
+    problems: list[Problem] = []
+    for path in sorted(set(members) | set(listed)):
+        if path == spdx_file_path:
+            if path in listed:
+                problems.append(Problem(file=where, field=path, message="the document lists itself"))
+            continue
+        if path not in listed:
+            problems.append(Problem(file=where, field=path, message="zip member not in the SPDX file list"))
+        elif path not in members:
+            problems.append(Problem(file=where, field=path, message="listed in SPDX but not in the zip"))
+        elif tuple(d.lower() for d in members[path]) != listed[path]:
+            problems.append(Problem(file=where, field=path, message="SPDX checksums differ from the member"))
+    raw = json.loads(data)
+    for package in raw.get("packages", []):
+        code = package.get("packageVerificationCode") or {}
+        excluded = code.get("packageVerificationCodeExcludedFiles", [])
+        if excluded != [f"./{spdx_file_path}"]:
+            problems.append(
+                Problem(
+                    file=where,
+                    field="packageVerificationCodeExcludedFiles",
+                    message=f"{excluded!r} is not ['./{spdx_file_path}']",
+                )
+            )
+    return problems
