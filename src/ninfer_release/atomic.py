@@ -63,6 +63,9 @@ def staged_directory(target: Path) -> Iterator[Path]:
     stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
         yield stage
+        # mkdtemp makes 0700; the set is public, and its mode must not depend on the umask.
+        for d in (stage, *(p for p in stage.rglob("*") if p.is_dir())):
+            d.chmod(0o755)
         for p in (stage, *stage.rglob("*")):
             if p.is_file():
                 with p.open("rb") as f:

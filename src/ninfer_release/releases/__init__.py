@@ -1,5 +1,74 @@
 """releases — the native asset set (10 hashed entries + ``SHA256SUMS``), verify and publish.
 
-Owns (to be built): the asset contract of DESIGN.md §4, qualification binding, provenance,
-route block, component manifest, sealing, consumer verification and publishing (DESIGN.md §8).
+Inputs: a lane's rendered config, loaded staged tree and package recipe (from the lower stages).
+Outputs: the 11-file asset set of DESIGN.md §4, written atomically (:func:`build_native_set`);
+consumer verification of a set on disk (:func:`verify_set`); publishing a sealed set as one
+immutable OCI artifact to a registry or a directory store (:func:`open_publisher`).
+
+Terms: *entry* — one of the 10 hashed files; *set* — the entries plus ``SHA256SUMS``;
+*stem* — ``ninfer-<component-tag>-windows-x64``; *release-instance id* — changes whenever the
+package bytes do (:func:`release_instance_id`).
 """
+
+from ninfer_release.releases._contract import (
+    ENTRY_SUFFIXES,
+    SUMS_NAME,
+    ZIP_CONFIG_PATH,
+    AssetNames,
+    names_for_tag,
+    package_stem,
+    stem_from_names,
+)
+from ninfer_release.releases._publish import (
+    ANN_REVISION,
+    ARTIFACT_TYPE,
+    SUPERSESSION_TYPE,
+    DirTarget,
+    OciTarget,
+    Publisher,
+    PublishRequest,
+    PublishResult,
+    PulledFile,
+    PulledSet,
+    is_prerelease,
+    open_publisher,
+    parse_target,
+    plan_publish,
+)
+from ninfer_release.releases._records import FileRef, LaneFacts, Receipt, release_instance_id
+from ninfer_release.releases._seal import SealedSet, build_native_set, load_receipts, profile_asset
+from ninfer_release.releases._verify import VerifyReport, verify_set
+
+__all__ = [
+    "ANN_REVISION",
+    "ARTIFACT_TYPE",
+    "ENTRY_SUFFIXES",
+    "SUMS_NAME",
+    "SUPERSESSION_TYPE",
+    "ZIP_CONFIG_PATH",
+    "AssetNames",
+    "DirTarget",
+    "FileRef",
+    "LaneFacts",
+    "OciTarget",
+    "PublishRequest",
+    "PublishResult",
+    "Publisher",
+    "PulledFile",
+    "PulledSet",
+    "Receipt",
+    "SealedSet",
+    "VerifyReport",
+    "build_native_set",
+    "is_prerelease",
+    "load_receipts",
+    "names_for_tag",
+    "open_publisher",
+    "package_stem",
+    "parse_target",
+    "plan_publish",
+    "profile_asset",
+    "release_instance_id",
+    "stem_from_names",
+    "verify_set",
+]

@@ -1,0 +1,289 @@
+"""Pure builders of the JSON entries 5–10 of a native asset set (DESIGN.md §4).
+
+Every function here is pure: typed inputs in, a JSON-ready ``dict`` out; the caller renders it
+with :func:`ninfer_release.jsonbytes.dumps_stable` (sorted keys, LF, one trailing newline).
+No secret ever enters a record: the bearer key is described (length, how to generate), never given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ninfer_release import __version__
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+SLSA_PROVENANCE_V1 = "https://slsa.dev/provenance/v1"
+BUILD_TYPE = "https://github.com/alphastorm/omp-ninfer/ninfer-release/native-lane/v1"
+BUILDER_ID = "https://github.com/alphastorm/omp-ninfer/ninfer-release"
+ENGINE_REPOSITORY = "https://github.com/alphastorm/ninfer"
+
+#: Bearer key rule (reference: "Rules that come with them"): at least 32 bytes; keygen gives 64 chars.
+BEARER_KEY_MIN_BYTES = 32
+BEARER_KEY_GENERATED_CHARS = 64
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRef:
+    """A published file: its name, public URL, size in bytes and SHA-256."""
+
+    name: str
+    url: str
+    size: int
+    sha256: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "url": self.url, "size": self.size, "sha256": self.sha256}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneFacts:
+    """What the records need to know about the lane being sealed (from the release definition)."""
+
+    release_version: str
+    candidate_commit: str
+    lane_id: str
+    component_tag: str
+    profile_id: str
+    source_commit: str
+    upstream_base: str | None
+    cuda_arch: str
+    cuda_version: str
+    gpu: str
+    host_memory_floor_mib: int | None
+    gpu_power_limit_w: int | None
+    endpoint_host: str
+    endpoint_port: int
+    rollback: str
+    source_date_epoch: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Receipt:
+    """One accepted qualification receipt: its file name, digest, and the figures it records."""
+
+    name: str
+    sha256: str
+    measurements: Mapping[str, Any] = field(default_factory=dict)
+
+
+def release_instance_id(component_tag: str, package_sha256: str) -> str:
+    """The release-instance id: ``<component-tag>-<first 16 hex of the package SHA-256>``.
+
+    *Ours* (DESIGN.md §4): it changes whenever the component's bytes do, because every shipped
+    byte (binaries, config, profile, SBOM) is inside the package.
+    """
+    return f"{component_tag}-{package_sha256[:16]}"
+
+
+def model_record(model: Mapping[str, Any]) -> dict[str, Any]:
+    """Entry 6, ``<stem>.model.json``: the ``components.model`` binding with its download URL.
+
+    ``model`` holds repository, revision, artifact, size (bytes), sha256, local_name,
+    container_version (reference table "Model binding").
+    """
+    repo = str(model["repository"]).rstrip("/")
+    return {
+        "schema": 1,
+        "binding": "components.model",
+        "repository": repo,
+        "revision": model["revision"],
+        "artifact": model["artifact"],
+        "url": f"{repo}/resolve/{model['revision']}/{model['artifact']}",
+        "size": model["size"],
+        "sha256": model["sha256"],
+        "local_name": model["local_name"],
+        "container_version": model["container_version"],
+    }
+
+
+def qualification_record(
+    facts: LaneFacts, *, config_bytes_sha256: str, receipts: Sequence[Receipt]
+) -> dict[str, Any]:
+    """Entry 7, ``<stem>.qualification.json``: receipts bound to these exact bytes, or ``unqualified``.
+
+    Receipts have already been checked to name this source commit, profile id and config bytes
+    SHA-256 (DESIGN.md §3); prior measurements of other bytes are never carried over.
+    """
+    return {
+        "schema": 1,
+        "lane": facts.lane_id,
+        "component_tag": facts.component_tag,
+        "status": "qualified" if receipts else "unqualified",
+        "bound_to": {
+            "source_commit": facts.source_commit,
+            "profile_id": facts.profile_id,
+            "config_bytes_sha256": config_bytes_sha256,
+        },
+        "receipts": [
+            {"name": r.name, "sha256": r.sha256, "measurements": dict(r.measurements)}
+            for r in sorted(receipts, key=lambda r: r.name)
+        ],
+        "rollback": {"state": facts.rollback, "directions": 0 if facts.rollback == "not_applicable" else None},
+    }
+
+
+def provenance_statement(
+    facts: LaneFacts,
+    *,
+    subjects: Sequence[FileRef],
+    staged_inputs: Mapping[str, str],
+    definition_sha256: str,
+    config_bytes_sha256: str,
+    model_sha256: str,
+) -> dict[str, Any]:
+    """Entry 8, ``<stem>.provenance.json``: an in-toto Statement v1 with a SLSA v1 provenance predicate.
+
+    ``subjects`` are entries 1–7 by name and SHA-256; ``staged_inputs`` maps each staged input
+    file (POSIX path relative to the lane's staged tree) to its SHA-256. Unsigned: this is the
+    statement a signer would sign (signing is a later milestone). Spec: in-toto Statement v1,
+    SLSA Provenance v1 ``buildDefinition``/``runDetails``.
+    """
+    resolved: list[dict[str, Any]] = [
+        {
+            "uri": f"git+{ENGINE_REPOSITORY}@{facts.source_commit}",
+            "digest": {"gitCommit": facts.source_commit},
+            "name": "engine-source",
+        }
+    ]
+    resolved.extend(
+        {"name": f"staged/{path}", "digest": {"sha256": digest}} for path, digest in sorted(staged_inputs.items())
+    )
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": s.name, "digest": {"sha256": s.sha256}} for s in subjects],
+        "predicateType": SLSA_PROVENANCE_V1,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {
+                    "release": facts.release_version,
+                    "lane": facts.lane_id,
+                    "component_tag": facts.component_tag,
+                    "profile_id": facts.profile_id,
+                    "definition_sha256": definition_sha256,
+                },
+                "internalParameters": {
+                    "source_date_epoch": facts.source_date_epoch,
+                    "cuda_arch": facts.cuda_arch,
+                    "cuda_version": facts.cuda_version,
+                    "config_bytes_sha256": config_bytes_sha256,
+                    "model_sha256": model_sha256,
+                },
+                "resolvedDependencies": resolved,
+            },
+            "runDetails": {
+                "builder": {"id": BUILDER_ID, "version": {"ninfer-release": __version__}},
+                "metadata": {"invocationId": f"{facts.component_tag}@{definition_sha256[:16]}"},
+            },
+        },
+    }
+
+
+def route_record(
+    facts: LaneFacts,
+    *,
+    package: FileRef,
+    model: Mapping[str, Any],
+    config_bytes_sha256: str,
+    config_path: str,
+    cuda_runtime_version: str | None,
+    instance_id: str,
+    install_root: str,
+) -> dict[str, Any]:
+    """Entry 9, ``<stem>.route.json``: everything an installer needs, without guessing.
+
+    Package and model by URL/size/SHA-256; the hardware contract (GPU, CUDA arch, the CUDA
+    runtime version read from the shipped ``cudart`` DLL, host memory floor in MiB, power policy
+    in W where the reference gives one); install layout; cache root and checkpoint directory
+    ``cache/<release-instance-id>/session-checkpoints-v3``; the loopback endpoint; and how to make
+    the bearer key (reference: "Native deployment profiles" and its rules).
+    """
+    model_rec = model_record(model)
+    return {
+        "schema": 1,
+        "release": facts.release_version,
+        "lane": facts.lane_id,
+        "component_tag": facts.component_tag,
+        "release_instance_id": instance_id,
+        "package": package.as_dict(),
+        "model": {
+            "binding": "components.model",
+            "url": model_rec["url"],
+            "size": model_rec["size"],
+            "sha256": model_rec["sha256"],
+            "revision": model_rec["revision"],
+            "store_as": model_rec["local_name"],
+            "resume_onto_older_version": False,
+        },
+        "hardware": {
+            "gpu": facts.gpu,
+            "gpu_binding": "uuid",
+            "cuda_arch": facts.cuda_arch,
+            "cuda_version": facts.cuda_version,
+            "cuda_runtime_version": cuda_runtime_version,
+            "host_memory_floor_mib": facts.host_memory_floor_mib,
+            "gpu_power_limit_w": facts.gpu_power_limit_w,
+            "exclusive": "one lane at a time per host; bound to one GPU by UUID",
+        },
+        "install": {
+            "root": install_root.replace("<component>", facts.component_tag),
+            "extract": "package zip into the root, preserving paths",
+            "config": config_path,
+            "config_bytes_sha256": config_bytes_sha256,
+            "cache_root": "cache",
+            "checkpoint_dir": f"cache/{instance_id}/session-checkpoints-v3",
+            "checkpoint_schema": 3,
+            "model_path": f"models/{model_rec['local_name']}",
+        },
+        "endpoint": {
+            "host": facts.endpoint_host,
+            "port": facts.endpoint_port,
+            "auth": "bearer",
+            "loopback_only": True,
+        },
+        "bearer_key": {
+            "min_bytes": BEARER_KEY_MIN_BYTES,
+            "generated_chars": BEARER_KEY_GENERATED_CHARS,
+            "generate": "ninfer-release profile keygen --out <root>\\secrets\\bearer.key",
+            "generate_powershell": (
+                "$b = New-Object byte[] 32; "
+                "[Security.Cryptography.RandomNumberGenerator]::Fill($b); "
+                "($b | ForEach-Object { $_.ToString('x2') }) -join ''"
+            ),
+            "stored_in_assets": False,
+        },
+    }
+
+
+def component_manifest(
+    facts: LaneFacts,
+    *,
+    entries: Sequence[FileRef],
+    config_bytes_sha256: str,
+    instance_id: str,
+    qualification_status: str,
+    cuda_runtime_version: str | None,
+) -> dict[str, Any]:
+    """Entry 10, ``<stem>.manifest.json``: lane metadata and size + SHA-256 of entries 1–9."""
+    return {
+        "schema": 1,
+        "release": facts.release_version,
+        "candidate_commit": facts.candidate_commit,
+        "lane": facts.lane_id,
+        "component_tag": facts.component_tag,
+        "kind": "windows-zip",
+        "profile_id": facts.profile_id,
+        "source_commit": facts.source_commit,
+        "upstream_base": facts.upstream_base,
+        "cuda_arch": facts.cuda_arch,
+        "cuda_version": facts.cuda_version,
+        "cuda_runtime_version": cuda_runtime_version,
+        "config": {"hash_kind": "bytes", "sha256": config_bytes_sha256},
+        "release_instance_id": instance_id,
+        "qualification": qualification_status,
+        "rollback": {"state": facts.rollback, "directions": 0 if facts.rollback == "not_applicable" else None},
+        "source_date_epoch": facts.source_date_epoch,
+        "entries": [e.as_dict() for e in entries],
+    }

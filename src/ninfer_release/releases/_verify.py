@@ -1,0 +1,338 @@
+"""Consumer verification of a native asset set (DESIGN.md §4; what installers run).
+
+Checks, each failure one line naming the file:
+
+1. the exact set: the 10 entries of the contract plus ``SHA256SUMS``, nothing missing, nothing extra;
+2. ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms accepted, C01–C10) lists exactly
+   the 10 entries, and every digest holds;
+3. SPDX 2.3 and CycloneDX 1.6 validity;
+4. the cross-bindings: SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; config asset
+   = zip copy = profile hash = component manifest = qualification binding; SPDX asset = zip copy;
+   component manifest sizes/digests = entries 1–9; provenance subjects = entries 1–7; route package
+   = zip; optionally ``SHA256SUMS`` = the digest the release manifest binds.
+
+The zip is never extracted to disk; what is read from it is bounded (unsafe names and bomb ratios
+are reported, not followed). Every byte of every file is hashed once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ninfer_release import packaging, sbom
+from ninfer_release.checksums import parse_sha256sums
+from ninfer_release.hashing import sha256_bytes, sha256_file
+from ninfer_release.releases._contract import (
+    SUMS_NAME,
+    ZIP_CONFIG_PATH,
+    AssetNames,
+    stem_from_names,
+    zip_spdx_path,
+)
+
+#: Small JSON/TOML entries are read whole; anything bigger than this is not one of ours.
+MAX_SMALL_ENTRY = 64 << 20  # 64 MiB
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyReport:
+    """Outcome of :func:`verify_set`: one line per check passed, per warning and per failure."""
+
+    directory: str
+    stem: str | None
+    checked: tuple[str, ...]
+    warnings: tuple[str, ...]
+    failures: tuple[str, ...]
+    sums_sha256: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "stem": self.stem,
+            "ok": self.ok,
+            "sha256sums_sha256": self.sums_sha256,
+            "checked": list(self.checked),
+            "warnings": list(self.warnings),
+            "failures": list(self.failures),
+        }
+
+
+@dataclass
+class _Run:
+    directory: Path
+    checked: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def fail(self, name: str, message: str) -> None:
+        self.failures.append(f"{name}: {message}")
+
+    def expect(self, cond: bool, name: str, message: str, passed: str) -> bool:
+        if cond:
+            self.checked.append(passed)
+        else:
+            self.fail(name, message)
+        return cond
+
+
+def _load_json(run: _Run, name: str, data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        run.fail(name, f"not valid UTF-8 JSON: {exc}")
+        return None
+
+
+def _get(doc: Any, *path: str) -> Any:
+    cur = doc
+    for p in path:
+        if not isinstance(cur, dict) or p not in cur:
+            return None
+        cur = cur[p]
+    return cur
+
+
+def verify_set(
+    directory: Path,
+    *,
+    expected_sums_sha256: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> VerifyReport:
+    """Verify the native asset set in ``directory`` (see the module docstring for every check).
+
+    ``expected_sums_sha256`` is the ``SHA256SUMS`` digest a release manifest binds, if known.
+    ``progress`` receives byte counts as files are hashed.
+
+    Raises:
+        Nothing for a bad set: every finding is in the report (the CLI exits 5 when not ok).
+    """
+    run = _Run(directory=directory)
+    try:
+        listing = sorted(p.name for p in directory.iterdir())
+    except OSError as exc:
+        return VerifyReport(directory=str(directory), stem=None, checked=(), warnings=(),
+                            failures=(f"{directory}: cannot list: {exc.strerror or exc}",))
+    stem = stem_from_names(listing)
+    if stem is None:
+        run.fail(str(directory), "expected exactly one package '*.zip' in the set")
+        return VerifyReport(directory=str(directory), stem=None, checked=tuple(run.checked),
+                            warnings=(), failures=tuple(run.failures))
+    names = AssetNames(stem=stem)
+    # 1. exactly the 11 files
+    for n in names.all:
+        p = directory / n
+        if not p.is_file() or p.is_symlink():
+            run.fail(n, "missing from the set (or not a regular file)")
+    for n in listing:
+        if n not in names.all:
+            run.fail(n, "not part of the asset set (exactly 10 entries + SHA256SUMS)")
+    if not run.failures:
+        run.checked.append(f"set: exactly the 11 files of {stem}")
+
+    # 2. hash every entry once; the zip's members are hashed in parallel with the zip itself.
+    digests: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    small: dict[str, bytes] = {}
+    members: dict[str, str] = {}
+    zip_path = directory / names.zip
+    member_errors: list[str] = []
+
+    def hash_members() -> None:
+        try:
+            for d in packaging.iter_member_digests(zip_path):
+                members[d.name] = d.sha256
+        except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
+            member_errors.append(str(exc))
+
+    worker: threading.Thread | None = None
+    if zip_path.is_file():
+        worker = threading.Thread(target=hash_members, name="zip-members")
+        worker.start()
+    for n in names.all:
+        p = directory / n
+        if not p.is_file():
+            continue
+        size = p.stat().st_size
+        sizes[n] = size
+        if n != names.zip and size <= MAX_SMALL_ENTRY:
+            data = p.read_bytes()
+            small[n] = data
+            digests[n] = sha256_bytes(data)
+            if progress:
+                progress(size)
+        else:
+            digests[n] = sha256_file(p, progress=progress)
+    if worker is not None:
+        worker.join()
+    for msg in member_errors:
+        run.fail(names.zip, msg)
+
+    # 3. SHA256SUMS
+    sums_data = small.get(SUMS_NAME)
+    sums_sha = digests.get(SUMS_NAME)
+    if sums_data is not None:
+        parsed = parse_sha256sums(sums_data, source=SUMS_NAME)
+        run.warnings.extend(str(w) for w in parsed.warnings)
+        run.failures.extend(str(e) for e in parsed.errors)
+        listed = parsed.as_dict()
+        for n in names.entries:
+            if n not in listed:
+                run.fail(SUMS_NAME, f"does not list {n!r}")
+            elif n in digests:
+                run.expect(
+                    listed[n] == digests[n], n,
+                    f"SHA-256 mismatch: SHA256SUMS lists {listed[n]}, file has {digests[n]}",
+                    f"{n}: OK",
+                )
+        for n in listed:
+            if n not in names.entries:
+                run.fail(SUMS_NAME, f"lists {n!r}, which is not one of the 10 entries")
+    if expected_sums_sha256 is not None and sums_sha is not None:
+        run.expect(sums_sha == expected_sums_sha256.lower(), SUMS_NAME,
+                   f"digest {sums_sha} is not the {expected_sums_sha256} the release manifest binds",
+                   "SHA256SUMS: matches the release manifest")
+
+    # 4. SBOM validity and cross-bindings
+    _check_bindings(run, names, small, digests, sizes, members, zip_path)
+    return VerifyReport(
+        directory=str(directory), stem=stem, checked=tuple(run.checked),
+        warnings=tuple(run.warnings), failures=tuple(run.failures), sums_sha256=sums_sha,
+    )
+
+
+def _zip_member(run: _Run, zip_path: Path, member: str) -> bytes | None:
+    try:
+        return packaging.read_member(zip_path, member, max_bytes=MAX_SMALL_ENTRY)
+    except Exception as exc:  # noqa: BLE001 - any failure to read is a finding about the zip
+        run.fail(zip_path.name, f"cannot read member {member!r}: {exc}")
+        return None
+
+
+def _check_bindings(
+    run: _Run,
+    names: AssetNames,
+    small: Mapping[str, bytes],
+    digests: Mapping[str, str],
+    sizes: Mapping[str, int],
+    members: Mapping[str, str],
+    zip_path: Path,
+) -> None:
+    have_zip = zip_path.is_file() and bool(members)
+    spdx = small.get(names.spdx)
+    if spdx is not None:
+        problems = sbom.validate_spdx_bytes(spdx)
+        for msg in problems:
+            run.fail(names.spdx, f"SPDX 2.3 invalid: {msg}")
+        if not problems:
+            run.checked.append(f"{names.spdx}: valid SPDX 2.3")
+        if have_zip:
+            inner = _zip_member(run, zip_path, zip_spdx_path(names.stem))
+            if inner is not None:
+                run.expect(inner == spdx, names.spdx, "differs from the copy inside the package",
+                           f"{names.spdx}: byte-identical to the package copy")
+            if not problems:
+                listed = {k.removeprefix("./"): v for k, v in sbom.parse_spdx_files(spdx).items()}
+                inside = {k: v for k, v in members.items() if k != zip_spdx_path(names.stem)}
+                for path in sorted(set(inside) - set(listed)):
+                    run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
+                for path in sorted(set(listed) - set(inside)):
+                    run.fail(names.spdx, f"lists {path!r}, which is not in the package")
+                bad = [p for p in sorted(set(listed) & set(inside)) if listed[p][1] != inside[p]]
+                for path in bad:
+                    run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
+                if set(listed) == set(inside) and not bad:
+                    run.checked.append(f"{names.spdx}: file checksums = package members ({len(inside)})")
+
+    cdx = small.get(names.cdx)
+    if cdx is not None:
+        problems = sbom.validate_cyclonedx_bytes(cdx)
+        for msg in problems:
+            run.fail(names.cdx, f"CycloneDX 1.6 invalid: {msg}")
+        if not problems:
+            run.checked.append(f"{names.cdx}: valid CycloneDX 1.6")
+            if have_zip:
+                hashes = sbom.parse_cyclonedx_hashes(cdx)
+                bad_cdx = False
+                for path, sha in sorted(hashes.items()):
+                    if path not in members:
+                        run.fail(names.cdx, f"names {path!r}, which is not in the package")
+                        bad_cdx = True
+                    elif members[path] != sha:
+                        run.fail(names.cdx, f"SHA-256 of {path!r} differs from the package member")
+                        bad_cdx = True
+                dlls = [m for m in members if m.lower().endswith(".dll")]
+                for path in sorted(set(dlls) - set(hashes)):
+                    run.fail(names.cdx, f"package DLL {path!r} has no component")
+                    bad_cdx = True
+                if not bad_cdx:
+                    run.checked.append(f"{names.cdx}: component hashes = package DLLs ({len(dlls)})")
+
+    config = small.get(names.config)
+    profile = _load_json(run, names.profile, small.get(names.profile))
+    manifest = _load_json(run, names.manifest, small.get(names.manifest))
+    qualification = _load_json(run, names.qualification, small.get(names.qualification))
+    provenance = _load_json(run, names.provenance, small.get(names.provenance))
+    route = _load_json(run, names.route, small.get(names.route))
+    model = _load_json(run, names.model, small.get(names.model))
+    if config is not None:
+        config_sha = digests[names.config]
+        if have_zip:
+            inner = _zip_member(run, zip_path, ZIP_CONFIG_PATH)
+            if inner is not None:
+                run.expect(inner == config, names.config, "differs from the package's config/ninfer.toml",
+                           f"{names.config}: byte-identical to the package copy")
+        for doc_name, doc, path in (
+            (names.profile, profile, ("config", "bytes_sha256")),
+            (names.manifest, manifest, ("config", "sha256")),
+            (names.qualification, qualification, ("bound_to", "config_bytes_sha256")),
+            (names.route, route, ("install", "config_bytes_sha256")),
+        ):
+            if doc is None:
+                continue
+            bound = _get(doc, *path)
+            run.expect(bound == config_sha, doc_name,
+                       f"binds config SHA-256 {bound}, but {names.config} has {config_sha}",
+                       f"{doc_name}: binds the config bytes {config_sha[:12]}…")
+
+    if manifest is not None:
+        entries = _get(manifest, "entries")
+        want = list(names.entries[:9])
+        got = [e.get("name") for e in entries] if isinstance(entries, list) else None
+        if run.expect(got == want, names.manifest, f"entries are {got}, expected entries 1–9 {want}",
+                      f"{names.manifest}: lists entries 1–9"):
+            assert isinstance(entries, list)
+            for e in entries:
+                n = e["name"]
+                if n in digests and (e.get("sha256") != digests[n] or e.get("size") != sizes[n]):
+                    run.fail(names.manifest, f"size/SHA-256 recorded for {n!r} differ from the file")
+    if provenance is not None:
+        subj = {s.get("name"): _get(s, "digest", "sha256") for s in provenance.get("subject", [])
+                if isinstance(s, dict)}
+        want_subj = {n: digests.get(n) for n in names.entries[:7]}
+        run.expect(subj == want_subj, names.provenance,
+                   "subjects do not match entries 1–7 by name and SHA-256",
+                   f"{names.provenance}: subjects = entries 1–7")
+        run.expect(provenance.get("_type") == "https://in-toto.io/Statement/v1", names.provenance,
+                   "is not an in-toto Statement v1", f"{names.provenance}: in-toto Statement v1")
+    if route is not None and names.zip in digests:
+        pkg = _get(route, "package") or {}
+        run.expect(pkg.get("sha256") == digests[names.zip] and pkg.get("size") == sizes[names.zip]
+                   and pkg.get("name") == names.zip, names.route,
+                   "package name/size/SHA-256 differ from the zip",
+                   f"{names.route}: package = {names.zip}")
+        if model is not None:
+            rm = _get(route, "model") or {}
+            run.expect(rm.get("sha256") == model.get("sha256") and rm.get("size") == model.get("size")
+                       and rm.get("store_as") == model.get("local_name"), names.route,
+                       "model binding differs from the model entry", f"{names.route}: model = {names.model}")
