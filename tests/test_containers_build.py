@@ -136,7 +136,7 @@ def test_c37_archive_is_an_oci_layout_with_a_docker_manifest(tmp_path: Path, sam
     assert entry["Layers"] == [
         "blobs/sha256/" + layer.digest.removeprefix("sha256:") for layer in result.layers
     ]
-    assert entry["RepoTags"] == ["ninfer-runtime:v0.7.0-qwen38-5090-beta.2"]
+    assert entry["RepoTags"] == ["ghcr.io/alphastorm/ninfer-runtime:v0.7.0-qwen38-5090-beta.2"]
     assert set(entry["Layers"]) | {entry["Config"]} <= set(names)
     assert all(n.startswith("blobs/sha256/") for n in names if n.startswith("blobs/") and n.count("/") == 2)
     assert result.archive_sha256 == hashlib.sha256((out / "image.tar").read_bytes()).hexdigest()
@@ -374,3 +374,21 @@ def test_cli_bad_base_one_line_error(  # type: ignore[no-untyped-def]
     assert len(lines) == 1 and needle in lines[0]
     assert "Traceback" not in stderr
     _assert_nothing_written(out)
+
+
+def test_sample_layout_step_writes_base_and_inputs(tmp_path: Path) -> None:
+    """The ``samples fetch`` hook lays out base-layout/ (pinned by the repo recipe) and rtx5090/."""
+    from ninfer_release.containers import SAMPLE_EPOCH, sample_layout_step
+
+    seen: list[str] = []
+
+    class Ctx:
+        progress = staticmethod(seen.append)
+
+    sample_layout_step(tmp_path, Ctx())
+    assert SAMPLE_EPOCH == RELEASE_EPOCH
+    _, _, digest = image_config_of(tmp_path / "base-layout")
+    assert digest == load_recipe(RECIPE).base_digest
+    assert (tmp_path / "rtx5090" / "bin" / "ninfer-server").stat().st_mode & 0o777 == 0o755
+    assert json.loads((tmp_path / "rtx5090" / "build-info.json").read_bytes())["stand_in"] is True
+    assert seen and digest in seen[0]

@@ -58,8 +58,10 @@ from ninfer_release.containers._registry import (
     parse_reference,
 )
 from ninfer_release.containers._samples import (
+    SAMPLE_EPOCH,
     make_sample_base_layout,
     make_sample_rtx5090_inputs,
+    sample_layout_step,
     stand_in_commit,
 )
 from ninfer_release.containers._sbom_records import (
@@ -70,6 +72,7 @@ from ninfer_release.containers._sbom_records import (
 )
 
 __all__ = [
+    "SAMPLE_EPOCH",
     "BaseLocation",
     "BoundInput",
     "BuiltLayer",
@@ -117,6 +120,7 @@ __all__ = [
     "read_build_info",
     "read_build_result",
     "render_inputs",
+    "sample_layout_step",
     "stand_in_commit",
     "write_layer",
 ]

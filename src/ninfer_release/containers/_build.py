@@ -77,7 +77,7 @@ class ImageBuildRequest:
     ``inputs`` is the lane's staged directory (e.g. ``DIR/rtx5090``); ``base`` a ``--base`` argument
     (layout or pinned reference); ``version`` the component tag; ``revision`` the full 40-hex source
     commit; ``epoch`` the source-date epoch in seconds; ``repo_tags`` the docker tags written into
-    the archive's ``manifest.json`` (default ``<image basename>:<version>``).
+    the archive's ``manifest.json`` (default ``<recipe image>:<version>``).
     """
 
     recipe: ImageRecipe
@@ -249,10 +249,6 @@ class ImagePlan:
     repo_tags: tuple[str, ...]
 
 
-def _basename(image: str) -> str:
-    return image.rsplit("/", 1)[-1]
-
-
 def plan_image(request: ImageBuildRequest) -> ImagePlan:
     """Plan a build without touching disk: labels (OCI + ``io.ninfer.*``), annotations, tags.
 
@@ -323,7 +319,7 @@ def plan_image(request: ImageBuildRequest) -> ImagePlan:
     }
     if recipe.base_name:
         annotations["org.opencontainers.image.base.name"] = recipe.base_name
-    tags = request.repo_tags or (f"{_basename(recipe.image)}:{request.version}",)
+    tags = request.repo_tags or (f"{recipe.image}:{request.version}",)
     return ImagePlan(
         labels=labels,
         annotations=annotations,

@@ -30,6 +30,9 @@ SAMPLE_BASE_NAME = "sample/busybox-static"
 SAMPLE_BASE_TAG = "busybox-static"
 #: The 5090 lane's component tag (reference table "Lanes").
 RTX5090_COMPONENT_TAG = "v0.7.0-qwen38-5090-beta.2"
+#: Epoch of the sample base: the v0.13.1 source-date epoch; ``containers/qwen38-5090.yaml`` pins the
+#: digest this gives (with Debian 12 busybox-static 1:1.35.0-4+deb12u1+b1).
+SAMPLE_EPOCH = 1795132800
 
 _PASSWD = b"root:x:0:0:root:/root:/bin/sh\nninfer:x:10001:10001:ninfer:/nonexistent:/bin/false\n"
 _GROUP = b"root:x:0:\nninfer:x:10001:\n"
@@ -151,3 +154,19 @@ def make_sample_rtx5090_inputs(root: Path, *, epoch: int) -> Path:
     _runtime_archive(tmp, epoch=epoch)
     tmp.replace(lane / "runtime" / "ninfer-runtime.tar.gz")
     return lane
+
+
+def sample_layout_step(staging: Path, context: object = None) -> None:
+    """``samples fetch`` layout step: write ``staging/base-layout/`` and ``staging/rtx5090/``.
+
+    Uses :data:`SAMPLE_EPOCH`, so the base digest is the one ``containers/qwen38-5090.yaml`` pins.
+    ``context`` (the samples stage's step context) may carry a ``progress`` callable.
+
+    Raises:
+        InputError: busybox-static is not installed, or ``staging/base-layout`` exists.
+    """
+    progress = getattr(context, "progress", None)
+    digest = make_sample_base_layout(staging / "base-layout", epoch=SAMPLE_EPOCH)
+    make_sample_rtx5090_inputs(staging, epoch=SAMPLE_EPOCH)
+    if callable(progress):
+        progress(f"rtx5090: sample base {digest} and stand-in inputs")
