@@ -136,6 +136,125 @@ def _resolve_imports(
     return sorted(set(found)), problems
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    """Everything the document says, decided before any library object is built."""
+
+    licences: Mapping[str, str]  # licence text as given → normalized expression
+    nodes: tuple[_FileNode, ...]
+    vendored: tuple[tuple[str, DependencyRecord], ...]
+    graph: Mapping[str, tuple[str, ...]]  # bom-ref → sorted bom-refs it depends on (root included)
+    root_ref: str
+    tool_ref: str
+
+
+def _normalize_licences(
+    dependencies: Sequence[DependencyRecord], component_license: str | None
+) -> tuple[dict[str, str], list[Problem]]:
+    wanted = [(dep.license, f"dependencies[{i}:{dep.name}].license") for i, dep in enumerate(dependencies)]
+    wanted.append((component_license, "component_license"))
+    out: dict[str, str] = {}
+    problems: list[Problem] = []
+    for text, field in wanted:
+        if text is None or text in out:
+            continue
+        try:
+            out[text] = normalize_license_expression(text, where=CDX_WHERE, field=field).expression
+        except InputError as exc:
+            problems.extend(exc.problems)
+    return out, problems
+
+
+def _plan(
+    *,
+    dependencies: Sequence[DependencyRecord],
+    pe_infos: Mapping[str, PeInfo],
+    component_license: str | None,
+    root_ref: str,
+    tool_ref: str,
+) -> _Plan:
+    """Check the records, assign bom-refs, cross-check PE versions and derive the graph (pure)."""
+    problems = _check_records(dependencies)
+    licences, more = _normalize_licences(dependencies, component_license)
+    problems += more
+    if problems:
+        raise InputError(problems=problems)
+
+    nodes: list[_FileNode] = []
+    vendored: list[tuple[str, DependencyRecord]] = []
+    owners: dict[str, str] = {}
+    integrity: list[Problem] = []
+
+    def claim(ref: str, owner: str) -> None:
+        if ref in owners:
+            message = f"bom-ref {ref!r} is also used by {owners[ref]}"
+            integrity.append(Problem(file=CDX_WHERE, field=owner, message=message))
+        else:
+            owners[ref] = owner
+
+    claim(root_ref, "metadata.component")
+    claim(tool_ref, "metadata.tools")
+    for i, dep in enumerate(dependencies):
+        owner = f"dependencies[{i}:{dep.name}]"
+        if dep.kind == "vendored":
+            ref = vendored_bom_ref(dep.name, dep.version)
+            claim(ref, owner)
+            vendored.append((ref, dep))
+            continue
+        for f in dep.files:
+            ref = file_bom_ref(f.path)
+            claim(ref, f"{owner}.files[{f.path}]")
+            nodes.append(_FileNode(path=f.path, sha256=f.sha256, record=dep, ref=ref))
+            pe = pe_infos.get(f.path)
+            if not _is_pe(f.path):
+                continue
+            if pe is None:
+                message = "shipped PE file has no PE information"
+                problems.append(Problem(file=f.path, field="pe_infos", message=message))
+            elif dep.kind == "redistributable":
+                integrity += check_pe_against_lock(
+                    path=f.path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
+                )
+    message = "PE file is not a shipped file of any dependency"
+    problems += [
+        Problem(file=path, field="pe_infos", message=message)
+        for path in sorted(set(pe_infos) - {n.path for n in nodes})
+    ]
+    if problems:
+        raise InputError(problems=problems)
+
+    # Edges from import tables; engine files also depend on the vendored sources compiled into them.
+    by_name: dict[str, list[str]] = {}
+    for node in nodes:
+        by_name.setdefault(posixpath.basename(node.path).lower(), []).append(node.path)
+    vendored_refs = [ref for ref, _ in vendored]
+    graph: dict[str, set[str]] = {ref: set() for ref in vendored_refs}
+    for node in nodes:
+        pe = pe_infos.get(node.path)
+        targets, more = _resolve_imports(node.path, pe.all_imports if pe else (), by_name)
+        integrity += more
+        graph[node.ref] = {file_bom_ref(t) for t in targets}
+        if node.record.kind == "engine":
+            graph[node.ref].update(vendored_refs)
+    if integrity:
+        raise IntegrityError(problems=integrity)
+
+    # The package depends on the engine files (or, without any, on the vendored sources) and on
+    # every shipped file no import reaches (e.g. a DLL loaded by name at run time).
+    engine_refs = {n.ref for n in nodes if n.record.kind == "engine"}
+    top = engine_refs if engine_refs else set(vendored_refs)
+    top |= _unreached_roots(top, [n.ref for n in nodes], graph)
+    graph[root_ref] = top
+    return _Plan(
+        licences=licences,
+        nodes=tuple(nodes),
+        vendored=tuple(vendored),
+        graph={ref: tuple(sorted(targets)) for ref, targets in sorted(graph.items())},
+        root_ref=root_ref,
+        tool_ref=tool_ref,
+    )
+
+
 def cyclonedx_dependency_inventory(
     *,
     component_name: str,
@@ -172,198 +291,40 @@ def cyclonedx_dependency_inventory(
             file and both versions, see :func:`check_pe_against_lock`), two components would share
             a bom-ref, an import is ambiguous, or the schema validator reports anything.
     """
-    from cyclonedx.model import (
-        ExternalReference,
-        ExternalReferenceType,
-        HashAlgorithm,
-        HashType,
-        Property,
-        XsUri,
-    )
     from cyclonedx.model.bom import Bom, BomMetaData
     from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
-    from cyclonedx.model.license import LicenseExpression
     from cyclonedx.model.tool import ToolRepository
     from cyclonedx.output.json import JsonV1Dot6
 
-    problems = _check_records(dependencies)
-    if problems:
-        raise InputError(problems=problems)
-
-    # Licences first: every problem at once.
-    licence_exprs: dict[str, str] = {}
-    for i, dep in enumerate(dependencies):
-        for text, field in ((dep.license, f"dependencies[{i}:{dep.name}].license"),):
-            if text is None or text in licence_exprs:
-                continue
-            try:
-                licence_exprs[text] = normalize_license_expression(
-                    text, where=CDX_WHERE, field=field
-                ).expression
-            except InputError as exc:
-                problems.extend(exc.problems)
-    if component_license is not None:
-        try:
-            licence_exprs[component_license] = normalize_license_expression(
-                component_license, where=CDX_WHERE, field="component_license"
-            ).expression
-        except InputError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise InputError(problems=problems)
-
-    def licences(text: str | None) -> list[Any]:
-        return [] if text is None else [LicenseExpression(licence_exprs[text])]
-
-    # Shipped files, bom-refs, PE information and the lock cross-check.
-    nodes: list[_FileNode] = []
-    vendored: list[tuple[str, DependencyRecord]] = []
-    refs: dict[str, str] = {}
-    integrity: list[Problem] = []
-    root_ref = f"package:{component_name}@{component_version}"
-    tool_ref = f"tool:{tool_name}@{tool_version}"
-
-    def claim(ref: str, owner: str) -> None:
-        if ref in refs:
-            integrity.append(
-                Problem(file=CDX_WHERE, field=owner, message=f"bom-ref {ref!r} is also used by {refs[ref]}")
-            )
-        else:
-            refs[ref] = owner
-
-    claim(root_ref, "metadata.component")
-    claim(tool_ref, "metadata.tools")
-    for i, dep in enumerate(dependencies):
-        owner = f"dependencies[{i}:{dep.name}]"
-        if dep.kind == "vendored":
-            ref = vendored_bom_ref(dep.name, dep.version)
-            claim(ref, owner)
-            vendored.append((ref, dep))
-            continue
-        for f in dep.files:
-            ref = file_bom_ref(f.path)
-            claim(ref, f"{owner}.files[{f.path}]")
-            nodes.append(_FileNode(path=f.path, sha256=f.sha256, record=dep, ref=ref))
-            if not _is_pe(f.path):
-                continue
-            pe = pe_infos.get(f.path)
-            if pe is None:
-                problems.append(
-                    Problem(file=f.path, field="pe_infos", message="shipped PE file has no PE information")
-                )
-            elif dep.kind == "redistributable":
-                integrity.extend(
-                    check_pe_against_lock(
-                        path=f.path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
-                    )
-                )
-    shipped = {node.path for node in nodes}
-    problems.extend(
-        Problem(file=path, field="pe_infos", message="PE file is not a shipped file of any dependency")
-        for path in sorted(set(pe_infos) - shipped)
+    plan = _plan(
+        dependencies=dependencies,
+        pe_infos=pe_infos,
+        component_license=component_license,
+        root_ref=f"package:{component_name}@{component_version}",
+        tool_ref=f"tool:{tool_name}@{tool_version}",
     )
-    if problems:
-        raise InputError(problems=problems)
-
-    by_name: dict[str, list[str]] = {}
-    for node in nodes:
-        by_name.setdefault(posixpath.basename(node.path).lower(), []).append(node.path)
-    edges: dict[str, list[str]] = {}
-    for node in nodes:
-        pe = pe_infos.get(node.path)
-        if pe is None:
-            continue
-        targets, more = _resolve_imports(node.path, pe.all_imports, by_name)
-        integrity.extend(more)
-        edges[node.ref] = [file_bom_ref(t) for t in targets]
-    if integrity:
-        raise IntegrityError(problems=integrity)
-
-    # Components.
-    components: dict[str, Any] = {}
-    for ref, dep in vendored:
-        ext = []
-        if dep.source_url:
-            kind = (
-                ExternalReferenceType.SOURCE_DISTRIBUTION
-                if _ARCHIVE.search(dep.source_url)
-                else ExternalReferenceType.VCS
-            )
-            ext.append(ExternalReference(type=kind, url=XsUri(dep.source_url)))
-        if dep.homepage:
-            ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
-        props = [Property(name="ninfer:kind", value="vendored")]
-        if dep.commit:
-            props.append(Property(name="ninfer:commit", value=dep.commit))
-        props.append(Property(name=PROP_STAND_IN, value="true" if dep.stand_in else "false"))
-        components[ref] = Component(
-            type=ComponentType.LIBRARY,
-            name=dep.name,
-            version=dep.version,
-            bom_ref=ref,
-            purl=parse_purl(dep.purl) if dep.purl else None,
-            supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
-            licenses=licences(dep.license),
-            description=_description(dep),
-            external_references=ext,
-            properties=props,
-        )
-    for node in nodes:
-        dep = node.record
-        pe = pe_infos.get(node.path)
-        version = (pe_component_version(pe, group=dep.group) if pe is not None else None) or dep.version
-        props = [
-            Property(name="ninfer:kind", value=dep.kind),
-            Property(name="ninfer:package", value=dep.name),
-            Property(name="ninfer:package-version", value=dep.version),
-            Property(name=PROP_PATH, value=node.path),
-            Property(name=PROP_STAND_IN, value="true" if dep.stand_in else "false"),
-        ]
-        if dep.group:
-            props.append(Property(name="ninfer:group", value=dep.group))
-        if pe is not None:
-            props.append(Property(name="ninfer:pe-machine", value=pe.machine))
-            if pe.file_version:
-                props.append(Property(name="ninfer:pe-file-version", value=pe.file_version))
-            if pe.cuda_version:
-                props.append(Property(name="ninfer:cuda-version", value=pe.cuda_version))
-        if dep.commit:
-            props.append(Property(name="ninfer:commit", value=dep.commit))
-        ext = []
-        if dep.homepage:
-            ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
-        components[node.ref] = Component(
-            type=_component_type(node.path),
-            name=posixpath.basename(node.path),
-            version=version,
-            bom_ref=node.ref,
-            purl=parse_purl(dep.purl) if dep.purl else None,
-            supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
-            licenses=licences(dep.license),
-            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=node.sha256)],
-            description=_description(dep),
-            external_references=ext,
-            properties=props,
-        )
-
+    components = {ref: _vendored_component(ref, dep, plan.licences) for ref, dep in plan.vendored}
+    components.update(
+        {node.ref: _file_component(node, pe_infos.get(node.path), plan.licences) for node in plan.nodes}
+    )
     root = Component(
         type=ComponentType.APPLICATION,
         name=component_name,
         version=component_version,
-        bom_ref=root_ref,
+        bom_ref=plan.root_ref,
         purl=parse_purl(component_purl, where=f"{CDX_WHERE}: component_purl") if component_purl else None,
         supplier=OrganizationalEntity(name=supplier),
         manufacturer=OrganizationalEntity(name=supplier),
         authors=[OrganizationalContact(name=a) for a in component_authors],
-        licenses=licences(component_license),
+        licenses=_licences(component_license, plan.licences),
         description=component_description,
     )
     tool = Component(
         type=ComponentType.APPLICATION,
         name=tool_name,
         version=tool_version,
-        bom_ref=tool_ref,
+        bom_ref=plan.tool_ref,
         manufacturer=OrganizationalEntity(name=tool_vendor),
     )
     bom = Bom(
@@ -377,18 +338,9 @@ def cyclonedx_dependency_inventory(
         ),
     )
     bom.components.update(components.values())
-
-    # Graph: engine → imports and vendored; package → engine files and unreached redistributables.
-    engine_refs = [n.ref for n in nodes if n.record.kind == "engine"]
-    vendored_refs = [ref for ref, _ in vendored]
-    graph: dict[str, set[str]] = {ref: set(edges.get(ref, [])) for ref in components}
-    for ref in engine_refs:
-        graph[ref].update(vendored_refs)
-    top = set(engine_refs) if engine_refs else set(vendored_refs)
-    top |= _unreached_roots(top, [n.ref for n in nodes], graph)
-    bom.register_dependency(root, [components[r] for r in sorted(top)])
-    for ref in sorted(graph):
-        bom.register_dependency(components[ref], [components[t] for t in sorted(graph[ref])])
+    everything = {**components, plan.root_ref: root}
+    for ref, targets in plan.graph.items():
+        bom.register_dependency(everything[ref], [everything[t] for t in targets])
 
     text = JsonV1Dot6(bom).output_as_string(indent=2)
     data = (text.rstrip("\n") + "\n").encode("utf-8")
@@ -396,6 +348,86 @@ def cyclonedx_dependency_inventory(
     if messages:
         raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=m) for m in messages])
     return data
+
+
+def _licences(text: str | None, normalized: Mapping[str, str]) -> list[Any]:
+    from cyclonedx.model.license import LicenseExpression
+
+    return [] if text is None else [LicenseExpression(normalized[text])]
+
+
+def _vendored_component(ref: str, dep: DependencyRecord, licences: Mapping[str, str]) -> Any:
+    from cyclonedx.model import ExternalReference, ExternalReferenceType, Property, XsUri
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.contact import OrganizationalEntity
+
+    ext = []
+    if dep.source_url:
+        archive = _ARCHIVE.search(dep.source_url)
+        kind = ExternalReferenceType.SOURCE_DISTRIBUTION if archive else ExternalReferenceType.VCS
+        ext.append(ExternalReference(type=kind, url=XsUri(dep.source_url)))
+    if dep.homepage:
+        ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
+    props = [Property(name="ninfer:kind", value="vendored")]
+    if dep.commit:
+        props.append(Property(name="ninfer:commit", value=dep.commit))
+    props.append(Property(name=PROP_STAND_IN, value="true" if dep.stand_in else "false"))
+    return Component(
+        type=ComponentType.LIBRARY,
+        name=dep.name,
+        version=dep.version,
+        bom_ref=ref,
+        purl=parse_purl(dep.purl) if dep.purl else None,
+        supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
+        licenses=_licences(dep.license, licences),
+        description=_description(dep),
+        external_references=ext,
+        properties=props,
+    )
+
+
+def _file_component(node: _FileNode, pe: PeInfo | None, licences: Mapping[str, str]) -> Any:
+    from cyclonedx.model import (
+        ExternalReference,
+        ExternalReferenceType,
+        HashAlgorithm,
+        HashType,
+        Property,
+        XsUri,
+    )
+    from cyclonedx.model.component import Component
+    from cyclonedx.model.contact import OrganizationalEntity
+
+    dep = node.record
+    version = (pe_component_version(pe, group=dep.group) if pe is not None else None) or dep.version
+    values = [
+        ("ninfer:kind", dep.kind),
+        ("ninfer:package", dep.name),
+        ("ninfer:package-version", dep.version),
+        (PROP_PATH, node.path),
+        (PROP_STAND_IN, "true" if dep.stand_in else "false"),
+        ("ninfer:group", dep.group),
+        ("ninfer:pe-machine", pe.machine if pe else None),
+        ("ninfer:pe-file-version", pe.file_version if pe else None),
+        ("ninfer:cuda-version", pe.cuda_version if pe else None),
+        ("ninfer:commit", dep.commit),
+    ]
+    ext = []
+    if dep.homepage:
+        ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
+    return Component(
+        type=_component_type(node.path),
+        name=posixpath.basename(node.path),
+        version=version,
+        bom_ref=node.ref,
+        purl=parse_purl(dep.purl) if dep.purl else None,
+        supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
+        licenses=_licences(dep.license, licences),
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=node.sha256)],
+        description=_description(dep),
+        external_references=ext,
+        properties=[Property(name=k, value=v) for k, v in values if v],
+    )
 
 
 def _component_type(path: str) -> Any:
