@@ -5,6 +5,9 @@ and ``/images/{name}/push`` with HTTP 200 and reports failure as an ``errorDetai
 the progress stream; every stream is read to the end and any ``errorDetail``/``error`` is a
 :class:`BackendError` (C39, docker/docker-py#3161). Nothing is recorded as pushed unless the
 stream ended with the pushed digest and no error.
+
+``docker`` (and ``requests`` under it) are imported when a backend is used, not when the package
+is imported: they cost about half a second, which every other command would pay.
 """
 
 from __future__ import annotations
@@ -13,10 +16,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import docker
-import docker.errors
-import requests.exceptions
 
 from ninfer_release.errors import BackendError, IntegrityError
 
@@ -93,6 +92,9 @@ class DockerBackend:
         self.timeout = timeout
 
     def _client(self) -> Any:
+        import docker
+        import requests.exceptions
+
         try:
             return docker.APIClient(base_url=self.base_url, version="auto", timeout=int(self.timeout))
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
@@ -106,6 +108,9 @@ class DockerBackend:
                 failure is reported inside a 200 stream, C39).
             IntegrityError: the engine's image id is not our config digest.
         """
+        import docker.errors
+        import requests.exceptions
+
         api = self._client()
         try:
             return self._deliver(api, result)
@@ -132,6 +137,8 @@ class DockerBackend:
         return facts
 
     def _smoke(self, api: Any, image_id: str, smoke: SmokeSpec) -> dict[str, Any]:
+        import docker.errors
+
         host_config = api.create_host_config(network_mode="none")
         container = api.create_container(
             image=image_id, command=list(smoke.args), host_config=host_config, network_disabled=True
