@@ -377,3 +377,13 @@ def test_cross_check_cyclonedx_against_zip_members() -> None:
         ("bin/cudart64_13.dll", "SHA-256 differs from the zip member"),
         ("bin/dstorage.dll", "component file is not in the zip"),
     ]
+
+
+def test_stand_in_description_is_not_repeated() -> None:
+    prefix = "STAND-IN, not the real Microsoft.Direct3D.DirectStorage 1.2.2: "
+    prefix += "a placeholder file for samples and tests."
+    worded = dataclasses.replace(DSTORAGE, description="STAND-IN sample file, not the real redistributable")
+    other = dataclasses.replace(DSTORAGE, description="DirectStorage runtime")
+    for dep, expected in ((worded, prefix), (other, f"{prefix} DirectStorage runtime")):
+        c = components(load(make([ENGINE, CUDART, CRT, dep, JSON_LIB])))
+        assert c["file:bin/dstorage.dll"]["description"] == expected

@@ -444,7 +444,10 @@ def _component_type(path: str) -> Any:
 def _description(dep: DependencyRecord) -> str | None:
     if dep.stand_in:
         prefix = f"STAND-IN, not the real {dep.name} {dep.version}: a placeholder file for samples and tests."
-        return f"{prefix} {dep.description}" if dep.description else prefix
+        # A description that already says so (the lock's own wording) is not repeated.
+        if dep.description and "stand-in" not in dep.description.lower():
+            return f"{prefix} {dep.description}"
+        return prefix
     return dep.description
 
 
