@@ -329,3 +329,18 @@ def test_cuda_versions_may_differ_in_precision_but_never_contradict() -> None:
         cuda_version_from_strings({"FileDescription": "NVIDIA CUDA BLAS Library, Version 13.1.0.3"})
         == "13.1.0.3"
     )
+
+
+def test_cublas_strings_name_fewer_parts_than_the_wheel() -> None:
+    """Measured on nvidia-cublas 13.3.0.5's cublas64_13.dll: "NVIDIA CUDA BLAS Library, Version 13.3.0"."""
+    strings = {
+        "FileDescription": "NVIDIA CUDA BLAS Library, Version 13.3.0",
+        "ProductName": "NVIDIA CUDA BLAS Library",
+    }
+    info = _info(file_version="6.14.11.1330", cuda_version=cuda_version_from_strings(strings))
+    assert info.cuda_version == "13.3.0"
+    assert (
+        check_pe_against_lock(path="bin/cublas64_13.dll", group="cuda", lock_version="13.3.0.5", pe=info)
+        == []
+    )
+    assert check_pe_against_lock(path="bin/cublas64_13.dll", group="cuda", lock_version="13.2.1.1", pe=info)

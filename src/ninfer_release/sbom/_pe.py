@@ -12,7 +12,9 @@ decided from the real DLLs of the wheels the lock names:
   ``6,14,11,13030`` (fixed block 6.14.11.13030, ProductVersion block 10.0.10011.16384). The lock
   version (the wheel version) must agree with the version from the strings (one may name fewer
   components). For ``cudart`` this is the CUDA runtime version (what the route block needs); for
-  other NVIDIA libraries it is the version their strings name, which is also their wheel's.
+  other NVIDIA libraries it is the version their strings name: ``cublas64_13.dll`` of wheel
+  ``nvidia-cublas`` 13.3.0.5 says ``"NVIDIA CUDA BLAS Library, Version 13.3.0"`` (a prefix of the
+  wheel version, accepted; a different version never is).
 * ``crt`` — the MSVC runtime DLLs of wheel ``msvc-runtime`` 14.44.35112 carry FileVersion
   ``14.44.35211.0``: the wheel names the toolset, the DLLs the redistributable build. Only the
   VC++ line ``major.minor`` (14.44) is shared, so that is what must agree.
