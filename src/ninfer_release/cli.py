@@ -8,11 +8,15 @@ problem and exits with its code; anything else exits 1, with a traceback only un
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -97,8 +101,14 @@ def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None
         except (DefinitionError, InputError) as exc:
             failures.append(exc)
             continue
-        results.append({"path": raw, "profile_id": prof.id, "bytes_sha256": rendered.bytes_sha256,
-                        "semantic_sha256": rendered.semantic_sha256})
+        results.append(
+            {
+                "path": raw,
+                "profile_id": prof.id,
+                "bytes_sha256": rendered.bytes_sha256,
+                "semantic_sha256": rendered.semantic_sha256,
+            }
+        )
     if failures:
         # A missing file is exit 4; otherwise the definitions are invalid (3). Every problem is listed.
         kind = InputError if any(isinstance(f, InputError) for f in failures) else DefinitionError
@@ -209,18 +219,35 @@ def manifest_check(ctx: Context, manifest_path: str, repo: str | None) -> None:
     ]
     for lane_id, lane in release.lanes.items():
         cfg = configs[lane_id]
-        lanes.append({
-            "lane": lane_id, "component_tag": lane.component_tag, "kind": lane.kind, "mode": lane.mode,
-            "profile_id": lane.profile_id, "source_commit": lane.source_commit, "cuda_arch": lane.cuda_arch,
-            "bytes_sha256": cfg.bytes_sha256, "semantic_sha256": cfg.semantic_sha256,
-        })
+        lanes.append(
+            {
+                "lane": lane_id,
+                "component_tag": lane.component_tag,
+                "kind": lane.kind,
+                "mode": lane.mode,
+                "profile_id": lane.profile_id,
+                "source_commit": lane.source_commit,
+                "cuda_arch": lane.cuda_arch,
+                "bytes_sha256": cfg.bytes_sha256,
+                "semantic_sha256": cfg.semantic_sha256,
+            }
+        )
         lines += [
             f"{lane_id}  {lane.component_tag}  {lane.kind} {lane.mode}  profile {lane.profile_id}",
             f"  bytes_sha256     {cfg.bytes_sha256}",
             f"  semantic_sha256  {cfg.semantic_sha256}",
         ]
-    emit(ctx, {"ok": True, "version": release.version, "candidate_commit": release.candidate_commit,
-               "source_date_epoch": release.source_date_epoch, "lanes": lanes}, lines)
+    emit(
+        ctx,
+        {
+            "ok": True,
+            "version": release.version,
+            "candidate_commit": release.candidate_commit,
+            "source_date_epoch": release.source_date_epoch,
+            "lanes": lanes,
+        },
+        lines,
+    )
 
 
 # --- samples ---------------------------------------------------------------------------------
@@ -290,6 +317,227 @@ def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, repo: s
 
 # --- build / verify (build, releases stages) ---------------------------------------------------
 
+
+@contextlib.contextmanager
+def _byte_progress(ctx: Context, label: str) -> Iterator[Callable[[str, int], None] | None]:
+    """A rich progress bar on stderr (bytes processed per phase), only on a terminal."""
+    if ctx.json or ctx.verbosity < 0 or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import DownloadColumn, Progress, SpinnerColumn, TextColumn, TransferSpeedColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def advance(phase: str, n: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(f"{label}: {phase}", total=None)
+            bar.advance(tasks[phase], n)
+
+        yield advance
+
+
+def _lane_lines(summary: dict[str, Any]) -> list[str]:
+    if summary.get("mode") == "carry":
+        return [f"{summary['lane']}: carried {summary.get('image')} ({summary.get('verification')})"]
+    verified = ", verified" if summary.get("verified") else ""
+    return [
+        f"{summary['lane']}: {summary['component_tag']} -> {summary['set_dir']} "
+        f"({summary['files']} files, {summary['qualification']}{verified})",
+        f"  config bytes sha256 {summary['config_bytes_sha256']}",
+        f"  SHA256SUMS sha256   {summary['sha256sums']}",
+    ]
+
+
+@cli.group()
+def build() -> None:
+    """Build one lane, or a whole release, into asset sets and a release manifest."""
+
+
+@build.command("lane")
+@click.argument("lane")
+@click.option(
+    "--release",
+    "release_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Release definition, e.g. manifests/v0.13.1.yaml.",
+)
+@click.option(
+    "--inputs", required=True, type=click.Path(file_okay=False), help="Staged inputs (DIR or DIR/<lane>)."
+)
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
+@click.option("--receipts", type=click.Path(file_okay=False), help="Qualification receipts directory.")
+@click.option("--registry", help="Mirror registry HOST:PORT to verify a carried image against.")
+@click.option("--offline", is_flag=True, help="Record carried images as unverified; contact no registry.")
+@click.option(
+    "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Compression threads."
+)
+@click.pass_obj
+def build_lane_cmd(
+    ctx: Context,
+    lane: str,
+    release_path: str,
+    inputs: str,
+    out: str,
+    receipts: str | None,
+    registry: str | None,
+    offline: bool,
+    workers: int,
+) -> None:
+    """Build (or carry) LANE: OUT/<lane>/ (11-file set) and OUT/<lane>.lane.json."""
+    from ninfer_release.build import build_lane
+
+    with _byte_progress(ctx, lane) as progress:
+        outcome = build_lane(
+            Path(release_path),
+            lane,
+            inputs=Path(inputs),
+            out=Path(out),
+            env=os.environ,
+            receipts=Path(receipts) if receipts else None,
+            registry=registry,
+            offline=offline,
+            workers=workers,
+            progress=progress,
+        )
+    summary = outcome.summary()
+    emit(ctx, {"ok": True, **summary}, _lane_lines(summary))
+
+
+@build.command("release")
+@click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
+@click.option(
+    "--inputs", required=True, type=click.Path(file_okay=False), help="Staged inputs: DIR/<lane>/ per lane."
+)
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
+@click.option(
+    "--receipts", type=click.Path(file_okay=False), help="Qualification receipts (DIR or DIR/<lane>/)."
+)
+@click.option("--registry", help="Mirror registry HOST:PORT to verify a carried image against.")
+@click.option("--offline", is_flag=True, help="Record carried images as unverified; contact no registry.")
+@click.option(
+    "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Compression threads."
+)
+@click.pass_obj
+def build_release_cmd(
+    ctx: Context,
+    manifest_path: str,
+    inputs: str,
+    out: str,
+    receipts: str | None,
+    registry: str | None,
+    offline: bool,
+    workers: int,
+) -> None:
+    """Build every lane of MANIFEST into OUT and write OUT/release-manifest.json."""
+    from ninfer_release.build import build_release
+
+    with _byte_progress(ctx, "release") as progress:
+        outcome = build_release(
+            Path(manifest_path),
+            inputs=Path(inputs),
+            out=Path(out),
+            env=os.environ,
+            receipts=Path(receipts) if receipts else None,
+            registry=registry,
+            offline=offline,
+            workers=workers,
+            progress=progress,
+        )
+    summary = outcome.summary()
+    lines = [line for lane in summary["lanes"] for line in _lane_lines(lane)]
+    lines.append(
+        f"release manifest {summary['release_manifest']} sha256 {summary['release_manifest_sha256']}"
+    )
+    emit(ctx, {"ok": True, **summary}, lines)
+
+
+@manifest.command("assemble")
+@click.argument(
+    "lane_results", metavar="LANE_RESULT...", nargs=-1, required=True, type=click.Path(dir_okay=False)
+)
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False), help="Release manifest to write (new file)."
+)
+@click.pass_obj
+def manifest_assemble(ctx: Context, lane_results: tuple[str, ...], out: str) -> None:
+    """Assemble the release manifest from lane results (<lane>.lane.json), as CI does."""
+    from ninfer_release.atomic import write_bytes
+    from ninfer_release.hashing import sha256_bytes
+    from ninfer_release.manifests import assemble_release_manifest, load_lane_result
+
+    results = [(Path(p).name, load_lane_result(Path(p))) for p in lane_results]
+    data = assemble_release_manifest(results)
+    write_bytes(Path(out), data, overwrite=False)
+    digest = sha256_bytes(data)
+    emit(
+        ctx,
+        {"ok": True, "path": out, "sha256": digest, "lanes": [r.lane_id for _, r in results]},
+        [f"{out}: sha256 {digest} ({len(results)} lanes)"],
+    )
+
+
+@cli.command("verify")
+@click.argument("location", metavar="DIR_OR_OCI_REF")
+@click.option("--sums-sha256", "sums_sha256", help="SHA256SUMS digest the release manifest binds.")
+@click.option(
+    "--release-manifest",
+    "release_manifest",
+    type=click.Path(dir_okay=False),
+    help="release-manifest.json: check SHA256SUMS against the digest it binds for this set.",
+)
+@click.pass_obj
+def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_manifest: str | None) -> None:
+    """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG or dir://PATH:TAG.
+
+    Exit 0 when every check holds; exit 5 with one line per failure otherwise.
+    """
+    from ninfer_release.errors import IntegrityError, Problem
+    from ninfer_release.releases import verify_location
+
+    expected = sums_sha256
+    if release_manifest is not None:
+        expected = _sums_from_release_manifest(Path(release_manifest), location) or expected
+    with _byte_progress(ctx, "verify") as progress:
+        located = verify_location(
+            location,
+            expected_sums_sha256=expected,
+            progress=(lambda n: progress("hashed", n)) if progress else None,
+        )
+    report = located.report
+    for w in report.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if not report.ok:
+        raise IntegrityError(problems=[Problem(file=location, message=f) for f in report.failures])
+    lines = [] if ctx.verbosity < 1 else list(report.checked)
+    lines.append(f"{location}: OK ({report.stem}, {len(report.checked)} checks)")
+    emit(ctx, {"ok": True, **located.as_dict()}, lines)
+
+
+def _sums_from_release_manifest(path: Path, location: str) -> str | None:
+    from ninfer_release.errors import InputError, Problem
+
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise InputError(problems=[Problem(file=str(path), message=f"cannot read: {exc}")]) from exc
+    for lane in doc.get("lanes", {}).values():
+        sums = lane.get("sha256sums") if isinstance(lane, dict) else None
+        tag = lane.get("component_tag") if isinstance(lane, dict) else None
+        if sums and tag and tag in location:
+            return str(sums["sha256"])
+    return None
+
+
 # --- image (containers stage) ------------------------------------------------------------------
 
 
@@ -300,27 +548,56 @@ def image() -> None:
 
 @image.command("build")
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(dir_okay=False))
-@click.option("--inputs", "inputs", required=True, type=click.Path(file_okay=False),
-              help="The lane's staged inputs (DIR/<lane> or DIR holding <lane>/).")
+@click.option(
+    "--inputs",
+    "inputs",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="The lane's staged inputs (DIR/<lane> or DIR holding <lane>/).",
+)
 @click.option("--base", "base", required=True, help="OCI layout DIR[:REF] or REGISTRY/REPO@sha256:<hex>.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="New output directory.")
 @click.option("--backend", "backend", type=click.Choice(["oci", "docker"]), default="oci", show_default=True)
 @click.option("--version", "version", help="Component tag (default: build-info.json component_tag).")
 @click.option("--revision", "revision", help="Full 40-hex source commit (default: build-info.json).")
-@click.option("--source-date-epoch", "epoch", type=int,
-              help="Seconds; default SOURCE_DATE_EPOCH, else the --release manifest's value.")
-@click.option("--release", "release_path", type=click.Path(dir_okay=False),
-              help="Release manifest to take the source-date epoch from.")
-@click.option("--profile", "profile_path", type=click.Path(dir_okay=False),
-              help="Profile file (default: <repo>/profiles/<recipe profile>.yaml).")
+@click.option(
+    "--source-date-epoch",
+    "epoch",
+    type=int,
+    help="Seconds; default SOURCE_DATE_EPOCH, else the --release manifest's value.",
+)
+@click.option(
+    "--release",
+    "release_path",
+    type=click.Path(dir_okay=False),
+    help="Release manifest to take the source-date epoch from.",
+)
+@click.option(
+    "--profile",
+    "profile_path",
+    type=click.Path(dir_okay=False),
+    help="Profile file (default: <repo>/profiles/<recipe profile>.yaml).",
+)
 @click.option("--docker-host", "docker_host_url", help="Engine API URL (default DOCKER_HOST).")
 @click.option("--push", "push", help="With --backend docker: push to REGISTRY/REPOSITORY:TAG.")
 @click.option("--no-smoke", "no_smoke", is_flag=True, help="With --backend docker: skip the smoke run.")
 @click.pass_obj
-def image_build(ctx: Context, recipe_path: str, inputs: str, base: str, out: str, backend: str,
-                version: str | None, revision: str | None, epoch: int | None, release_path: str | None,
-                profile_path: str | None, docker_host_url: str | None, push: str | None,
-                no_smoke: bool) -> None:
+def image_build(
+    ctx: Context,
+    recipe_path: str,
+    inputs: str,
+    base: str,
+    out: str,
+    backend: str,
+    version: str | None,
+    revision: str | None,
+    epoch: int | None,
+    release_path: str | None,
+    profile_path: str | None,
+    docker_host_url: str | None,
+    push: str | None,
+    no_smoke: bool,
+) -> None:
     """Build RECIPE's image from staged inputs onto a pinned base; write layout, tar and record to --out."""
     import os
     from pathlib import Path
@@ -349,8 +626,14 @@ def image_build(ctx: Context, recipe_path: str, inputs: str, base: str, out: str
     prof = Path(profile_path) if profile_path else repo_root / "profiles" / f"{recipe.profile}.yaml"
     rendered = containers.render_inputs(prof) if recipe.rendered_kinds else None
     request = containers.ImageBuildRequest(
-        recipe=recipe, inputs=lane_dir, base=base, out=Path(out), version=version or info.component_tag,
-        revision=revision or info.source_commit, epoch=epoch, rendered=rendered,
+        recipe=recipe,
+        inputs=lane_dir,
+        base=base,
+        out=Path(out),
+        version=version or info.component_tag,
+        revision=revision or info.source_commit,
+        epoch=epoch,
+        rendered=rendered,
     )
     chosen: containers.ImageBackend
     if backend == "docker":
@@ -382,14 +665,20 @@ def image_build(ctx: Context, recipe_path: str, inputs: str, base: str, out: str
 
 @image.command("carry")
 @click.argument("lane")
-@click.option("--release", "release_path", required=True, type=click.Path(dir_okay=False),
-              help="Release manifest whose LANE is carried.")
+@click.option(
+    "--release",
+    "release_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Release manifest whose LANE is carried.",
+)
 @click.option("--registry", "registry", help="Mirror registry HOST:PORT holding the same repository path.")
 @click.option("--offline", is_flag=True, help="Record the carry as unverified without contacting a registry.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="Also write the carry record here.")
 @click.pass_obj
-def image_carry(ctx: Context, lane: str, release_path: str, registry: str | None, offline: bool,
-                out: str | None) -> None:
+def image_carry(
+    ctx: Context, lane: str, release_path: str, registry: str | None, offline: bool, out: str | None
+) -> None:
     """Re-verify LANE's published image by digest and record it; nothing is rebuilt."""
     import os
     from pathlib import Path
@@ -404,11 +693,25 @@ def image_carry(ctx: Context, lane: str, release_path: str, registry: str | None
     release = load_release(Path(release_path), env=os.environ)
     found = release.lanes.get(lane)
     if found is None:
-        raise InputError(problems=[Problem(file=release_path, field=f"lanes.{lane}",
-                                           message=f"no such lane; known: {sorted(release.lanes)}")])
+        raise InputError(
+            problems=[
+                Problem(
+                    file=release_path,
+                    field=f"lanes.{lane}",
+                    message=f"no such lane; known: {sorted(release.lanes)}",
+                )
+            ]
+        )
     if found.mode != "carry" or found.carried is None:
-        raise InputError(problems=[Problem(file=release_path, field=f"lanes.{lane}.mode",
-                                           message=f"is {found.mode!r}; only a carried lane can be carried")])
+        raise InputError(
+            problems=[
+                Problem(
+                    file=release_path,
+                    field=f"lanes.{lane}.mode",
+                    message=f"is {found.mode!r}; only a carried lane can be carried",
+                )
+            ]
+        )
 
     def progress(message: str) -> None:
         if ctx.verbosity > 0:
@@ -426,6 +729,40 @@ def image_carry(ctx: Context, lane: str, release_path: str, registry: str | None
 
 
 # --- publish (releases stage) ------------------------------------------------------------------
+
+
+@cli.command("publish")
+@click.argument("set_dir", metavar="SET_DIR", type=click.Path(file_okay=False, exists=True))
+@click.option("--to", "to", required=True, help="oci://HOST[:PORT]/REPO[:TAG] or dir://PATH.")
+@click.option("--draft", is_flag=True, help="Publish under <tag>.draft (allowed for unqualified sets).")
+@click.option("--latest", "latest", is_flag=True, help="Also move 'latest' (refused for prereleases).")
+@click.option(
+    "--release",
+    "release_path",
+    type=click.Path(dir_okay=False),
+    help="Release definition the set must agree with.",
+)
+@click.pass_obj
+def publish_cmd(
+    ctx: Context, set_dir: str, to: str, draft: bool, latest: bool, release_path: str | None
+) -> None:
+    """Publish a sealed 11-file set as one immutable OCI artifact (component prerelease)."""
+    from ninfer_release.profiles import load_release
+    from ninfer_release.releases import publish_set
+
+    release = load_release(Path(release_path), env=os.environ) if release_path else None
+    result = publish_set(Path(set_dir), to, draft=draft, move_latest=latest, release=release)
+    emit(
+        ctx,
+        {
+            "ok": True,
+            "status": result.status,
+            "ref": result.ref,
+            "manifest_digest": result.manifest_digest,
+            "latest_moved": result.latest_moved,
+        },
+        [f"{result.status}: {result.ref} ({result.manifest_digest})"],
+    )
 
 
 def _leading_options(args: list[str]) -> list[str]:
@@ -464,8 +801,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes exit 1
         if debug:
             traceback.print_exc()
-        _fail(ctx_obj, int(ExitCode.INTERNAL), [f"internal error: {type(exc).__name__}: {exc} "
-                                                 "(run with --debug for a traceback)"], "internal")
+        _fail(
+            ctx_obj,
+            int(ExitCode.INTERNAL),
+            [f"internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)"],
+            "internal",
+        )

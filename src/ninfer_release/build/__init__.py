@@ -16,4 +16,11 @@ from ninfer_release.build._build import (
     release_facts,
 )
 
-__all__ = ["RELEASE_MANIFEST_NAME", "LaneOutcome", "ReleaseOutcome", "build_lane", "build_release", "release_facts"]
+__all__ = [
+    "RELEASE_MANIFEST_NAME",
+    "LaneOutcome",
+    "ReleaseOutcome",
+    "build_lane",
+    "build_release",
+    "release_facts",
+]

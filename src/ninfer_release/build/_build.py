@@ -94,11 +94,17 @@ def release_facts(release: profiles.Release) -> dict[str, Any]:
         "publication_base_url": release.publication_base_url,
         "components": {
             "model": release.model.as_dict(),
-            "client": {"name": release.client.name, "version": release.client.version,
-                       "source": release.client.source, "mode": release.client.mode},
+            "client": {
+                "name": release.client.name,
+                "version": release.client.version,
+                "source": release.client.source,
+                "mode": release.client.mode,
+            },
         },
         "upstream_base": release.upstream_base,
-        "superseded": [{"tag": s.tag, "source": s.source, "successor": s.successor} for s in release.superseded],
+        "superseded": [
+            {"tag": s.tag, "source": s.source, "successor": s.successor} for s in release.superseded
+        ],
         "lane_ids": sorted(release.lanes),
     }
 
@@ -108,31 +114,58 @@ def _staged_dir(inputs: Path, lane_id: str) -> Path:
         return inputs / lane_id
     if (inputs / "build-info.json").is_file():
         return inputs
-    raise InputError(problems=[Problem(file=str(inputs), field=lane_id,
-                                       message=f"no staged tree for lane {lane_id!r} (expected {inputs / lane_id}/)")])
+    raise InputError(
+        problems=[
+            Problem(
+                file=str(inputs),
+                field=lane_id,
+                message=f"no staged tree for lane {lane_id!r} (expected {inputs / lane_id}/)",
+            )
+        ]
+    )
 
 
 def _native_lane(
-    release: profiles.Release, lane: profiles.Lane, *, inputs: Path, out: Path,
-    receipts: Path | None, workers: int, progress: ProgressFn | None, verify: bool,
+    release: profiles.Release,
+    lane: profiles.Lane,
+    *,
+    inputs: Path,
+    out: Path,
+    receipts: Path | None,
+    workers: int,
+    progress: ProgressFn | None,
+    verify: bool,
 ) -> LaneOutcome:
     profile = release.profile_of(lane.id)
     rendered = profiles.render_config(profile)
     staged = packaging.load_staged_tree(
-        _staged_dir(inputs, lane.id), lane_id=lane.id, source_commit=lane.source_commit,
-        cuda_arch=lane.cuda_arch or "", cuda_version=lane.cuda_version or "",
+        _staged_dir(inputs, lane.id),
+        lane_id=lane.id,
+        source_commit=lane.source_commit,
+        cuda_arch=lane.cuda_arch or "",
+        cuda_version=lane.cuda_version or "",
     )
     assert lane.package_recipe is not None
     recipe = packaging.load_recipe(release.repo_root / lane.package_recipe)
     accepted = load_receipts(
         receipts / lane.id if receipts is not None and (receipts / lane.id).is_dir() else receipts,
-        lane=lane, config_bytes_sha256=rendered.bytes_sha256,
+        lane=lane,
+        config_bytes_sha256=rendered.bytes_sha256,
     )
     facts = release_facts(release)
     sealed = build_native_set(
-        release=release, lane=lane, profile=profile, rendered=rendered, staged=staged, recipe=recipe,
-        out=out / lane.id, receipts=accepted, definition_sha256=facts["definition"]["sha256"],
-        repo_root=release.repo_root, workers=workers, progress=progress,
+        release=release,
+        lane=lane,
+        profile=profile,
+        rendered=rendered,
+        staged=staged,
+        recipe=recipe,
+        out=out / lane.id,
+        receipts=accepted,
+        definition_sha256=facts["definition"]["sha256"],
+        repo_root=release.repo_root,
+        workers=workers,
+        progress=progress,
     )
     verified = None
     if verify:
@@ -140,21 +173,36 @@ def _native_lane(
         if not report.ok:
             from ninfer_release.errors import IntegrityError
 
-            raise IntegrityError(problems=[Problem(file=str(sealed.directory), message=f) for f in report.failures])
+            raise IntegrityError(
+                problems=[Problem(file=str(sealed.directory), message=f) for f in report.failures]
+            )
         verified = True
     result = LaneResult(lane_id=lane.id, release=facts, entry=sealed.manifest_entry(lane))
     path = out / lane_result_name(lane.id)
     write_bytes(path, result.as_bytes(), overwrite=False)
-    return LaneOutcome(lane_id=lane.id, mode=lane.mode, result=result, result_path=path, sealed=sealed,
-                       verified=verified)
+    return LaneOutcome(
+        lane_id=lane.id, mode=lane.mode, result=result, result_path=path, sealed=sealed, verified=verified
+    )
 
 
 def _carried_lane(
-    release: profiles.Release, lane: profiles.Lane, *, out: Path, registry: str | None, offline: bool,
+    release: profiles.Release,
+    lane: profiles.Lane,
+    *,
+    out: Path,
+    registry: str | None,
+    offline: bool,
 ) -> LaneOutcome:
     if lane.carried is None:
-        raise InputError(problems=[Problem(file=str(release.path), field=f"lanes.{lane.id}.carried_from",
-                                           message="a carried lane needs its published record")])
+        raise InputError(
+            problems=[
+                Problem(
+                    file=str(release.path),
+                    field=f"lanes.{lane.id}.carried_from",
+                    message="a carried lane needs its published record",
+                )
+            ]
+        )
     record = containers.carry_image(lane.carried, registry=registry, offline=offline)
     carried = lane.carried
     entry = {
@@ -179,31 +227,72 @@ def _carried_lane(
     result = LaneResult(lane_id=lane.id, release=release_facts(release), entry=entry)
     path = out / lane_result_name(lane.id)
     write_bytes(path, result.as_bytes(), overwrite=False)
-    return LaneOutcome(lane_id=lane.id, mode=lane.mode, result=result, result_path=path,
-                       verified=record.verified)
+    return LaneOutcome(
+        lane_id=lane.id, mode=lane.mode, result=result, result_path=path, verified=record.verified
+    )
 
 
 def _one_lane(
-    release: profiles.Release, lane_id: str, *, inputs: Path, out: Path, receipts: Path | None,
-    registry: str | None, offline: bool, workers: int, progress: ProgressFn | None, verify: bool,
+    release: profiles.Release,
+    lane_id: str,
+    *,
+    inputs: Path,
+    out: Path,
+    receipts: Path | None,
+    registry: str | None,
+    offline: bool,
+    workers: int,
+    progress: ProgressFn | None,
+    verify: bool,
 ) -> LaneOutcome:
     if lane_id not in release.lanes:
-        raise InputError(problems=[Problem(file=str(release.path), field="lanes",
-                                           message=f"no lane {lane_id!r} (lanes: {', '.join(release.lanes)})")])
+        raise InputError(
+            problems=[
+                Problem(
+                    file=str(release.path),
+                    field="lanes",
+                    message=f"no lane {lane_id!r} (lanes: {', '.join(release.lanes)})",
+                )
+            ]
+        )
     lane = release.lanes[lane_id]
     if lane.mode == "carry":
         return _carried_lane(release, lane, out=out, registry=registry, offline=offline)
     if lane.kind == "windows-zip":
-        return _native_lane(release, lane, inputs=inputs, out=out, receipts=receipts, workers=workers,
-                            progress=progress, verify=verify)
-    raise InputError(problems=[Problem(file=str(release.path), field=f"lanes.{lane_id}.mode",
-                                       message="building a container lane runs through 'image build'")])
+        return _native_lane(
+            release,
+            lane,
+            inputs=inputs,
+            out=out,
+            receipts=receipts,
+            workers=workers,
+            progress=progress,
+            verify=verify,
+        )
+    raise InputError(
+        problems=[
+            Problem(
+                file=str(release.path),
+                field=f"lanes.{lane_id}.mode",
+                message="building a container lane runs through 'image build'",
+            )
+        ]
+    )
 
 
 def build_lane(
-    manifest: Path, lane_id: str, *, inputs: Path, out: Path, env: Mapping[str, str],
-    receipts: Path | None = None, registry: str | None = None, offline: bool = False,
-    workers: int = 2, progress: ProgressFn | None = None, verify: bool = True,
+    manifest: Path,
+    lane_id: str,
+    *,
+    inputs: Path,
+    out: Path,
+    env: Mapping[str, str],
+    receipts: Path | None = None,
+    registry: str | None = None,
+    offline: bool = False,
+    workers: int = 2,
+    progress: ProgressFn | None = None,
+    verify: bool = True,
 ) -> LaneOutcome:
     """Build (or carry) one lane of the release ``manifest`` into the new directory ``out``.
 
@@ -214,15 +303,33 @@ def build_lane(
     """
     release = profiles.load_release(manifest, env=env)
     with staged_directory(out) as stage:
-        outcome = _one_lane(release, lane_id, inputs=inputs, out=stage, receipts=receipts, registry=registry,
-                            offline=offline, workers=workers, progress=progress, verify=verify)
+        outcome = _one_lane(
+            release,
+            lane_id,
+            inputs=inputs,
+            out=stage,
+            receipts=receipts,
+            registry=registry,
+            offline=offline,
+            workers=workers,
+            progress=progress,
+            verify=verify,
+        )
     return _relocate(outcome, stage, out)
 
 
 def build_release(
-    manifest: Path, *, inputs: Path, out: Path, env: Mapping[str, str], receipts: Path | None = None,
-    registry: str | None = None, offline: bool = False, workers: int = 2,
-    progress: ProgressFn | None = None, verify: bool = True,
+    manifest: Path,
+    *,
+    inputs: Path,
+    out: Path,
+    env: Mapping[str, str],
+    receipts: Path | None = None,
+    registry: str | None = None,
+    offline: bool = False,
+    workers: int = 2,
+    progress: ProgressFn | None = None,
+    verify: bool = True,
 ) -> ReleaseOutcome:
     """Build every lane of ``manifest`` into ``out`` and assemble ``out/release-manifest.json``.
 
@@ -233,16 +340,29 @@ def build_release(
     outcomes: list[LaneOutcome] = []
     with staged_directory(out) as stage:
         for lane_id in release.lanes:
-            outcomes.append(_one_lane(release, lane_id, inputs=inputs, out=stage, receipts=receipts,
-                                      registry=registry, offline=offline, workers=workers,
-                                      progress=progress, verify=verify))
+            outcomes.append(
+                _one_lane(
+                    release,
+                    lane_id,
+                    inputs=inputs,
+                    out=stage,
+                    receipts=receipts,
+                    registry=registry,
+                    offline=offline,
+                    workers=workers,
+                    progress=progress,
+                    verify=verify,
+                )
+            )
         data = assemble_release_manifest([(o.result_path.name, o.result) for o in outcomes])
         write_bytes(stage / RELEASE_MANIFEST_NAME, data, overwrite=False)
     from ninfer_release.hashing import sha256_bytes
 
     return ReleaseOutcome(
-        out=out, lanes=tuple(_relocate(o, stage, out) for o in outcomes),
-        manifest_path=out / RELEASE_MANIFEST_NAME, manifest_sha256=sha256_bytes(data),
+        out=out,
+        lanes=tuple(_relocate(o, stage, out) for o in outcomes),
+        manifest_path=out / RELEASE_MANIFEST_NAME,
+        manifest_sha256=sha256_bytes(data),
     )
 
 

@@ -34,8 +34,13 @@ class LaneResult:
     def as_bytes(self) -> bytes:
         """Stable JSON bytes of the lane result file."""
         return dumps_stable(
-            {"schema": 1, "kind": LANE_RESULT_KIND, "lane_id": self.lane_id,
-             "release": dict(self.release), "entry": dict(self.entry)}
+            {
+                "schema": 1,
+                "kind": LANE_RESULT_KIND,
+                "lane_id": self.lane_id,
+                "release": dict(self.release),
+                "entry": dict(self.entry),
+            }
         )
 
 
@@ -53,12 +58,19 @@ def load_lane_result(path: Path) -> LaneResult:
     try:
         doc = json.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
-        raise InputError(problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]) from exc
+        raise InputError(
+            problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]
+        ) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(problems=[Problem(file=str(path), message=f"not UTF-8 JSON: {exc}")]) from exc
     if not isinstance(doc, dict) or doc.get("kind") != LANE_RESULT_KIND:
-        raise InputError(problems=[Problem(file=str(path), field="kind",
-                                           message=f"not a lane result (expected {LANE_RESULT_KIND!r})")])
+        raise InputError(
+            problems=[
+                Problem(
+                    file=str(path), field="kind", message=f"not a lane result (expected {LANE_RESULT_KIND!r})"
+                )
+            ]
+        )
     missing = [k for k in ("lane_id", "release", "entry") if not isinstance(doc.get(k), str | dict)]
     if missing:
         raise InputError(problems=[Problem(file=str(path), field=k, message="missing") for k in missing])
@@ -82,21 +94,34 @@ def assemble_release_manifest(results: Sequence[tuple[str, LaneResult]]) -> byte
     by_lane: dict[str, LaneResult] = {}
     for src, res in results:
         if res.release != first.release:
-            diff = sorted(k for k in set(res.release) | set(first.release)
-                          if res.release.get(k) != first.release.get(k))
-            problems.append(Problem(file=src, field="release",
-                                    message=f"belongs to another release than {first_src} (differs in {', '.join(diff)})"))
+            diff = sorted(
+                k for k in set(res.release) | set(first.release) if res.release.get(k) != first.release.get(k)
+            )
+            problems.append(
+                Problem(
+                    file=src,
+                    field="release",
+                    message=f"belongs to another release than {first_src} (differs in {', '.join(diff)})",
+                )
+            )
         if res.lane_id in by_lane:
             problems.append(Problem(file=src, field="lane_id", message=f"lane {res.lane_id!r} given twice"))
         by_lane[res.lane_id] = res
     expected = list(first.release.get("lane_ids", []))
     for lane in expected:
         if lane not in by_lane:
-            problems.append(Problem(file=first_src, field="release.lane_ids", message=f"no result for lane {lane!r}"))
+            problems.append(
+                Problem(file=first_src, field="release.lane_ids", message=f"no result for lane {lane!r}")
+            )
     for lane in by_lane:
         if lane not in expected:
-            problems.append(Problem(file=first_src, field="release.lane_ids",
-                                    message=f"lane {lane!r} is not a lane of this release"))
+            problems.append(
+                Problem(
+                    file=first_src,
+                    field="release.lane_ids",
+                    message=f"lane {lane!r} is not a lane of this release",
+                )
+            )
     if problems:
         raise IntegrityError(problems=problems)
     release = dict(first.release)

@@ -19,6 +19,7 @@ from ninfer_release.releases._contract import (
     package_stem,
     stem_from_names,
 )
+from ninfer_release.releases._flows import LocatedReport, publish_set, verify_location
 from ninfer_release.releases._publish import (
     ANN_REVISION,
     ARTIFACT_TYPE,
@@ -50,6 +51,7 @@ __all__ = [
     "DirTarget",
     "FileRef",
     "LaneFacts",
+    "LocatedReport",
     "OciTarget",
     "PublishRequest",
     "PublishResult",
@@ -68,7 +70,9 @@ __all__ = [
     "parse_target",
     "plan_publish",
     "profile_asset",
+    "publish_set",
     "release_instance_id",
     "stem_from_names",
+    "verify_location",
     "verify_set",
 ]

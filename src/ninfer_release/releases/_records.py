@@ -120,7 +120,10 @@ def qualification_record(
             {"name": r.name, "sha256": r.sha256, "measurements": dict(r.measurements)}
             for r in sorted(receipts, key=lambda r: r.name)
         ],
-        "rollback": {"state": facts.rollback, "directions": 0 if facts.rollback == "not_applicable" else None},
+        "rollback": {
+            "state": facts.rollback,
+            "directions": 0 if facts.rollback == "not_applicable" else None,
+        },
     }
 
 
@@ -148,7 +151,8 @@ def provenance_statement(
         }
     ]
     resolved.extend(
-        {"name": f"staged/{path}", "digest": {"sha256": digest}} for path, digest in sorted(staged_inputs.items())
+        {"name": f"staged/{path}", "digest": {"sha256": digest}}
+        for path, digest in sorted(staged_inputs.items())
     )
     return {
         "_type": STATEMENT_TYPE,
@@ -283,7 +287,10 @@ def component_manifest(
         "config": {"hash_kind": "bytes", "sha256": config_bytes_sha256},
         "release_instance_id": instance_id,
         "qualification": qualification_status,
-        "rollback": {"state": facts.rollback, "directions": 0 if facts.rollback == "not_applicable" else None},
+        "rollback": {
+            "state": facts.rollback,
+            "directions": 0 if facts.rollback == "not_applicable" else None,
+        },
         "source_date_epoch": facts.source_date_epoch,
         "entries": [e.as_dict() for e in entries],
     }

@@ -17,7 +17,7 @@ from typing import Any
 from ninfer_release import __version__, packaging, sbom
 from ninfer_release.atomic import staged_directory
 from ninfer_release.checksums import render_sha256sums
-from ninfer_release.errors import IntegrityError, InputError, Problem
+from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.profiles import Lane, Profile, Release, RenderedConfig
@@ -72,7 +72,10 @@ class SealedSet:
             "config": {"hash_kind": "bytes", "sha256": self.config_bytes_sha256},
             "release_instance_id": self.release_instance_id,
             "qualification": self.qualification,
-            "rollback": {"state": lane.rollback, "directions": 0 if lane.rollback == "not_applicable" else None},
+            "rollback": {
+                "state": lane.rollback,
+                "directions": 0 if lane.rollback == "not_applicable" else None,
+            },
             "sha256sums": self.sums.as_dict(),
             "entries": [e.as_dict() for e in self.entries],
         }
@@ -111,18 +114,31 @@ def load_receipts(receipts_dir: Path | None, *, lane: Lane, config_bytes_sha256:
             raise InputError(problems=[Problem(file=str(path), message=f"not UTF-8 JSON: {exc}")]) from exc
         if not isinstance(doc, dict) or doc.get("lane") != lane.id:
             continue
-        want = {"source_commit": lane.source_commit, "profile_id": lane.profile_id,
-                "config_sha256": config_bytes_sha256}
+        want = {
+            "source_commit": lane.source_commit,
+            "profile_id": lane.profile_id,
+            "config_sha256": config_bytes_sha256,
+        }
         for key, value in want.items():
             if key not in doc:
                 raise InputError(problems=[Problem(file=str(path), field=key, message="missing")])
             if doc[key] != value:
-                bad.append(Problem(file=str(path), field=key,
-                                   message=f"names {doc[key]!r}, but this build has {value!r}; "
-                                           "a receipt is never relabelled onto other bytes"))
+                bad.append(
+                    Problem(
+                        file=str(path),
+                        field=key,
+                        message=f"names {doc[key]!r}, but this build has {value!r}; "
+                        "a receipt is never relabelled onto other bytes",
+                    )
+                )
         measurements = doc.get("measurements", {})
-        out.append(Receipt(name=path.name, sha256=sha256_bytes(raw),
-                           measurements=measurements if isinstance(measurements, dict) else {}))
+        out.append(
+            Receipt(
+                name=path.name,
+                sha256=sha256_bytes(raw),
+                measurements=measurements if isinstance(measurements, dict) else {},
+            )
+        )
     if bad:
         raise IntegrityError(problems=bad)
     return out
@@ -150,39 +166,62 @@ def _lane_facts(release: Release, lane: Lane, profile: Profile) -> LaneFacts:
     )
 
 
-def _dependencies(staged: packaging.StagedTree, zip_name_of: Mapping[str, str],
-                  sha_of: Mapping[str, str], lane: Lane) -> list[sbom.DependencyRecord]:
+def _dependencies(
+    staged: packaging.StagedTree, zip_name_of: Mapping[str, str], sha_of: Mapping[str, str], lane: Lane
+) -> list[sbom.DependencyRecord]:
     deps: list[sbom.DependencyRecord] = []
     engine_files = tuple(
-        sbom.ShippedFile(path=zip_name_of[e.path], sha256=sha_of[e.path]) for e in staged.build_info.engine_files
+        sbom.ShippedFile(path=zip_name_of[e.path], sha256=sha_of[e.path])
+        for e in staged.build_info.engine_files
     )
     engine_licenses = sorted({e.license for e in staged.build_info.engine_files})
-    deps.append(sbom.DependencyRecord(
-        kind="engine", name="ninfer-engine", version=lane.component_tag,
-        purl=sbom.canonical_purl("generic", "omp-ninfer", "ninfer-engine", lane.component_tag, {}, None),
-        supplier=PUBLISHER, license=" AND ".join(engine_licenses) if engine_licenses else None,
-        files=engine_files, commit=lane.source_commit,
-        description=f"NInfer engine built from {lane.source_commit} for {lane.cuda_arch}",
-    ))
+    deps.append(
+        sbom.DependencyRecord(
+            kind="engine",
+            name="ninfer-engine",
+            version=lane.component_tag,
+            purl=sbom.canonical_purl("generic", "omp-ninfer", "ninfer-engine", lane.component_tag, {}, None),
+            supplier=PUBLISHER,
+            license=" AND ".join(engine_licenses) if engine_licenses else None,
+            files=engine_files,
+            commit=lane.source_commit,
+            description=f"NInfer engine built from {lane.source_commit} for {lane.cuda_arch}",
+        )
+    )
     for v in staged.lock.vendored:
-        deps.append(sbom.DependencyRecord(
-            kind="vendored", name=v.name, version=v.version, purl=v.purl, supplier=v.supplier,
-            license=v.license, source_url=v.source_url, commit=v.commit,
-        ))
+        deps.append(
+            sbom.DependencyRecord(
+                kind="vendored",
+                name=v.name,
+                version=v.version,
+                purl=v.purl,
+                supplier=v.supplier,
+                license=v.license,
+                source_url=v.source_url,
+                commit=v.commit,
+            )
+        )
     groups: dict[tuple[str, str], list[packaging.Redistributable]] = {}
     for r in staged.lock.redistributables:
         groups.setdefault((r.package, r.version), []).append(r)
     for (package, version), rs in sorted(groups.items()):
         first = rs[0]
-        deps.append(sbom.DependencyRecord(
-            kind="redistributable", name=package, version=version, purl=first.purl,
-            supplier=first.supplier, license=first.license, group=first.group,  # type: ignore[arg-type]
-            files=tuple(sbom.ShippedFile(path=zip_name_of[r.file], sha256=sha_of[r.file])
-                        for r in sorted(rs, key=lambda r: r.file)),
-            stand_in=any(r.stand_in for r in rs),
-            description=("STAND-IN sample file, not the real redistributable" if any(r.stand_in for r in rs)
-                         else None),
-        ))
+        deps.append(
+            sbom.DependencyRecord(
+                kind="redistributable",
+                name=package,
+                version=version,
+                purl=first.purl,
+                supplier=first.supplier,
+                license=first.license,
+                group=first.group,  # type: ignore[arg-type]
+                files=tuple(
+                    sbom.ShippedFile(path=zip_name_of[r.file], sha256=sha_of[r.file])
+                    for r in sorted(rs, key=lambda r: r.file)
+                ),
+                stand_in=any(r.stand_in for r in rs),
+            )
+        )
     return deps
 
 
@@ -216,7 +255,8 @@ def build_native_set(
     profile_bytes = profile_asset(profile, rendered)
     spdx_member = zip_spdx_path(names.stem)
     plan = packaging.plan_package(
-        staged, recipe,
+        staged,
+        recipe,
         {
             ZIP_CONFIG_PATH: rendered.data,
             zip_profile_path(profile.id): profile_bytes,
@@ -230,10 +270,20 @@ def build_native_set(
         if progress is not None:
             progress("package", n)
 
-    with staged_directory(out) as stage, tempfile.TemporaryDirectory(prefix=".ninfer-spool-", dir=out.parent) as tmp:
+    with (
+        staged_directory(out) as stage,
+        tempfile.TemporaryDirectory(prefix=".ninfer-spool-", dir=out.parent) as tmp,
+    ):
         work = Path(tmp)
-        members = list(packaging.compress_members(plan.staged_entries, workdir=work, workers=workers,
-                                                  level=plan.deflate_level, progress=bytes_done))
+        members = list(
+            packaging.compress_members(
+                plan.staged_entries,
+                workdir=work,
+                workers=workers,
+                level=plan.deflate_level,
+                progress=bytes_done,
+            )
+        )
         sha_of = {m.staged_path: m.sha256 for m in members if m.staged_path is not None}
         packaging.check_lock_digests(staged, sha_of)
         zip_name_of = {e.staged_path: e.name for e in plan.staged_entries if e.staged_path is not None}
@@ -244,7 +294,9 @@ def build_native_set(
             if f.path in zip_name_of and f.path.lower().endswith((".dll", ".exe"))
         }
         generated = [e for e in plan.generated_entries if e.name != spdx_member]
-        members += packaging.compress_members(generated, workdir=work, workers=workers, level=plan.deflate_level)
+        members += packaging.compress_members(
+            generated, workdir=work, workers=workers, level=plan.deflate_level
+        )
 
         licence_of: dict[str, str | None] = {}
         for e in staged.build_info.engine_files:
@@ -252,8 +304,13 @@ def build_native_set(
         for r in staged.lock.redistributables:
             licence_of[r.file] = r.license
         files = [
-            sbom.FileRecord(path=m.name, size=m.size, sha1=m.sha1, sha256=m.sha256,
-                            license=licence_of.get(m.staged_path) if m.staged_path else None)
+            sbom.FileRecord(
+                path=m.name,
+                size=m.size,
+                sha1=m.sha1,
+                sha256=m.sha256,
+                license=licence_of.get(m.staged_path) if m.staged_path else None,
+            )
             for m in members
         ]
         refs = sbom.license_refs_of([f.license for f in files])
@@ -280,15 +337,19 @@ def build_native_set(
         zres = packaging.write_zip(members, stage / names.zip, epoch=epoch)
 
         cuda_runtime = next(
-            (pe.cuda_version for path, pe in sorted(pe_infos.items())
-             if path.lower().rsplit("/", 1)[-1].startswith("cudart") and pe.cuda_version),
+            (
+                pe.cuda_version
+                for path, pe in sorted(pe_infos.items())
+                if path.lower().rsplit("/", 1)[-1].startswith("cudart") and pe.cuda_version
+            ),
             None,
         )
         cdx_bytes = sbom.cyclonedx_dependency_inventory(
             component_name=names.stem,
             component_version=lane.component_tag,
-            component_purl=sbom.canonical_purl("generic", "omp-ninfer", "ninfer", lane.component_tag,
-                                               {"arch": lane.cuda_arch or ""}, None),
+            component_purl=sbom.canonical_purl(
+                "generic", "omp-ninfer", "ninfer", lane.component_tag, {"arch": lane.cuda_arch or ""}, None
+            ),
             supplier=PUBLISHER,
             dependencies=_dependencies(staged, zip_name_of, sha_of, lane),
             pe_infos=pe_infos,
@@ -314,28 +375,53 @@ def build_native_set(
 
         def ref(name: str) -> FileRef:
             if name == names.zip:
-                return FileRef(name=name, url=release.asset_url(lane.component_tag, name),
-                               size=zres.size, sha256=zres.sha256)
+                return FileRef(
+                    name=name,
+                    url=release.asset_url(lane.component_tag, name),
+                    size=zres.size,
+                    sha256=zres.sha256,
+                )
             data = blobs[name]
-            return FileRef(name=name, url=release.asset_url(lane.component_tag, name),
-                           size=len(data), sha256=sha256_bytes(data))
+            return FileRef(
+                name=name,
+                url=release.asset_url(lane.component_tag, name),
+                size=len(data),
+                sha256=sha256_bytes(data),
+            )
 
         staged_inputs = {f.path: sha_of[f.path] for f in staged.files if f.path in sha_of}
-        blobs[names.provenance] = dumps_stable(provenance_statement(
-            facts, subjects=[ref(n) for n in names.entries[:7]], staged_inputs=staged_inputs,
-            definition_sha256=definition_sha256, config_bytes_sha256=rendered.bytes_sha256,
-            model_sha256=release.model.sha256,
-        ))
-        blobs[names.route] = dumps_stable(route_record(
-            facts, package=ref(names.zip), model=release.model.as_dict(),
-            config_bytes_sha256=rendered.bytes_sha256, config_path=ZIP_CONFIG_PATH,
-            cuda_runtime_version=cuda_runtime, instance_id=instance,
-            install_root=recipe.install_root,
-        ))
-        blobs[names.manifest] = dumps_stable(component_manifest(
-            facts, entries=[ref(n) for n in names.entries[:9]], config_bytes_sha256=rendered.bytes_sha256,
-            instance_id=instance, qualification_status=receipts_status, cuda_runtime_version=cuda_runtime,
-        ))
+        blobs[names.provenance] = dumps_stable(
+            provenance_statement(
+                facts,
+                subjects=[ref(n) for n in names.entries[:7]],
+                staged_inputs=staged_inputs,
+                definition_sha256=definition_sha256,
+                config_bytes_sha256=rendered.bytes_sha256,
+                model_sha256=release.model.sha256,
+            )
+        )
+        blobs[names.route] = dumps_stable(
+            route_record(
+                facts,
+                package=ref(names.zip),
+                model=release.model.as_dict(),
+                config_bytes_sha256=rendered.bytes_sha256,
+                config_path=ZIP_CONFIG_PATH,
+                cuda_runtime_version=cuda_runtime,
+                instance_id=instance,
+                install_root=recipe.install_root,
+            )
+        )
+        blobs[names.manifest] = dumps_stable(
+            component_manifest(
+                facts,
+                entries=[ref(n) for n in names.entries[:9]],
+                config_bytes_sha256=rendered.bytes_sha256,
+                instance_id=instance,
+                qualification_status=receipts_status,
+                cuda_runtime_version=cuda_runtime,
+            )
+        )
         entries = tuple(ref(n) for n in names.entries)
         sums = render_sha256sums({e.name: e.sha256 for e in entries})
         blobs[SUMS_NAME] = sums
@@ -344,9 +430,18 @@ def build_native_set(
         for p in stage.iterdir():
             p.chmod(0o644)
     return SealedSet(
-        lane_id=lane.id, component_tag=lane.component_tag, directory=out, entries=entries,
-        sums=FileRef(name=SUMS_NAME, url=release.asset_url(lane.component_tag, SUMS_NAME),
-                     size=len(sums), sha256=sha256_bytes(sums)),
-        config_bytes_sha256=rendered.bytes_sha256, release_instance_id=instance,
-        qualification=receipts_status, cuda_runtime_version=cuda_runtime,
+        lane_id=lane.id,
+        component_tag=lane.component_tag,
+        directory=out,
+        entries=entries,
+        sums=FileRef(
+            name=SUMS_NAME,
+            url=release.asset_url(lane.component_tag, SUMS_NAME),
+            size=len(sums),
+            sha256=sha256_bytes(sums),
+        ),
+        config_bytes_sha256=rendered.bytes_sha256,
+        release_instance_id=instance,
+        qualification=receipts_status,
+        cuda_runtime_version=cuda_runtime,
     )

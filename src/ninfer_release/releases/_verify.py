@@ -121,13 +121,23 @@ def verify_set(
     try:
         listing = sorted(p.name for p in directory.iterdir())
     except OSError as exc:
-        return VerifyReport(directory=str(directory), stem=None, checked=(), warnings=(),
-                            failures=(f"{directory}: cannot list: {exc.strerror or exc}",))
+        return VerifyReport(
+            directory=str(directory),
+            stem=None,
+            checked=(),
+            warnings=(),
+            failures=(f"{directory}: cannot list: {exc.strerror or exc}",),
+        )
     stem = stem_from_names(listing)
     if stem is None:
         run.fail(str(directory), "expected exactly one package '*.zip' in the set")
-        return VerifyReport(directory=str(directory), stem=None, checked=tuple(run.checked),
-                            warnings=(), failures=tuple(run.failures))
+        return VerifyReport(
+            directory=str(directory),
+            stem=None,
+            checked=tuple(run.checked),
+            warnings=(),
+            failures=tuple(run.failures),
+        )
     names = AssetNames(stem=stem)
     # 1. exactly the 11 files
     for n in names.all:
@@ -191,7 +201,8 @@ def verify_set(
                 run.fail(SUMS_NAME, f"does not list {n!r}")
             elif n in digests:
                 run.expect(
-                    listed[n] == digests[n], n,
+                    listed[n] == digests[n],
+                    n,
                     f"SHA-256 mismatch: SHA256SUMS lists {listed[n]}, file has {digests[n]}",
                     f"{n}: OK",
                 )
@@ -199,15 +210,22 @@ def verify_set(
             if n not in names.entries:
                 run.fail(SUMS_NAME, f"lists {n!r}, which is not one of the 10 entries")
     if expected_sums_sha256 is not None and sums_sha is not None:
-        run.expect(sums_sha == expected_sums_sha256.lower(), SUMS_NAME,
-                   f"digest {sums_sha} is not the {expected_sums_sha256} the release manifest binds",
-                   "SHA256SUMS: matches the release manifest")
+        run.expect(
+            sums_sha == expected_sums_sha256.lower(),
+            SUMS_NAME,
+            f"digest {sums_sha} is not the {expected_sums_sha256} the release manifest binds",
+            "SHA256SUMS: matches the release manifest",
+        )
 
     # 4. SBOM validity and cross-bindings
     _check_bindings(run, names, small, digests, sizes, members, zip_path)
     return VerifyReport(
-        directory=str(directory), stem=stem, checked=tuple(run.checked),
-        warnings=tuple(run.warnings), failures=tuple(run.failures), sums_sha256=sums_sha,
+        directory=str(directory),
+        stem=stem,
+        checked=tuple(run.checked),
+        warnings=tuple(run.warnings),
+        failures=tuple(run.failures),
+        sums_sha256=sums_sha,
     )
 
 
@@ -239,8 +257,12 @@ def _check_bindings(
         if have_zip:
             inner = _zip_member(run, zip_path, zip_spdx_path(names.stem))
             if inner is not None:
-                run.expect(inner == spdx, names.spdx, "differs from the copy inside the package",
-                           f"{names.spdx}: byte-identical to the package copy")
+                run.expect(
+                    inner == spdx,
+                    names.spdx,
+                    "differs from the copy inside the package",
+                    f"{names.spdx}: byte-identical to the package copy",
+                )
             if not problems:
                 listed = {k.removeprefix("./"): v for k, v in sbom.parse_spdx_files(spdx).items()}
                 inside = {k: v for k, v in members.items() if k != zip_spdx_path(names.stem)}
@@ -290,9 +312,13 @@ def _check_bindings(
         if have_zip:
             inner = _zip_member(run, zip_path, ZIP_CONFIG_PATH)
             if inner is not None:
-                run.expect(inner == config, names.config, "differs from the package's config/ninfer.toml",
-                           f"{names.config}: byte-identical to the package copy")
-        for doc_name, doc, path in (
+                run.expect(
+                    inner == config,
+                    names.config,
+                    "differs from the package's config/ninfer.toml",
+                    f"{names.config}: byte-identical to the package copy",
+                )
+        for doc_name, doc, field_path in (
             (names.profile, profile, ("config", "bytes_sha256")),
             (names.manifest, manifest, ("config", "sha256")),
             (names.qualification, qualification, ("bound_to", "config_bytes_sha256")),
@@ -300,39 +326,65 @@ def _check_bindings(
         ):
             if doc is None:
                 continue
-            bound = _get(doc, *path)
-            run.expect(bound == config_sha, doc_name,
-                       f"binds config SHA-256 {bound}, but {names.config} has {config_sha}",
-                       f"{doc_name}: binds the config bytes {config_sha[:12]}…")
+            bound = _get(doc, *field_path)
+            run.expect(
+                bound == config_sha,
+                doc_name,
+                f"binds config SHA-256 {bound}, but {names.config} has {config_sha}",
+                f"{doc_name}: binds the config bytes {config_sha[:12]}…",
+            )
 
     if manifest is not None:
         entries = _get(manifest, "entries")
         want = list(names.entries[:9])
         got = [e.get("name") for e in entries] if isinstance(entries, list) else None
-        if run.expect(got == want, names.manifest, f"entries are {got}, expected entries 1–9 {want}",
-                      f"{names.manifest}: lists entries 1–9"):
+        if run.expect(
+            got == want,
+            names.manifest,
+            f"entries are {got}, expected entries 1–9 {want}",
+            f"{names.manifest}: lists entries 1–9",
+        ):
             assert isinstance(entries, list)
             for e in entries:
                 n = e["name"]
                 if n in digests and (e.get("sha256") != digests[n] or e.get("size") != sizes[n]):
                     run.fail(names.manifest, f"size/SHA-256 recorded for {n!r} differ from the file")
     if provenance is not None:
-        subj = {s.get("name"): _get(s, "digest", "sha256") for s in provenance.get("subject", [])
-                if isinstance(s, dict)}
+        subj = {
+            s.get("name"): _get(s, "digest", "sha256")
+            for s in provenance.get("subject", [])
+            if isinstance(s, dict)
+        }
         want_subj = {n: digests.get(n) for n in names.entries[:7]}
-        run.expect(subj == want_subj, names.provenance,
-                   "subjects do not match entries 1–7 by name and SHA-256",
-                   f"{names.provenance}: subjects = entries 1–7")
-        run.expect(provenance.get("_type") == "https://in-toto.io/Statement/v1", names.provenance,
-                   "is not an in-toto Statement v1", f"{names.provenance}: in-toto Statement v1")
+        run.expect(
+            subj == want_subj,
+            names.provenance,
+            "subjects do not match entries 1–7 by name and SHA-256",
+            f"{names.provenance}: subjects = entries 1–7",
+        )
+        run.expect(
+            provenance.get("_type") == "https://in-toto.io/Statement/v1",
+            names.provenance,
+            "is not an in-toto Statement v1",
+            f"{names.provenance}: in-toto Statement v1",
+        )
     if route is not None and names.zip in digests:
         pkg = _get(route, "package") or {}
-        run.expect(pkg.get("sha256") == digests[names.zip] and pkg.get("size") == sizes[names.zip]
-                   and pkg.get("name") == names.zip, names.route,
-                   "package name/size/SHA-256 differ from the zip",
-                   f"{names.route}: package = {names.zip}")
+        run.expect(
+            pkg.get("sha256") == digests[names.zip]
+            and pkg.get("size") == sizes[names.zip]
+            and pkg.get("name") == names.zip,
+            names.route,
+            "package name/size/SHA-256 differ from the zip",
+            f"{names.route}: package = {names.zip}",
+        )
         if model is not None:
             rm = _get(route, "model") or {}
-            run.expect(rm.get("sha256") == model.get("sha256") and rm.get("size") == model.get("size")
-                       and rm.get("store_as") == model.get("local_name"), names.route,
-                       "model binding differs from the model entry", f"{names.route}: model = {names.model}")
+            run.expect(
+                rm.get("sha256") == model.get("sha256")
+                and rm.get("size") == model.get("size")
+                and rm.get("store_as") == model.get("local_name"),
+                names.route,
+                "model binding differs from the model entry",
+                f"{names.route}: model = {names.model}",
+            )

@@ -1,0 +1,173 @@
+"""Consumer and CI flows over sealed sets: verify a set wherever it is, publish one safely.
+
+* :func:`verify_location` — verify a set in a directory, or pulled from ``oci://`` / ``dir://``
+  into a private temp dir (never the user's directory), then removed.
+* :func:`publish_set` — refuse what must not be published (a set that does not verify; an
+  ``unqualified`` set unless it is a draft; a set whose component manifest disagrees with the
+  release definition; a target tag other than the set's component tag), then publish it as one
+  immutable OCI artifact (DESIGN.md §8).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ninfer_release.errors import Problem, PublishError
+from ninfer_release.profiles import Release
+from ninfer_release.releases._contract import AssetNames, stem_from_names
+from ninfer_release.releases._publish import (
+    ANN_REVISION,
+    PublishRequest,
+    PublishResult,
+    open_publisher,
+    parse_target,
+)
+from ninfer_release.releases._verify import VerifyReport, verify_set
+
+REMOTE_SCHEMES = ("oci://", "dir://")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocatedReport:
+    """A verification report plus where the set came from (a directory or a published reference)."""
+
+    location: str
+    manifest_digest: str | None
+    report: VerifyReport
+
+    def as_dict(self) -> dict[str, Any]:
+        doc = self.report.as_dict()
+        doc["location"] = self.location
+        doc["artifact_digest"] = self.manifest_digest
+        return doc
+
+
+def verify_location(
+    location: str, *, expected_sums_sha256: str | None = None, progress: Callable[[int], None] | None = None
+) -> LocatedReport:
+    """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG`` or ``dir://PATH:TAG``.
+
+    Raises:
+        InputError: the reference is malformed or names nothing (exit 4).
+        IntegrityError: a pulled blob does not match its digest (exit 5).
+    """
+    if not location.startswith(REMOTE_SCHEMES):
+        report = verify_set(Path(location), expected_sums_sha256=expected_sums_sha256, progress=progress)
+        return LocatedReport(location=location, manifest_digest=None, report=report)
+    target = parse_target(location)
+    ref = target.reference
+    if ref is None:
+        raise PublishError(
+            problems=[Problem(file=location, field="target", message="name a tag or a digest to verify")]
+        )
+    publisher = open_publisher(target)
+    with tempfile.TemporaryDirectory(prefix="ninfer-verify-") as tmp:
+        dest = Path(tmp) / "set"
+        dest.mkdir()
+        pulled = publisher.pull(ref, dest)
+        report = verify_set(dest, expected_sums_sha256=expected_sums_sha256, progress=progress)
+    report = VerifyReport(
+        directory=location,
+        stem=report.stem,
+        checked=report.checked,
+        warnings=report.warnings,
+        failures=report.failures,
+        sums_sha256=report.sums_sha256,
+    )
+    return LocatedReport(location=location, manifest_digest=pulled.manifest_digest, report=report)
+
+
+def _component_manifest(set_dir: Path, names: AssetNames) -> dict[str, Any]:
+    return dict(json.loads((set_dir / names.manifest).read_bytes().decode("utf-8")))
+
+
+def publish_set(
+    set_dir: Path,
+    target: str,
+    *,
+    draft: bool = False,
+    move_latest: bool = False,
+    release: Release | None = None,
+) -> PublishResult:
+    """Verify the set in ``set_dir`` and publish it to ``target`` under its component tag.
+
+    Raises:
+        PublishError: the set does not verify, is ``unqualified`` without ``draft``, disagrees with
+            ``release``, the target names another tag, or the store refuses (immutability) (exit 7).
+        InputError: the target is malformed (exit 4).
+    """
+    where = str(set_dir)
+    report = verify_set(set_dir)
+    if not report.ok:
+        raise PublishError(
+            problems=[Problem(file=where, message=f"does not verify: {f}") for f in report.failures]
+        )
+    stem = stem_from_names(sorted(p.name for p in set_dir.iterdir()))
+    assert stem is not None  # verify_set found it
+    names = AssetNames(stem=stem)
+    manifest = _component_manifest(set_dir, names)
+    tag = str(manifest["component_tag"])
+    problems: list[Problem] = []
+    if manifest.get("qualification") != "qualified" and not draft:
+        problems.append(
+            Problem(
+                file=names.manifest,
+                field="qualification",
+                message="the set is unqualified; publish it with --draft, or qualify it first",
+            )
+        )
+    if release is not None:
+        lane = release.lanes.get(str(manifest.get("lane")))
+        if lane is None:
+            problems.append(
+                Problem(
+                    file=names.manifest,
+                    field="lane",
+                    message=f"lane {manifest.get('lane')!r} is not in {release.path}",
+                )
+            )
+        else:
+            for key, want in (
+                ("component_tag", lane.component_tag),
+                ("source_commit", lane.source_commit),
+                ("profile_id", lane.profile_id),
+                ("release", release.version),
+            ):
+                if manifest.get(key) != want:
+                    problems.append(
+                        Problem(
+                            file=names.manifest,
+                            field=key,
+                            message=f"{manifest.get(key)!r} disagrees with the release definition ({want!r})",
+                        )
+                    )
+    parsed = parse_target(target)
+    if parsed.tag is not None and parsed.tag != tag:
+        problems.append(
+            Problem(
+                file=target,
+                field="tag",
+                message=f"the set's component tag is {tag!r}; a set is published under its own tag",
+            )
+        )
+    if parsed.digest is not None:
+        problems.append(
+            Problem(file=target, field="target", message="publish to a repository or tag, not a digest")
+        )
+    if problems:
+        raise PublishError(problems=problems)
+    request = PublishRequest(
+        set_dir=set_dir,
+        tag=tag,
+        files=list(names.all),
+        annotations={ANN_REVISION: str(manifest["source_commit"])},
+        draft=draft,
+        epoch=int(manifest["source_date_epoch"]),
+        move_latest=move_latest,
+    )
+    return open_publisher(parsed).publish(request)
