@@ -20,6 +20,7 @@ from ninfer_release.sbom import (
     cross_check_cyclonedx,
     cyclonedx_dependency_inventory,
     parse_cyclonedx_hashes,
+    prewarm_validators,
     read_pe,
     validate_cyclonedx_bytes,
 )
@@ -387,3 +388,11 @@ def test_stand_in_description_is_not_repeated() -> None:
     for dep, expected in ((worded, prefix), (other, f"{prefix} DirectStorage runtime")):
         c = components(load(make([ENGINE, CUDART, CRT, dep, JSON_LIB])))
         assert c["file:bin/dstorage.dll"]["description"] == expected
+
+
+def test_prewarm_validators_loads_them_in_a_daemon_thread() -> None:
+    thread = prewarm_validators()
+    assert thread.daemon
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    assert validate_cyclonedx_bytes(make()) == []

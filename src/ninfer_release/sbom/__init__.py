@@ -33,6 +33,7 @@ from ninfer_release.sbom._cyclonedx import (
     cyclonedx_dependency_inventory,
     file_bom_ref,
     parse_cyclonedx_hashes,
+    prewarm_validators,
     validate_cyclonedx_bytes,
     vendored_bom_ref,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "parse_cyclonedx_hashes",
     "parse_spdx_files",
     "pe_component_version",
+    "prewarm_validators",
     "purls_equal",
     "read_pe",
     "read_pe_bytes",

@@ -22,9 +22,11 @@ unique here (the library would silently rename a duplicate), and the output is t
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -479,6 +481,41 @@ def _reachable(start: set[str], graph: Mapping[str, set[str]]) -> set[str]:
     return seen
 
 
+@functools.cache
+def _strict_validator() -> Any:
+    """The library's strict 1.6 JSON validator, built once per process.
+
+    Importing it costs seconds: jsonschema's format checkers import ``rfc3987_syntax``, which
+    compiles dozens of lark grammars at import time. :func:`prewarm_validators` can pay that in a
+    background thread while the caller hashes files.
+    """
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    validator = JsonStrictValidator(SchemaVersion.V1_6)
+    validator.validate_str('{"bomFormat": "CycloneDX", "specVersion": "1.6"}')  # compiles the schema
+    return validator
+
+
+def prewarm_validators() -> threading.Thread:
+    """Start (and return) a daemon thread that loads the SBOM validators ahead of use.
+
+    Loading the CycloneDX 1.6 validator takes seconds of import time (see
+    :func:`_strict_validator`) and spdx-tools' licence list a fraction of one; a verifier that
+    hashes large files first can overlap that work (hashlib releases the GIL). Joining the thread
+    is optional: the validators wait for the import lock if they are needed earlier.
+    """
+
+    def load() -> None:
+        from spdx_tools.common.spdx_licensing import spdx_licensing  # noqa: F401 - import is the work
+
+        _strict_validator()
+
+    thread = threading.Thread(target=load, name="ninfer-sbom-prewarm", daemon=True)
+    thread.start()
+    return thread
+
+
 def validate_cyclonedx_bytes(data: bytes) -> list[str]:
     """Messages for a CycloneDX 1.6 JSON document (empty = valid).
 
@@ -487,16 +524,13 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
     components (the library would rename a duplicate), every ``dependsOn`` naming a known
     bom-ref, and exactly one final LF.
     """
-    from cyclonedx.schema import SchemaVersion
-    from cyclonedx.validation.json import JsonStrictValidator
-
     try:
         text = data.decode("utf-8")
         raw = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return [f"not UTF-8 JSON: {exc}"]
     out: list[str] = []
-    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    error = _strict_validator().validate_str(text)
     if error is not None:
         out.append(f"schema: {error}")
     if not isinstance(raw, dict):
