@@ -5,13 +5,15 @@ Two kinds of inputs:
 * tiny PE images built here with mingw-w64 (``windres`` VERSIONINFO, ``-Wl,--no-insert-timestamp``),
   so these tests always run where CI installs mingw;
 * the real NVIDIA / Microsoft DLLs from PyPI's ``win_amd64`` wheels, fetched once into
-  ``~/.cache/ninfer-release/test-wheels`` (skipped, or failed under CI, when PyPI is unreachable).
+  ``~/.cache/ninfer-release/wheels`` (skipped, or failed under CI, when PyPI is unreachable).
 
 The builders are imported by ``test_cyclonedx.py``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 import sys
 import zipfile
@@ -34,11 +36,20 @@ WHEELS = {
     "nvidia_cuda_runtime-13.3.29-py3-none-win_amd64.whl": "nvidia-cuda-runtime==13.3.29",
     "msvc_runtime-14.44.35112-cp311-cp311-win_amd64.whl": "msvc-runtime==14.44.35112",
 }
-#: zip member in a wheel → the name the DLL is shipped under.
+#: zip member in a wheel → (the name the DLL is shipped under, its SHA-256 as measured 2026-11-29).
 WHEEL_DLLS = {
-    "nvidia/cu13/bin/x86_64/cudart64_13.dll": "cudart64_13.dll",
-    "msvc_runtime-14.44.35112.data/data/msvcp140.dll": "msvcp140.dll",
-    "msvc_runtime-14.44.35112.data/data/Scripts/vcruntime140.dll": "vcruntime140.dll",
+    "nvidia/cu13/bin/x86_64/cudart64_13.dll": (
+        "cudart64_13.dll",
+        "b00ca6f53699120da815bf3e06e2e4285fae2f201235b883dcbb50eec51e2a2a",
+    ),
+    "msvc_runtime-14.44.35112.data/data/Scripts/msvcp140.dll": (
+        "msvcp140.dll",
+        "0f885b509a685d2bbfa652fed26b5fb31d88fbdab0a978c641d1c7b8aa460aa9",
+    ),
+    "msvc_runtime-14.44.35112.data/data/Scripts/vcruntime140.dll": (
+        "vcruntime140.dll",
+        "d5e4d9a3e835fa679450145d6a7d94e36573a509317111904d9b3712c30d9066",
+    ),
 }
 
 _VERSION_RC = """1 VERSIONINFO
@@ -156,12 +167,14 @@ def build_sample_pes(work: Path) -> dict[str, Path]:
 
 
 def fetch_wheel_dlls() -> dict[str, Path]:
-    """The real DLLs of the CUDA runtime and MSVC runtime wheels, cached under ~/.cache.
+    """The real DLLs of the CUDA runtime and MSVC runtime wheels, checked by SHA-256.
 
-    Downloads with ``pip download --no-deps --only-binary=:all: --platform win_amd64`` once;
-    skips (fails under CI) when PyPI cannot be reached.
+    Wheels are cached in ``$NINFER_CACHE/wheels`` (default ``~/.cache/ninfer-release/wheels``, the
+    cache ``samples fetch`` uses) and downloaded once with ``pip download --no-deps
+    --only-binary=:all: --platform win_amd64``; skips (fails under CI) when PyPI cannot be reached.
     """
-    cache = Path.home() / ".cache" / "ninfer-release" / "test-wheels"
+    root = Path(os.environ.get("NINFER_CACHE") or Path.home() / ".cache" / "ninfer-release")
+    cache = root / "wheels"
     cache.mkdir(parents=True, exist_ok=True)
     missing = [spec for name, spec in WHEELS.items() if not (cache / name).is_file()]
     if missing:
@@ -173,17 +186,19 @@ def fetch_wheel_dlls() -> dict[str, Path]:
         if proc.returncode != 0:
             unavailable(f"cannot download {missing} from PyPI: {proc.stderr.strip()[-300:]}")
     out: dict[str, Path] = {}
-    dll_dir = cache / "dlls"
+    dll_dir = root / "test-dlls"
     dll_dir.mkdir(exist_ok=True)
     for wheel in WHEELS:
         with zipfile.ZipFile(cache / wheel) as zf:
-            for member, shipped in WHEEL_DLLS.items():
-                if member in zf.namelist():
-                    target = dll_dir / shipped
-                    if not target.is_file():
-                        target.write_bytes(zf.read(member))
-                    out[shipped] = target
-    assert sorted(out) == sorted(WHEEL_DLLS.values())
+            for member, (shipped, sha256) in WHEEL_DLLS.items():
+                if member not in zf.namelist():
+                    continue
+                target = dll_dir / shipped
+                if not target.is_file() or hashlib.sha256(target.read_bytes()).hexdigest() != sha256:
+                    target.write_bytes(zf.read(member))
+                assert hashlib.sha256(target.read_bytes()).hexdigest() == sha256, f"{wheel}: {member}"
+                out[shipped] = target
+    assert sorted(out) == sorted(name for name, _ in WHEEL_DLLS.values())
     return out
 
 
