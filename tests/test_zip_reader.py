@@ -171,3 +171,17 @@ def test_read_member_limits(tmp_path: Path) -> None:
         read_member(path, "big.bin", max_bytes=1024)
     with pytest.raises(IntegrityError, match="missing"):
         read_member(path, "nope", max_bytes=1024)
+
+
+def test_duplicate_member_names_reported(tmp_path: Path) -> None:
+    path = tmp_path / "dup.zip"
+    with (
+        pytest.warns(UserWarning, match="Duplicate name"),
+        zipfile.ZipFile(path, "w") as zf,
+    ):
+        zf.writestr("bin/engine.exe", b"good")
+        zf.writestr("bin/engine.exe", b"evil")
+    results = list(iter_member_digests(path))
+    assert [r.problems for r in results] == [(), ("member name appears more than once in the archive",)]
+    with pytest.raises(IntegrityError, match="listed more than once"):
+        read_member(path, "bin/engine.exe", max_bytes=100)

@@ -315,7 +315,8 @@ def iter_member_digests(
     """Stream every member of the zip at ``path`` once, yielding SHA-256/SHA-1/CRC of its bytes.
 
     Members with an unsafe name (absolute, ``..``, backslash, control characters), encryption,
-    an unknown method, or a declared ratio above ``max_ratio`` are reported, not inflated. Inflation
+    an unknown method, or a declared ratio above ``max_ratio`` are reported, not inflated; a name
+    listed twice is reported on its second entry. Inflation
     stops at the declared size; a short or long stream or a CRC mismatch is a problem. Once the
     declared sizes reach ``max_total`` bytes the remaining members are reported and not read.
     Memory stays at a few MiB whatever the member sizes.
@@ -325,9 +326,14 @@ def iter_member_digests(
     """
     members = read_zip_index(path)
     total = 0
+    seen: set[str] = set()
     with path.open("rb") as f:
         for m in members:
             problems = _member_checks(m, max_ratio=max_ratio)
+            if m.name in seen:
+                # Two entries with one name: extractors disagree on which one wins.
+                problems.append("member name appears more than once in the archive")
+            seen.add(m.name)
             total += m.size
             if total > max_total:
                 problems.append(f"archive declares more than {max_total} bytes in total; not inflated")
