@@ -141,3 +141,25 @@ def test_duplicate_paths_in_one_layer_are_refused() -> None:
         complete_entries(
             [LayerEntry(path="a", kind="file", data=b"1"), LayerEntry(path="a/b", kind="file", data=b"")]
         )
+
+
+@pytest.mark.parametrize("workers", [2, 3, 8])
+def test_parallel_gzip_bytes_do_not_depend_on_thread_count(workers: int) -> None:
+    """Block-parallel deflate: the same bytes with 1 or N threads; a valid single gzip member."""
+    import random
+
+    from ninfer_release.containers._layers import GZIP_BLOCK
+
+    rng = random.Random(7)  # noqa: S311 - test data
+    data = rng.randbytes(GZIP_BLOCK + 12345) + b"text " * (GZIP_BLOCK // 2) + rng.randbytes(GZIP_BLOCK)
+    serial = gzip_bytes(data, workers=1)
+    assert gzip_bytes(data, workers=workers) == serial
+    assert gzip.decompress(serial) == data
+    assert serial[:10] == gzip_header()
+
+
+def test_gzip_exact_block_multiple_and_empty() -> None:
+    from ninfer_release.containers._layers import GZIP_BLOCK
+
+    for data in (b"", b"x" * GZIP_BLOCK, b"y" * (2 * GZIP_BLOCK)):
+        assert gzip.decompress(gzip_bytes(data, workers=2)) == data

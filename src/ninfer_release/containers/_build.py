@@ -18,17 +18,18 @@ import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 from ninfer_release.atomic import staged_directory
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.hashing import digests_of_file
+from ninfer_release.hashing import CHUNK, Digests, digests_of_file
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.reproducible import DIR_MODE, FILE_MODE, iso8601
 
 from ._base import BaseLocation, fetch_base, parse_base
 from ._layers import (
     EXEC_MODE,
+    HashingReader,
     LayerBlob,
     LayerEntry,
     LayerFile,
@@ -439,17 +440,23 @@ def check_inputs(request: ImageBuildRequest) -> BaseLocation:
 
 def _archive_entries(
     archive: Path, item: LayerItem, scratch: Path, *, recipe: ImageRecipe
-) -> list[LayerEntry]:
-    """Unpack the regular files of a staged tar(.gz) into ``scratch``; entries under ``item.dest``."""
+) -> tuple[list[LayerEntry], Digests]:
+    """Unpack the regular files of a staged tar(.gz) into ``scratch``; entries under ``item.dest``.
+
+    The archive is read once, as a stream: the same read unpacks it and digests its bytes.
+    """
     where = f"{recipe.file}: {item.field_path}.archive ({item.source})"
     entries: list[LayerEntry] = []
     seen: set[str] = set()
     problems: list[Problem] = []
+    raw = archive.open("rb")
+    reader = HashingReader(raw)
     try:
-        tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed below
+        tar = tarfile.open(fileobj=cast(BinaryIO, reader), mode="r|*")  # noqa: SIM115 - closed below
     except (tarfile.TarError, OSError) as exc:
+        raw.close()
         raise InputError(f"{where}: not a readable tar archive ({exc})") from None
-    with tar:
+    with raw, tar:
         for n, member in enumerate(tar):
             name = member.name.removeprefix("./").rstrip("/")
             if name in ("", "."):
@@ -488,9 +495,12 @@ def _archive_entries(
                         file=where, field=name, message="not a regular file, directory or symlink (refused)"
                     )
                 )
+        while reader.read(CHUNK):  # the rest (end-of-archive padding, gzip trailer) is part of the bytes
+            pass
     if problems:
         raise InputError(problems=problems)
-    return entries
+    digests = Digests(size=reader.size, sha256=reader.sha256.hexdigest(), sha1=reader.sha1.hexdigest())
+    return entries, digests
 
 
 def _layer_entries(
@@ -515,22 +525,36 @@ def _layer_entries(
             )
             if path is None:
                 raise InputError(problems=problems)
+            if item.kind == "staged":
+                # a bound staged file's digests come from the layer write (one read, C-perf)
+                entries.append(
+                    LayerEntry(path=item.dest, kind="file", mode=item.mode, source=path, origin=item.source)
+                )
+                continue
+            sub = scratch / f"{spec.name}-{len(entries)}"
+            sub.mkdir()
+            unpacked, d = _archive_entries(path, item, sub, recipe=recipe)
+            entries.extend(unpacked)
             if item.bind:
-                d = digests_of_file(path)
                 bound.append(
                     BoundInput(
                         name=item.bind, staged_path=item.source, size=d.size, sha256=d.sha256, sha1=d.sha1
                     )
                 )
-            if item.kind == "staged":
-                entries.append(
-                    LayerEntry(path=item.dest, kind="file", mode=item.mode, source=path, origin=item.source)
-                )
-            else:
-                sub = scratch / f"{spec.name}-{len(entries)}"
-                sub.mkdir()
-                entries.extend(_archive_entries(path, item, sub, recipe=recipe))
     return entries, bound
+
+
+def _staged_bindings(spec: LayerSpec, blob: LayerBlob) -> list[BoundInput]:
+    """Bound staged files of a layer, with the digests computed while the layer was written."""
+    by_path = {f.path: f for f in blob.files}
+    out: list[BoundInput] = []
+    for item in spec.items:
+        if item.kind == "staged" and item.bind:
+            f = by_path[item.dest]
+            out.append(
+                BoundInput(name=item.bind, staged_path=item.source, size=f.size, sha256=f.sha256, sha1=f.sha1)
+            )
+    return out
 
 
 def build_image(
@@ -603,6 +627,7 @@ def build_image(
             bound.extend(b)
             tmp = scratch / f"layer-{spec.name}.tar.gz"
             blob: LayerBlob = write_layer(entries, tmp, epoch=request.epoch)
+            bound.extend(_staged_bindings(spec, blob))
             dest = blob_path(layout, blob.digest)
             tmp.replace(dest)
             dest.chmod(FILE_MODE)
@@ -644,10 +669,11 @@ def build_image(
         shutil.rmtree(scratch)
         say("archive image.tar")
         archive = stage / "image.tar"
-        write_archive(layout, written, archive, repo_tags=plan.repo_tags, epoch=request.epoch)
+        archive_sha256, archive_size = write_archive(
+            layout, written, archive, repo_tags=plan.repo_tags, epoch=request.epoch
+        )
         for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
             d.chmod(DIR_MODE)
-        arch_d = digests_of_file(archive)
         result = ImageBuildResult(
             lane=recipe.lane,
             image=recipe.image,
@@ -657,8 +683,8 @@ def build_image(
             out=request.out,
             layout=stage / "layout",
             archive=archive,
-            archive_sha256=arch_d.sha256,
-            archive_size=arch_d.size,
+            archive_sha256=archive_sha256,
+            archive_size=archive_size,
             ref_name=plan.ref_name,
             repo_tags=plan.repo_tags,
             manifest_digest=written.manifest.digest,

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
 import zlib
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Literal, cast
@@ -158,7 +161,25 @@ def complete_entries(entries: Iterable[LayerEntry]) -> tuple[LayerEntry, ...]:
     return tuple(sorted(by_path.values(), key=lambda e: e.path.split("/")))
 
 
-class _HashingReader:
+class HashingWriter:
+    """Wrap a binary output: SHA-256 and count of every byte written (hash while writing, no re-read)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.raw.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.size
+
+
+class HashingReader:
     """Wrap a binary stream: hash (SHA-256, SHA-1) and count every byte read."""
 
     def __init__(self, raw: BinaryIO) -> None:
@@ -175,21 +196,54 @@ class _HashingReader:
         return chunk
 
 
+#: Uncompressed bytes per independently deflated block (fixed: it shapes the output bytes).
+GZIP_BLOCK = 1 << 20
+#: Preset dictionary carried from one block to the next (deflate's 32 KiB window).
+_WINDOW = 32 * 1024
+
+
+def _deflate_block(data: bytes, zdict: bytes, last: bool, level: int) -> bytes:
+    if zdict:
+        z = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
+    else:
+        z = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY)
+    return z.compress(data) + z.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+
+
+def default_workers() -> int:
+    """Compression threads: the CPUs this process may use, at most 8."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
 class GzipSink:
     """A write-only stream that gzips into ``out`` and hashes both sides (C24).
 
     ``diff_sha256`` covers the uncompressed bytes, ``blob_sha256`` the gzip bytes. The header is
     fixed: ``1f 8b 08 00 00000000 00 <GZIP_OS_BYTE>`` (no FNAME, MTIME 0).
+
+    The deflate stream is cut into :data:`GZIP_BLOCK`-sized blocks, each deflated on its own
+    (primed with the previous block's last 32 KiB, ended with a sync flush; the last with
+    ``Z_FINISH``) — the pigz technique, so ``workers`` threads compress in parallel. The bytes
+    depend only on the data and the level, never on ``workers`` (tested).
     """
 
-    def __init__(self, out: BinaryIO, *, level: int = GZIP_LEVEL) -> None:
+    def __init__(self, out: BinaryIO, *, level: int = GZIP_LEVEL, workers: int | None = None) -> None:
         self._out = out
-        self._z = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY)
+        self._level = level
         self._crc = 0
+        self._buf = bytearray()
+        self._tail = b""
         self.uncompressed_size = 0
         self.size = 0
         self.diff_sha256 = hashlib.sha256()
         self.blob_sha256 = hashlib.sha256()
+        self._workers = workers if workers is not None else default_workers()
+        self._pool = ThreadPoolExecutor(self._workers) if self._workers > 1 else None
+        self._pending: deque[Future[bytes]] = deque()
         self._emit(gzip_header())
 
     def _emit(self, data: bytes) -> None:
@@ -198,23 +252,48 @@ class GzipSink:
             self.blob_sha256.update(data)
             self.size += len(data)
 
+    def _submit(self, block: bytes, *, last: bool) -> None:
+        zdict, self._tail = self._tail, block[-_WINDOW:]
+        if self._pool is None:
+            self._emit(_deflate_block(block, zdict, last, self._level))
+            return
+        self._pending.append(self._pool.submit(_deflate_block, block, zdict, last, self._level))
+        while len(self._pending) > 2 * self._workers:
+            self._emit(self._pending.popleft().result())
+
     def write(self, b: bytes | bytearray | memoryview) -> int:
         data = bytes(b)
         self.diff_sha256.update(data)
         self._crc = zlib.crc32(data, self._crc)
         self.uncompressed_size += len(data)
-        self._emit(self._z.compress(data))
+        self._buf += data
+        while len(self._buf) >= GZIP_BLOCK:
+            block = bytes(self._buf[:GZIP_BLOCK])
+            del self._buf[:GZIP_BLOCK]
+            self._submit(block, last=False)
         return len(data)
 
     def tell(self) -> int:
         return self.uncompressed_size
 
     def finish(self) -> None:
-        """Flush the deflate stream and write the CRC-32 / ISIZE trailer (RFC 1952 §2.3.1)."""
-        self._emit(self._z.flush(zlib.Z_FINISH))
+        """Deflate the last block, wait for all blocks, write the CRC-32/ISIZE trailer (RFC 1952 §2.3.1)."""
+        self._submit(bytes(self._buf), last=True)
+        self._buf.clear()
+        while self._pending:
+            self._emit(self._pending.popleft().result())
         self._emit(
             self._crc.to_bytes(4, "little") + (self.uncompressed_size & 0xFFFFFFFF).to_bytes(4, "little")
         )
+        self.close()
+
+    def close(self) -> None:
+        """Stop the compression threads (also after a failure)."""
+        if self._pool is not None:
+            for fut in self._pending:
+                fut.cancel()
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 def gzip_header() -> bytes:
@@ -222,10 +301,10 @@ def gzip_header() -> bytes:
     return b"\x1f\x8b\x08\x00" + b"\x00\x00\x00\x00" + b"\x00" + bytes([GZIP_OS_BYTE])
 
 
-def gzip_bytes(data: bytes, *, level: int = GZIP_LEVEL) -> bytes:
+def gzip_bytes(data: bytes, *, level: int = GZIP_LEVEL, workers: int | None = None) -> bytes:
     """Gzip ``data`` in memory with the fixed header of :func:`gzip_header` (C24)."""
     buf = io.BytesIO()
-    sink = GzipSink(buf, level=level)
+    sink = GzipSink(buf, level=level, workers=workers)
     sink.write(data)
     sink.finish()
     return buf.getvalue()
@@ -266,12 +345,17 @@ def _open(entry: LayerEntry) -> BinaryIO:
 
 
 def write_tar(
-    entries: Iterable[LayerEntry], out: BinaryIO | GzipSink, *, epoch: int
+    entries: Iterable[LayerEntry],
+    out: BinaryIO | GzipSink | HashingWriter,
+    *,
+    epoch: int,
+    digests: bool = True,
 ) -> tuple[list[LayerFile], list[tuple[str, str]]]:
     """Write ``entries`` (completed and sorted by :func:`complete_entries`) as a tar stream to ``out``.
 
-    Every file is read exactly once: the same read feeds the tar and the per-file digests.
-    Returns the files written (with size and digests) and the symlinks (path, target).
+    Every file is read exactly once: the same read feeds the tar and the per-file digests
+    (skipped when ``digests`` is false: the files then carry empty digests). Returns the files
+    written (with size and digests) and the symlinks (path, target).
     """
     files: list[LayerFile] = []
     links: list[tuple[str, str]] = []
@@ -286,8 +370,13 @@ def write_tar(
                 continue
             size = _file_size(entry)
             info = _tarinfo(entry, epoch=epoch, size=size)
+            if not digests:
+                with _open(entry) as raw:
+                    tar.addfile(info, raw)
+                files.append(LayerFile(path=entry.path, mode=info.mode, size=size, sha256="", sha1=""))
+                continue
             with _open(entry) as raw:
-                reader = _HashingReader(raw)
+                reader = HashingReader(raw)
                 tar.addfile(info, cast(BinaryIO, reader))
             if reader.size != size:
                 raise InputError(f"{entry.origin or entry.path}: changed size while being read")
@@ -304,11 +393,14 @@ def write_tar(
     return files, links
 
 
-def write_layer(entries: Iterable[LayerEntry], dest: Path, *, epoch: int) -> LayerBlob:
+def write_layer(
+    entries: Iterable[LayerEntry], dest: Path, *, epoch: int, workers: int | None = None
+) -> LayerBlob:
     """Write a gzip-compressed layer blob to ``dest``; returns its digest, diff id and file list.
 
     ``entries`` are completed and sorted here (:func:`complete_entries`), so the bytes depend only
-    on the entries' paths, kinds, modes and contents and on ``epoch`` (C36).
+    on the entries' paths, kinds, modes and contents and on ``epoch`` (C36) — not on ``workers``
+    (compression threads, default :func:`default_workers`).
 
     Raises:
         InputError: duplicate paths, or a source file changed while being read.
@@ -316,9 +408,12 @@ def write_layer(entries: Iterable[LayerEntry], dest: Path, *, epoch: int) -> Lay
     """
     plan = complete_entries(entries)
     with dest.open("wb") as f:
-        sink = GzipSink(f)
-        files, links = write_tar(plan, sink, epoch=epoch)
-        sink.finish()
+        sink = GzipSink(f, workers=workers)
+        try:
+            files, links = write_tar(plan, sink, epoch=epoch)
+            sink.finish()
+        finally:
+            sink.close()
     return LayerBlob(
         digest="sha256:" + sink.blob_sha256.hexdigest(),
         diff_id="sha256:" + sink.diff_sha256.hexdigest(),

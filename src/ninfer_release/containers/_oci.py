@@ -22,7 +22,7 @@ from ninfer_release.hashing import CHUNK
 from ninfer_release.jsonbytes import canonical_json, dumps_stable
 from ninfer_release.reproducible import DIR_MODE, FILE_MODE
 
-from ._layers import LayerEntry, complete_entries, write_tar
+from ._layers import HashingWriter, LayerEntry, complete_entries, write_tar
 
 OCI_LAYOUT_VERSION = "1.0.0"
 MT_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -344,11 +344,12 @@ def docker_manifest_json(image: WrittenImage, repo_tags: Sequence[str]) -> bytes
 
 def write_archive(
     layout: Path, image: WrittenImage, dest: Path, *, repo_tags: Sequence[str], epoch: int
-) -> None:
+) -> tuple[str, int]:
     """Write one tar holding the layout plus docker ``manifest.json`` (C37), deterministically.
 
     Entries are sorted, root-owned and stamped with ``epoch``; the tar is uncompressed so that
     ``docker load``, ``skopeo copy oci-archive:`` and ``tar -x`` read it without guessing.
+    Returns the tar's SHA-256 (hex) and size in bytes, computed while writing.
     """
     entries: list[LayerEntry] = [
         LayerEntry(path="manifest.json", kind="file", data=docker_manifest_json(image, repo_tags)),
@@ -360,8 +361,10 @@ def write_archive(
             rel = blob.relative_to(layout).as_posix()
             entries.append(LayerEntry(path=rel, kind="file", mode=FILE_MODE, source=blob))
     with dest.open("wb") as f:
-        write_tar(complete_entries(entries), f, epoch=epoch)
+        sink = HashingWriter(f)
+        write_tar(complete_entries(entries), sink, epoch=epoch, digests=False)
     dest.chmod(FILE_MODE)
+    return sink.sha256.hexdigest(), sink.size
 
 
 def copy_layout_blob(src_layout: Path, dest_layout: Path, desc: Descriptor, *, where: str) -> None:
