@@ -92,6 +92,12 @@ def test_writer_output_accepted_by_gnu_sha256sum(asset_dir: Path) -> None:
         [sha256sum, "-c", "--strict", "SHA256SUMS"], cwd=asset_dir, capture_output=True, check=False
     )
     assert res.returncode == 0, res.stderr
+    shasum = shutil.which("shasum")
+    if shasum:  # perl shasum rejects CRLF (C01)
+        res = subprocess.run(
+            [shasum, "-a", "256", "-c", "SHA256SUMS"], cwd=asset_dir, capture_output=True, check=False
+        )
+        assert res.returncode == 0, res.stderr
     busybox = shutil.which("busybox")
     if busybox:  # BusyBox is the strictest consumer (C01, C03, C05)
         res = subprocess.run(
