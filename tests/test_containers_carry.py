@@ -299,3 +299,76 @@ def test_cli_carry_verified_against_mirror(
     assert doc["status"] == "verified" and doc["digest"] == mirrored.manifest_digest
     assert json.loads(out.read_bytes())["checked"] == doc["checked"]
     assert dataclasses.asdict(c)["server"] == doc["bindings"]["server"]
+
+
+@pytest.mark.registry
+def test_base_with_docker_schema2_media_types_from_registry(
+    tmp_path: Path, registry: str, samples: Samples
+) -> None:
+    """A base stored as docker schema 2 (as docker push writes it) is read by digest; our image is OCI."""
+    skopeo = need_tool("skopeo")
+    dest = f"{registry}/sample/busybox-v2s2:base"
+    subprocess.run(
+        [skopeo, "copy", "--dest-tls-verify=false", "--format", "v2s2", f"oci:{samples.base}:busybox-static",
+         f"docker://{dest}"],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    raw = subprocess.run(
+        [skopeo, "inspect", "--tls-verify=false", "--raw", f"docker://{dest}"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert json.loads(raw)["mediaType"] == "application/vnd.docker.distribution.manifest.v2+json"
+    import hashlib
+
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+    from containers_support import parse, small_recipe
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "engine.cfg").write_bytes(b"x = 1\n")
+    base = f"{registry}/sample/busybox-v2s2@{digest}"
+    result = build_image(
+        request_for(
+            parse(small_recipe(digest)), inputs=inputs, base=base, out=tmp_path / "o", epoch=RELEASE_EPOCH
+        )
+    )
+    manifest = json.loads((result.layout / "blobs/sha256" / result.manifest_digest[7:]).read_bytes())
+    assert {layer["mediaType"] for layer in manifest["layers"]} == {
+        "application/vnd.oci.image.layer.v1.tar+gzip"
+    }
+    assert result.base_digest == digest
+    umoci = need_tool("umoci")
+    subprocess.run([umoci, "unpack", "--image", f"{result.layout}:{result.ref_name}", str(tmp_path / "b")],
+                   capture_output=True, check=True)  # fmt: skip
+    assert (tmp_path / "b/rootfs/opt/engine/engine.cfg").read_bytes() == b"x = 1\n"
+
+
+@pytest.mark.registry
+def test_carry_of_an_index_verifies_every_child(registry: str, mirrored: ImageBuildResult) -> None:
+    """An image index: the index, each child manifest, their configs and layers are all checked."""
+    import hashlib
+    import urllib.request
+
+    child = json.loads((mirrored.layout / "index.json").read_bytes())["manifests"][0]
+    child = {k: v for k, v in child.items() if k != "annotations"}
+    child["platform"] = {"os": "linux", "architecture": "amd64"}
+    index = json.dumps(
+        {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [child]},
+        separators=(",", ":"),
+    ).encode()
+    req = urllib.request.Request(
+        f"http://{registry}/v2/alphastorm/ninfer-runtime/manifests/index-test",
+        data=index,
+        method="PUT",
+        headers={"Content-Type": "application/vnd.oci.image.index.v1+json"},
+    )
+    with urllib.request.urlopen(req) as resp:  # noqa: S310
+        assert resp.status == 201
+    digest = "sha256:" + hashlib.sha256(index).hexdigest()
+    carried = _carried_for(mirrored, image=f"ghcr.io/alphastorm/ninfer-runtime@{digest}")
+    record = carry_image(carried, registry=registry)
+    assert record.verified
+    assert [c.kind for c in record.checked][:3] == ["index", "manifest", "config"]
+    assert record.checked[1].digest == mirrored.manifest_digest
+    assert record.config_digest == mirrored.config_digest
