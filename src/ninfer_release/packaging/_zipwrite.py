@@ -115,6 +115,8 @@ def _name_problems(members: list[CompressedMember]) -> list[Problem]:
             problems.append(
                 Problem(file="zip", field=m.name, message="contains a backslash; zip names use '/' (C17)")
             )
+        if len(m.name.encode("utf-8")) > 0xFFFF:
+            problems.append(Problem(file="zip", field=m.name[:80], message="name longer than 65535 bytes"))
         parts = m.name.split("/")
         if m.name.startswith("/") or any(p in ("", ".", "..") for p in parts):
             problems.append(Problem(file="zip", field=m.name, message="not a normalised relative path"))
