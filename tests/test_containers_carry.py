@@ -372,3 +372,38 @@ def test_carry_of_an_index_verifies_every_child(registry: str, mirrored: ImageBu
     assert [c.kind for c in record.checked][:3] == ["index", "manifest", "config"]
     assert record.checked[1].digest == mirrored.manifest_digest
     assert record.config_digest == mirrored.config_digest
+
+
+def test_carry_registry_unreachable_is_backend_error(built: ImageBuildResult) -> None:
+    import socket
+
+    from ninfer_release.errors import BackendError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(BackendError, match="registry unreachable") as info:
+        carry_image(_carried_for(built), registry=f"127.0.0.1:{port}", timeout=5)
+    assert info.value.exit_code == ExitCode.BACKEND
+
+
+def test_cli_carry_offline_and_registry_exclude_each_other(run_cli) -> None:  # type: ignore[no-untyped-def]
+    code, _, stderr = run_cli(
+        "image", "carry", "rtx5090", "--release", str(REAL_MANIFEST), "--offline", "--registry", "127.0.0.1:1"
+    )
+    assert code == ExitCode.USAGE
+    assert "exclude each other" in stderr
+
+
+def test_read_build_result_checks_the_archive(tmp_path: Path, built: ImageBuildResult) -> None:
+    from ninfer_release.containers import read_build_result
+
+    out = tmp_path / "copy"
+    shutil.copytree(built.out, out)
+    again = read_build_result(out)
+    assert again.manifest_digest == built.manifest_digest
+    assert again.layers == built.layers and again.bound_inputs == built.bound_inputs
+    with (out / "image.tar").open("ab") as f:
+        f.write(b"\0" * 512)
+    with pytest.raises(IntegrityError, match="record says"):
+        read_build_result(out)
