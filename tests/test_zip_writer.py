@@ -470,3 +470,33 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, m[0].size, m[0].sha256
     assert res.returncode == 0, res.stdout
     assert "uncompressed size:                              4294967297 bytes" in res.stdout
     assert "compressed size:                                " in res.stdout
+
+
+#: Exact bytes of a tiny package with stored members only (no dependence on the zlib version).
+#: Regenerate only deliberately, when the zip format of DESIGN §5 changes on purpose.
+GOLDEN_STORED_ZIP = bytes.fromhex(
+    "504b03040a0000000000aab16e574aa8f54707000000070000000a0000004e4f544943452e7478746e6f746963650a"
+    "504b03040a0000000000aab16e578b9ed9d301000000010000000900000062696e2f612e646c6c41"
+    "504b03040a0000080000aab16e57000000000000000000000000180000006c6963656e7365732f646f6e6ec3a965732f"
+    "c3a92e747874"
+    "504b01022d030a0000000000aab16e574aa8f54707000000070000000a0000000000000000000000a481000000004e4f"
+    "544943452e747874"
+    "504b01022d030a0000000000aab16e578b9ed9d30100000001000000090000000000000000000000a4812f00000062696e"
+    "2f612e646c6c"
+    "504b01022d030a0000080000aab16e57000000000000000000000000180000000000000000000000a481570000006c6963"
+    "656e7365732f646f6e6ec3a965732fc3a92e747874"
+    "504b05060000000003000300b50000008d0000000000"
+)
+
+
+def test_golden_bytes_of_a_stored_package(tmp_path: Path) -> None:
+    """C11 C15 C16: exact bytes — DOS time 2023-11-14 22:13:20, made-by 0x032D, attrs 0o100644, bit 11."""
+    entries = [
+        PlanEntry(name="licenses/données/é.txt", data=b""),
+        PlanEntry(name="bin/a.dll", data=b"A"),
+        PlanEntry(name="NOTICE.txt", data=b"notice\n"),
+    ]
+    members = compress_members(entries, workdir=tmp_path, level=0)
+    result = write_zip(members, tmp_path / "g.zip", epoch=1700000000)
+    assert result.path.read_bytes() == GOLDEN_STORED_ZIP
+    assert result.sha256 == "c05166f2929864dc3044d2ae7313f2ced1fe2424952b3815ce7c9bc1ba71b3dd"
