@@ -162,6 +162,9 @@ def verify_set(
         try:
             for d in packaging.iter_member_digests(zip_path):
                 members[d.name] = d.sha256
+                # A member that fails its CRC/size check or was not inflated (unsafe name, bomb
+                # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
+                member_errors.extend(f"member {d.name!r}: {p}" for p in d.problems)
         except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
             member_errors.append(str(exc))
 
@@ -196,9 +199,16 @@ def verify_set(
         run.warnings.extend(str(w) for w in parsed.warnings)
         run.failures.extend(str(e) for e in parsed.errors)
         listed = parsed.as_dict()
+        recorded = _recorded_digests(small.get(names.manifest))
         for n in names.entries:
             if n not in listed:
                 run.fail(SUMS_NAME, f"does not list {n!r}")
+            elif n in digests and listed[n] != digests[n] and recorded.get(n) == digests[n]:
+                # The component manifest agrees with the file: the line in SHA256SUMS is what changed.
+                run.fail(
+                    SUMS_NAME,
+                    f"lists {listed[n]} for {n!r}, but the file (and {names.manifest}) have {digests[n]}",
+                )
             elif n in digests:
                 run.expect(
                     listed[n] == digests[n],
@@ -227,6 +237,22 @@ def verify_set(
         failures=tuple(run.failures),
         sums_sha256=sums_sha,
     )
+
+
+def _recorded_digests(manifest: bytes | None) -> dict[str, str]:
+    """``name -> sha256`` of entries 1–9 as the component manifest records them (empty if unreadable)."""
+    try:
+        doc = json.loads(manifest.decode("utf-8")) if manifest is not None else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    entries = _get(doc, "entries")
+    if not isinstance(entries, list):
+        return {}
+    return {
+        str(e["name"]): str(e["sha256"])
+        for e in entries
+        if isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("sha256"), str)
+    }
 
 
 def _zip_member(run: _Run, zip_path: Path, member: str) -> bytes | None:
