@@ -500,3 +500,35 @@ def test_golden_bytes_of_a_stored_package(tmp_path: Path) -> None:
     result = write_zip(members, tmp_path / "g.zip", epoch=1700000000)
     assert result.path.read_bytes() == GOLDEN_STORED_ZIP
     assert result.sha256 == "c05166f2929864dc3044d2ae7313f2ced1fe2424952b3815ce7c9bc1ba71b3dd"
+
+
+def test_unreadable_staged_file_is_an_input_error_and_spool_removed(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    missing = tmp_path / "gone.dll"
+    with pytest.raises(InputError) as exc:
+        compress_members(
+            [
+                PlanEntry(name="a.txt", data=b"a"),
+                PlanEntry(name="bin/gone.dll", source=missing, staged_path="x"),
+            ],
+            workdir=work,
+        )
+    assert exc.value.lines[0].startswith(f"{missing}: bin/gone.dll: cannot read: ")
+    assert list(work.iterdir()) == []
+
+
+def test_whole_plan_uses_its_deflate_level(tmp_path: Path) -> None:
+    root = make_staged_tree(tmp_path / "rtx4090")
+    staged = load_staged_tree(root, **LANE)
+    recipe = load_recipe(RECIPE)
+    gen = {
+        "config/ninfer.toml": b"x = 1\n" * 100,
+        f"profile/{PROFILE}.json": b"{}\n",
+        f"sbom/{STEM}.spdx.json": b"{}\n",
+        "NOTICE.txt": b"n\n",
+    }
+    plan = plan_package(staged, recipe, gen)
+    stored_plan = type(plan)(recipe_id=plan.recipe_id, entries=plan.entries, deflate_level=0)
+    assert {m.method for m in compress_members(stored_plan, workdir=tmp_path)} == {0}
+    assert 8 in {m.method for m in compress_members(plan, workdir=tmp_path)}

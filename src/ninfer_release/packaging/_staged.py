@@ -26,6 +26,8 @@ LOCK = "dependencies.lock.json"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 GROUPS = frozenset({"cuda", "crt", "directstorage", "other"})
+#: Upper bound on build-info.json / dependencies.lock.json, in bytes (they are a few KiB).
+MAX_DOCUMENT = 16 << 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,9 +174,16 @@ def _read_json(path: Path, problems: list[Problem]) -> Mapping[str, Any] | None:
         problems.append(Problem(file=str(path), message="must be a regular file, not a symlink"))
         return None
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(MAX_DOCUMENT + 1)
     except FileNotFoundError:
         problems.append(Problem(file=str(path), message="missing from the staged tree"))
+        return None
+    except OSError as exc:
+        problems.append(Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}"))
+        return None
+    if len(raw) > MAX_DOCUMENT:
+        problems.append(Problem(file=str(path), message=f"larger than {MAX_DOCUMENT} bytes"))
         return None
     try:
         data = json.loads(raw.decode("utf-8"))
