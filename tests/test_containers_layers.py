@@ -163,3 +163,21 @@ def test_gzip_exact_block_multiple_and_empty() -> None:
 
     for data in (b"", b"x" * GZIP_BLOCK, b"y" * (2 * GZIP_BLOCK)):
         assert gzip.decompress(gzip_bytes(data, workers=2)) == data
+
+
+def test_incompressible_blocks_are_stored_compressible_ones_deflated() -> None:
+    """block_level: random 1 MiB blocks are stored (level 0), text keeps the fixed level; bytes stable."""
+    import random
+
+    from ninfer_release.containers._layers import GZIP_BLOCK, GZIP_LEVEL, block_level
+
+    noise = random.Random(3).randbytes(GZIP_BLOCK)  # noqa: S311 - test data
+    text = (b"port = 18082\n" * GZIP_BLOCK)[:GZIP_BLOCK]
+    assert block_level(noise, GZIP_LEVEL) == 0
+    assert block_level(text, GZIP_LEVEL) == GZIP_LEVEL
+    assert block_level(b"tiny", GZIP_LEVEL) == GZIP_LEVEL
+    data = noise * 4 + text
+    out = gzip_bytes(data, workers=2)
+    assert len(out) < 4 * GZIP_BLOCK * 1.001 + 64 * 1024  # stored noise, deflated text
+    assert out == gzip_bytes(data, workers=1)
+    assert gzip.decompress(out) == data

@@ -202,7 +202,34 @@ GZIP_BLOCK = 1 << 20
 _WINDOW = 32 * 1024
 
 
+#: Probes per block for incompressible data: (count, bytes each); see :func:`block_level`.
+_PROBES = (3, 8 * 1024)
+#: A probe counts as incompressible when level 1 saves less than this fraction of it.
+_MIN_SAVING = 0.02
+
+
+def block_level(data: bytes, level: int) -> int:
+    """The deflate level for one block: ``level``, or 0 (stored) when the block is incompressible.
+
+    Three 8 KiB probes (start, middle, end) are compressed at level 1; if none saves 2 %, the
+    block is already-compressed or random data and deflating it at ``level`` would only burn CPU
+    (zlib's match search costs most on such data) for no gain. A pure function of the bytes, so
+    the output stays reproducible.
+    """
+    count, size = _PROBES
+    if len(data) < count * size * 4:
+        return level
+    step = (len(data) - size) // (count - 1)
+    for i in range(count):
+        probe = data[i * step : i * step + size]
+        z = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS)
+        if len(z.compress(probe) + z.flush()) < size * (1 - _MIN_SAVING):
+            return level
+    return 0
+
+
 def _deflate_block(data: bytes, zdict: bytes, last: bool, level: int) -> bytes:
+    level = block_level(data, level)
     if zdict:
         z = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
     else:
@@ -227,8 +254,9 @@ class GzipSink:
 
     The deflate stream is cut into :data:`GZIP_BLOCK`-sized blocks, each deflated on its own
     (primed with the previous block's last 32 KiB, ended with a sync flush; the last with
-    ``Z_FINISH``) — the pigz technique, so ``workers`` threads compress in parallel. The bytes
-    depend only on the data and the level, never on ``workers`` (tested).
+    ``Z_FINISH``) — the pigz technique, so ``workers`` threads compress in parallel; a block
+    that probes as incompressible is stored (:func:`block_level`). The bytes depend only on the
+    data and the level, never on ``workers`` (tested).
     """
 
     def __init__(self, out: BinaryIO, *, level: int = GZIP_LEVEL, workers: int | None = None) -> None:
