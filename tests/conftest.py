@@ -91,7 +91,8 @@ def registry() -> Iterator[str]:
                     break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    unavailable(f"docker-registry did not start: {(work / 'registry.log').read_text()[-500:]}")
+                    tail = (work / "registry.log").read_text()[-500:]
+                    unavailable(f"docker-registry did not start: {tail}")
                 time.sleep(0.1)
         yield f"127.0.0.1:{port}"
     finally:
