@@ -1,0 +1,120 @@
+"""RFC 3987 IRI syntax checks as regular expressions, and a jsonschema import that avoids lark.
+
+Why this exists: jsonschema's ``_format`` module imports ``rfc3987_syntax`` when it is installed
+(it is, as a dependency of cyclonedx-python-lib's ``json-validation`` extra), and that module
+compiles 39 Earley grammars with lark *at import time* — 3–8 s on this project's 2-core machines,
+paid by every ``verify`` run (DESIGN.md §11: verify ≤ 1.1× ``sha256sum -c``). The CycloneDX 1.6
+schema uses only ``date-time``, ``idn-email`` and ``iri-reference`` formats, and the ABNF of RFC
+3987 §2.2 is regular, so the two IRI formats are checked here by a translation of that ABNF into
+one regular expression each (microseconds per value), and jsonschema is imported with
+``rfc3987_syntax`` hidden so that its grammars are never built. Every other format checker of
+jsonschema is unchanged; IRI values are still checked, not skipped.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import sys
+import threading
+
+# RFC 3987 §2.2: ucschar and iprivate code point ranges.
+_UCS_RANGES = (
+    (0xA0, 0xD7FF),
+    (0xF900, 0xFDCF),
+    (0xFDF0, 0xFFEF),
+    *((p << 16, (p << 16) | 0xFFFD) for p in range(1, 14)),
+    (0xE1000, 0xEFFFD),
+)
+_PRIVATE_RANGES = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+
+
+def _class(ranges: tuple[tuple[int, int], ...]) -> str:
+    return "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
+
+
+_UNRESERVED = r"A-Za-z0-9\-._~" + _class(_UCS_RANGES)  # iunreserved
+_SUB_DELIMS = r"!$&'()*+,;="
+_PCT = r"%[0-9A-Fa-f]{2}"
+_IPCHAR = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
+_ISEGMENT = rf"{_IPCHAR}*"
+_ISEGMENT_NZ = rf"{_IPCHAR}+"
+_ISEGMENT_NZ_NC = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+"
+_IUSERINFO = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*"
+_IREG_NAME = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*"  # also covers IPv4address
+_IP_LITERAL = r"\[(?P<ip>[^\[\]/?#@]*)\]"  # content checked by _ip_literal_ok
+_IAUTHORITY = rf"(?:{_IUSERINFO}@)?(?:{_IP_LITERAL}|{_IREG_NAME})(?::[0-9]*)?"
+_IPATH_ABEMPTY = rf"(?:/{_ISEGMENT})*"
+_IPATH_ABSOLUTE = rf"/(?:{_ISEGMENT_NZ}(?:/{_ISEGMENT})*)?"
+_IPATH_ROOTLESS = rf"{_ISEGMENT_NZ}(?:/{_ISEGMENT})*"
+_IPATH_NOSCHEME = rf"{_ISEGMENT_NZ_NC}(?:/{_ISEGMENT})*"
+_IQUERY = rf"(?:{_IPCHAR}|[{_class(_PRIVATE_RANGES)}/?])*"
+_IFRAGMENT = rf"(?:{_IPCHAR}|[/?])*"
+_TAIL = rf"(?:\?{_IQUERY})?(?:#{_IFRAGMENT})?"
+_SCHEME = r"[A-Za-z][A-Za-z0-9+\-.]*"
+
+#: ``IRI = scheme ":" ihier-part [ "?" iquery ] [ "#" ifragment ]``
+_IRI = re.compile(
+    rf"{_SCHEME}:(?://{_IAUTHORITY}{_IPATH_ABEMPTY}|{_IPATH_ABSOLUTE}|{_IPATH_ROOTLESS}|){_TAIL}"
+)
+#: ``irelative-ref = irelative-part [ "?" iquery ] [ "#" ifragment ]``
+_IRELATIVE_REF = re.compile(
+    rf"(?://{_IAUTHORITY}{_IPATH_ABEMPTY}|{_IPATH_ABSOLUTE}|{_IPATH_NOSCHEME}|){_TAIL}"
+)
+_IPV_FUTURE = re.compile(rf"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~{_SUB_DELIMS}:]+")
+
+
+def _ip_literal_ok(match: re.Match[str]) -> bool:
+    """``IP-literal = "[" ( IPv6address / IPvFuture ) "]"`` (no zone identifier)."""
+    ip = match.group("ip")
+    if ip is None:
+        return True
+    if _IPV_FUTURE.fullmatch(ip):
+        return True
+    if "%" in ip:
+        return False
+    try:
+        ipaddress.IPv6Address(ip)
+    except ValueError:
+        return False
+    return True
+
+
+def is_iri(value: str) -> bool:
+    """True if ``value`` matches the ``IRI`` rule of RFC 3987 §2.2 (absolute, with a scheme)."""
+    m = _IRI.fullmatch(value)
+    return m is not None and _ip_literal_ok(m)
+
+
+def is_iri_reference(value: str) -> bool:
+    """True if ``value`` matches ``IRI-reference = IRI / irelative-ref`` of RFC 3987 §2.2."""
+    if is_iri(value):
+        return True
+    m = _IRELATIVE_REF.fullmatch(value)
+    return m is not None and _ip_literal_ok(m)
+
+
+_IMPORT_LOCK = threading.Lock()
+_SLOW_MODULE = "rfc3987_syntax"
+
+
+def import_jsonschema_without_lark() -> None:
+    """Import jsonschema so that it does not load ``rfc3987_syntax`` (see the module docstring).
+
+    For the duration of the import only, ``sys.modules["rfc3987_syntax"]`` is ``None``, which
+    makes jsonschema's guarded import fail and skip registering its lark-based ``iri`` /
+    ``iri-reference`` checkers; callers register :func:`is_iri` / :func:`is_iri_reference`
+    instead. A no-op when jsonschema is already imported (its checkers are then replaced by
+    ours in the validators this package builds, so behaviour is the same either way).
+    """
+    with _IMPORT_LOCK:
+        if "jsonschema" in sys.modules:
+            return
+        hidden = _SLOW_MODULE not in sys.modules
+        if hidden:
+            sys.modules[_SLOW_MODULE] = None  # type: ignore[assignment]
+        try:
+            import jsonschema  # type: ignore[import-untyped]  # noqa: F401 - the import is the point
+        finally:
+            if hidden and sys.modules.get(_SLOW_MODULE, ...) is None:
+                del sys.modules[_SLOW_MODULE]
