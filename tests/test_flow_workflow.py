@@ -1,0 +1,189 @@
+""".github/workflows/prerelease.yml: one job per lane, then one job that assembles, verifies and
+publishes (DESIGN.md §8). Checked against the release definition and the real CLI, not by eye.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+import click
+import pytest
+import yaml
+
+from flow_support import RELEASE, REPO, cli
+
+WORKFLOW = REPO / ".github" / "workflows" / "prerelease.yml"
+#: Shell operators that end one command (shlex with punctuation_chars yields them as tokens).
+_OPERATORS = {";", "&&", "||", "|", "(", ")", "&", ";;"}
+_SHELL_WORDS = {"do", "then", "else", "if", "while", "for", "done", "fi"}
+
+
+def _workflow() -> dict[str, Any]:
+    doc = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def _definition_lanes() -> list[str]:
+    doc = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
+    return list(doc["lanes"])
+
+
+def _steps(job: str) -> list[dict[str, Any]]:
+    steps = _workflow()["jobs"][job]["steps"]
+    assert isinstance(steps, list)
+    return steps
+
+
+def _invocations(script: str) -> list[list[str]]:
+    """Every ``ninfer-release ARGS`` command in a shell script, as argument lists."""
+    found: list[list[str]] = []
+    for line in script.replace("\\\n", " ").splitlines():
+        code = line.split(" # ", 1)[0]
+        lexer = shlex.shlex(code, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+        for i, tok in enumerate(tokens):
+            if tok != "ninfer-release":
+                continue
+            args: list[str] = []
+            for t in tokens[i + 1 :]:
+                if t in _OPERATORS or t in _SHELL_WORDS:
+                    break
+                args.append(t)
+            found.append(args)
+    return found
+
+
+def _all_invocations() -> list[tuple[str, list[str]]]:
+    out = []
+    for job, spec in _workflow()["jobs"].items():
+        for step in spec["steps"]:
+            if "run" in step:
+                out += [(job, args) for args in _invocations(step["run"])]
+    return out
+
+
+def _command(args: list[str]) -> tuple[list[str], click.Command]:
+    """Resolve ``args`` (global options first) to the command path and the Click command object."""
+    from ninfer_release.cli import cli as root
+
+    rest = list(args)
+    while rest and rest[0].startswith("-"):
+        rest.pop(0)
+    path: list[str] = []
+    cmd: click.Command = root
+    while isinstance(cmd, click.Group):
+        assert rest, f"no sub-command in {args}"
+        name = rest.pop(0)
+        sub = cmd.commands.get(name)
+        assert sub is not None, f"ninfer-release {' '.join([*path, name])}: no such command"
+        path.append(name)
+        cmd = sub
+    return path, cmd
+
+
+def test_matrix_lanes_equal_the_release_definition() -> None:
+    """The matrix has one job per lane id of manifests/v0.13.1.yaml -- no more, no fewer."""
+    matrix = _workflow()["jobs"]["lane"]["strategy"]["matrix"]["lane"]
+    assert sorted(matrix) == sorted(_definition_lanes()) == ["rtx3090", "rtx4090", "rtx5090"]
+    assert len(set(matrix)) == len(matrix)
+
+
+def test_release_job_needs_every_lane_job() -> None:
+    jobs = _workflow()["jobs"]
+    assert set(jobs) == {"lane", "release"}
+    assert jobs["release"]["needs"] in ("lane", ["lane"])
+
+
+def test_lane_job_fetches_builds_and_uploads_its_lane() -> None:
+    """samples fetch, build lane <matrix.lane> --out out/<lane>, then upload-artifact of out/<lane>."""
+    steps = _steps("lane")
+    invocations = [args for s in steps if "run" in s for args in _invocations(s["run"])]
+    assert ["samples", "fetch", "--out", "staged"] in invocations
+    builds = [a for a in invocations if a[:2] == ["build", "lane"]]
+    assert len(builds) == 1
+    build = builds[0]
+    assert build[2] == "${{ matrix.lane }}"
+    assert build[build.index("--out") + 1] == "out/${{ matrix.lane }}"
+    assert build[build.index("--inputs") + 1] == "staged"
+    uploads = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert len(uploads) == 1
+    assert uploads[0]["with"]["path"] == "out/${{ matrix.lane }}"
+    assert uploads[0]["with"]["name"] == "lane-${{ matrix.lane }}"
+
+
+def test_release_job_downloads_assembles_verifies_and_publishes_drafts() -> None:
+    steps = _steps("release")
+    downloads = [s for s in steps if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    assert len(downloads) == 1 and downloads[0]["with"]["pattern"] == "lane-*"
+    lanes_dir = downloads[0]["with"]["path"]
+    invocations = [
+        (s.get("working-directory"), args) for s in steps if "run" in s for args in _invocations(s["run"])
+    ]
+    assemble = [(wd, a) for wd, a in invocations if a[:2] == ["manifest", "assemble"]]
+    assert assemble == [
+        (lanes_dir, ["manifest", "assemble", "*/*.lane.json", "--out", "release-manifest.json"])
+    ]
+    verifies = [a for _, a in invocations if a[:1] == ["verify"]]
+    assert any(a[1] == "$set_dir" for a in verifies) and any(
+        a[1].startswith("oci://$REGISTRY/") for a in verifies
+    )
+    publishes = [a for _, a in invocations if a[:1] == ["publish"]]
+    assert len(publishes) == 1
+    publish = publishes[0]
+    assert "--draft" in publish
+    assert publish[publish.index("--to") + 1] == "oci://$REGISTRY/omp-ninfer/$lane"
+
+
+def test_every_command_in_the_workflow_exists_with_its_options() -> None:
+    """Each ``ninfer-release …`` line names a real command (``--help`` exits 0) and only its options."""
+    invocations = _all_invocations()
+    assert len(invocations) >= 7
+    for job, args in invocations:
+        path, cmd = _command(args)
+        res = cli(*path, "--help")
+        assert res.code == 0, (job, args, res.text)
+        known = {opt for p in cmd.params for opt in (*p.opts, *p.secondary_opts)}
+        used = {a for a in args[len(path) :] if a.startswith("-")}
+        assert used <= known, f"{job}: ninfer-release {' '.join(path)} has no {sorted(used - known)}"
+
+
+def test_only_pinned_major_versions_of_known_actions() -> None:
+    """Every ``uses:`` is one of GitHub's own actions at a major-version tag."""
+    allowed = {
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/cache",
+        "actions/upload-artifact",
+        "actions/download-artifact",
+    }
+    for spec in _workflow()["jobs"].values():
+        for step in spec["steps"]:
+            if "uses" in step:
+                name, _, version = step["uses"].partition("@")
+                assert name in allowed and re.fullmatch(r"v\d+", version), step["uses"]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("ninfer-release verify a --sums-sha256 x", [["verify", "a", "--sums-sha256", "x"]]),
+        ('for r in */*.j; do ninfer-release verify "$d"; done', [["verify", "$d"]]),
+        ("ninfer-release build lane \\\n  x --out y && cmp a b", [["build", "lane", "x", "--out", "y"]]),
+    ],
+)
+def test_invocation_parser(script: str, expected: list[list[str]]) -> None:
+    """The shell scanning the checks above rely on finds each command and stops at operators."""
+    assert _invocations(script) == expected
+
+
+def test_a_misspelt_command_would_be_caught() -> None:
+    """The command check fails for a command or option the CLI does not have."""
+    with pytest.raises(AssertionError, match="no such command"):
+        _command(["manifest", "asemble", "x"])
+    _, cmd = _command(["verify", "x"])
+    assert "--release-manifest" in {o for p in cmd.params for o in p.opts}
+    assert "--draft" not in {o for p in cmd.params for o in p.opts}
