@@ -258,6 +258,15 @@ def manifest_check(ctx: Context, manifest_path: str, repo: str | None) -> None:
 SAMPLES_EXTRA_STEPS: list[Any] = []
 
 
+def _container_samples_step(staging: Path, context: object = None) -> None:
+    from ninfer_release.containers import sample_layout_step
+
+    sample_layout_step(staging, context)
+
+
+SAMPLES_EXTRA_STEPS.append(_container_samples_step)
+
+
 @cli.group()
 def samples() -> None:
     """Sample inputs: staged engine builds for the native lanes (docs/samples.md)."""
