@@ -1,7 +1,8 @@
 """Consumer and CI flows over sealed sets: verify a set wherever it is, publish one safely.
 
 * :func:`verify_location` — verify a set in a directory, or pulled from ``oci://`` / ``dir://``
-  into a private temp dir (never the user's directory), then removed.
+  into a private temp dir (never the user's directory), then removed; optionally against the
+  ``SHA256SUMS`` digest a release manifest binds for the set's component tag.
 * :func:`publish_set` — refuse what must not be published (a set that does not verify; an
   ``unqualified`` set unless it is a draft; a set whose component manifest disagrees with the
   release definition; a target tag other than the set's component tag), then publish it as one
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ninfer_release.errors import Problem, PublishError
 from ninfer_release.profiles import Release
-from ninfer_release.releases._contract import AssetNames, stem_from_names
+from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
 from ninfer_release.releases._publish import (
     ANN_REVISION,
     PublishRequest,
@@ -47,17 +48,75 @@ class LocatedReport:
         return doc
 
 
+def bound_sums_sha256(release_manifest: Mapping[str, Any], stem: str) -> str | None:
+    """The ``SHA256SUMS`` digest ``release_manifest`` binds for the set named ``stem``, if any.
+
+    The lane is found by its component tag (``stem`` is ``ninfer-<component-tag>-windows-x64``,
+    DESIGN.md §4), never by the directory or reference the set was read from.
+    """
+    lanes = release_manifest.get("lanes")
+    if not isinstance(lanes, Mapping):
+        return None
+    for entry in lanes.values():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("component_tag"), str):
+            continue
+        sums = entry.get("sha256sums")
+        if package_stem(entry["component_tag"]) == stem and isinstance(sums, Mapping):
+            digest = sums.get("sha256")
+            return digest if isinstance(digest, str) else None
+    return None
+
+
+def _verify_dir(
+    directory: Path,
+    *,
+    expected_sums_sha256: str | None,
+    release_manifest: Mapping[str, Any] | None,
+    progress: Callable[[int], None] | None,
+) -> VerifyReport:
+    unbound: str | None = None
+    if release_manifest is not None:
+        try:
+            stem = stem_from_names(sorted(p.name for p in directory.iterdir()))
+        except OSError:
+            stem = None
+        bound = bound_sums_sha256(release_manifest, stem) if stem is not None else None
+        if bound is not None:
+            if expected_sums_sha256 is not None and bound != expected_sums_sha256.lower():
+                unbound = f"the release manifest binds {bound}, not the {expected_sums_sha256} given"
+            expected_sums_sha256 = bound
+        elif stem is not None:
+            unbound = f"the release manifest binds no set named {stem}"
+    report = verify_set(directory, expected_sums_sha256=expected_sums_sha256, progress=progress)
+    if unbound is not None:
+        report = replace(report, failures=(*report.failures, f"{SUMS_NAME}: {unbound}"))
+    return report
+
+
 def verify_location(
-    location: str, *, expected_sums_sha256: str | None = None, progress: Callable[[int], None] | None = None
+    location: str,
+    *,
+    expected_sums_sha256: str | None = None,
+    release_manifest: Mapping[str, Any] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> LocatedReport:
     """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG`` or ``dir://PATH:TAG``.
+
+    ``release_manifest`` (the parsed ``release-manifest.json``): the set's ``SHA256SUMS`` must be
+    the digest it binds for the lane whose component tag names the set; a release manifest that
+    binds no such lane is a failure (DESIGN.md §4: one digest pins everything).
 
     Raises:
         InputError: the reference is malformed or names nothing (exit 4).
         IntegrityError: a pulled blob does not match its digest (exit 5).
     """
     if not location.startswith(REMOTE_SCHEMES):
-        report = verify_set(Path(location), expected_sums_sha256=expected_sums_sha256, progress=progress)
+        report = _verify_dir(
+            Path(location),
+            expected_sums_sha256=expected_sums_sha256,
+            release_manifest=release_manifest,
+            progress=progress,
+        )
         return LocatedReport(location=location, manifest_digest=None, report=report)
     target = parse_target(location)
     ref = target.reference
@@ -70,7 +129,12 @@ def verify_location(
         dest = Path(tmp) / "set"
         dest.mkdir()
         pulled = publisher.pull(ref, dest)
-        report = verify_set(dest, expected_sums_sha256=expected_sums_sha256, progress=progress)
+        report = _verify_dir(
+            dest,
+            expected_sums_sha256=expected_sums_sha256,
+            release_manifest=release_manifest,
+            progress=progress,
+        )
     report = VerifyReport(
         directory=location,
         stem=report.stem,
