@@ -1,0 +1,101 @@
+"""The README's "Release engineer's flow" and "Installer consumer's flow" run exactly as written.
+
+Each ```sh title="…" block is run line by line in a fresh directory (``manifests`` linked to the
+repo's): ``ninfer-release`` lines through the CLI's ``main`` in-process (``$VARS`` expanded, shell
+quoting honoured), every other line through ``bash``. The test plays the hardware runs: between the
+draft and seal blocks it writes the receipts the README describes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flow_support import REPO, TAGS, Result, cli, receipt
+
+README = REPO / "README.md"
+BLOCK = re.compile(r'^```sh title="([^"]+)"\n(.*?)^```$', re.MULTILINE | re.DOTALL)
+
+
+def _blocks() -> dict[str, list[str]]:
+    text = README.read_text(encoding="utf-8")
+    return {title: body.splitlines() for title, body in BLOCK.findall(text)}
+
+
+def _run_line(line: str, cwd: Path, env: dict[str, str]) -> Result:
+    if line.startswith("ninfer-release "):
+        expanded = re.sub(r"\$(\w+)", lambda m: env[m.group(1)], line)
+        return cli(*shlex.split(expanded)[1:], env=env)
+    res = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", line],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return Result(code=res.returncode, out=res.stdout, err=res.stderr)
+
+
+def _run_block(lines: list[str], cwd: Path, env: dict[str, str]) -> list[Result]:
+    results = []
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        res = _run_line(line, cwd, env)
+        assert res.code == 0, f"{line}\n{res.text}"
+        results.append(res)
+    return results
+
+
+def test_readme_has_the_two_flows() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert "## Release engineer's flow" in text and "## Installer consumer's flow" in text
+    assert list(_blocks()) == [
+        "release: build",
+        "release: draft",
+        "release: seal",
+        "release: publish",
+        "consumer: verify",
+    ]
+
+
+def test_readme_flows_run_as_written(registry: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """build -> drafts -> receipts -> seal -> publish -> consumer verify, every command exit 0."""
+    blocks = _blocks()
+    (tmp_path / "manifests").symlink_to(REPO / "manifests")
+    monkeypatch.chdir(tmp_path)
+    env = {"REGISTRY": registry}
+
+    _run_block(blocks["release: build"], tmp_path, env)
+    drafts = _run_block(blocks["release: draft"], tmp_path, env)
+    assert all(
+        r.out.startswith(("published: ", "already_published: ")) and ".draft " in r.out for r in drafts
+    )
+
+    # The hardware runs: one receipt per lane, naming the config bytes the build printed.
+    built = json.loads((tmp_path / "out" / "release-manifest.json").read_bytes())
+    for lane in ("rtx4090", "rtx3090"):
+        (tmp_path / "receipts" / lane).mkdir(parents=True)
+        doc = receipt(lane, built["lanes"][lane]["config"]["sha256"])
+        (tmp_path / "receipts" / lane / "run-1.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+    _run_block(blocks["release: seal"], tmp_path, env)
+    sealed = json.loads((tmp_path / "sealed" / "release-manifest.json").read_bytes())
+    assert {sealed["lanes"][lane]["qualification"] for lane in ("rtx4090", "rtx3090")} == {"qualified"}
+
+    published = _run_block(blocks["release: publish"], tmp_path, env)
+    assert [r.out.split(":", 1)[0] for r in published][2:] == ["published", "published"]
+    # Publishing is idempotent for the same bytes.
+    again = _run_block(blocks["release: publish"], tmp_path, env)
+    assert [r.out.split(":", 1)[0] for r in again] == ["already_published"] * 4
+
+    checked = _run_block(blocks["consumer: verify"], tmp_path, env)
+    assert f"rtx4090:{TAGS['rtx4090']}: OK" in checked[0].out
+    assert checked[2].out.count(": OK\n") == 10
