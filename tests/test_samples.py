@@ -372,7 +372,12 @@ def test_cli_json_prints_one_object(tmp_path: Path, run_cli, wheel_cache: Path) 
     assert code == 0
     doc = json.loads(stdout)
     assert doc["ok"] is True and doc["full"] is False and doc["replaced"] is False
-    assert doc["files"] == 32
+    # 31 files in the two native lane trees (16 + 15), the marker, plus the container lane's sample
+    # base image and staged inputs (base-layout/, rtx5090/) that the CLI's extra layout step adds.
+    assert [ln["files"] for ln in doc["lanes"]] == [16, 15]
+    assert doc["extra"] == ["base-layout", "rtx5090"]
+    assert doc["files"] == sum(1 for p in out.rglob("*") if p.is_file())
+    assert (out / "base-layout" / "index.json").is_file() and (out / "rtx5090").is_dir()
     assert [(ln["lane"], ln["cuda_arch"]) for ln in doc["lanes"]] == [
         ("rtx4090", "sm_89"),
         ("rtx3090", "sm_86"),
