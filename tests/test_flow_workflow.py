@@ -4,15 +4,22 @@ publishes (DESIGN.md §8). Checked against the release definition and the real C
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 import yaml
 
-from flow_support import RELEASE, REPO, cli
+from conftest import need_tool
+from flow_support import RELEASE, REPO, TAGS, cli, release_out
 
 WORKFLOW = REPO / ".github" / "workflows" / "prerelease.yml"
 #: Shell operators that end one command (shlex with punctuation_chars yields them as tokens).
@@ -187,3 +194,87 @@ def test_a_misspelt_command_would_be_caught() -> None:
     _, cmd = _command(["verify", "x"])
     assert "--release-manifest" in {o for p in cmd.params for o in p.opts}
     assert "--draft" not in {o for p in cmd.params for o in p.opts}
+
+
+# --- running the workflow locally ----------------------------------------------------------------
+
+_EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def _expand(text: str, matrix: dict[str, str]) -> str:
+    """Evaluate the ``${{ … }}`` forms this workflow uses, as a run without inputs/vars would."""
+
+    def one(m: re.Match[str]) -> str:
+        for operand in (o.strip() for o in m.group(1).split("||")):
+            if operand.startswith("'") and operand.endswith("'"):
+                return operand[1:-1]
+            if operand.startswith("matrix."):
+                return matrix[operand.removeprefix("matrix.")]
+            # inputs.* / vars.* are unset in a local run: fall through to the default.
+        raise AssertionError(f"cannot evaluate {m.group(0)}")
+
+    return _EXPR.sub(one, text)
+
+
+def _run_job(job: str, workspace: Path, artifacts: Path, matrix: dict[str, str], env: dict[str, str]) -> None:
+    """Run ``job``'s steps in ``workspace`` as the runner would (bash -e), artifacts as directories."""
+    spec = _workflow()["jobs"][job]
+    workspace.mkdir(parents=True)
+    (workspace / "manifests").symlink_to(REPO / "manifests")
+    full = dict(os.environ)
+    full["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full['PATH']}"
+    for scope in (_workflow().get("env", {}), spec.get("env", {})):
+        full.update({k: _expand(str(v), matrix) for k, v in scope.items()})
+    full.update(env)
+    for step in spec["steps"]:
+        uses = str(step.get("uses", ""))
+        artifact_step = uses.startswith(("actions/upload-artifact@", "actions/download-artifact@"))
+        with_ = {k: _expand(str(v), matrix) for k, v in step.get("with", {}).items()} if artifact_step else {}
+        if uses.startswith("actions/upload-artifact@"):
+            src = workspace / with_["path"]
+            assert src.exists(), f"{job}: nothing to upload at {with_['path']}"
+            if src.is_dir():
+                shutil.copytree(src, artifacts / with_["name"])
+            else:  # one file: the artifact holds it at its top level
+                (artifacts / with_["name"]).mkdir()
+                shutil.copy2(src, artifacts / with_["name"] / src.name)
+        elif uses.startswith("actions/download-artifact@"):
+            for art in sorted(artifacts.glob(with_["pattern"])):
+                shutil.copytree(art, workspace / with_["path"] / art.name)
+        elif "run" in step and "pip install" not in step["run"]:  # the package is installed already
+            cwd = workspace / step.get("working-directory", ".")
+            res = subprocess.run(
+                ["bash", "-e", "-c", _expand(step["run"], matrix)],
+                cwd=cwd,
+                env=full,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert res.returncode == 0, f"{job} {matrix}: {step.get('name')}\n{res.stdout}\n{res.stderr}"
+
+
+def test_workflow_runs_locally_and_assembles_the_single_process_manifest(
+    registry: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The workflow's own scripts, run here: three lane jobs side by side (separate workspaces),
+    artifacts handed over as directories, then the release job (assemble, cmp against a
+    single-process build, verify, publish drafts to the loopback registry, verify them back)."""
+    need_tool("jq")
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    lanes = _workflow()["jobs"]["lane"]["strategy"]["matrix"]["lane"]
+    with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+        jobs = [
+            pool.submit(_run_job, "lane", tmp_path / f"lane-{lane}", artifacts, {"lane": lane}, {})
+            for lane in lanes
+        ]
+        for job in jobs:
+            job.result()
+    assert sorted(p.name for p in artifacts.iterdir()) == sorted(f"lane-{lane}" for lane in lanes)
+    _run_job("release", tmp_path / "release", artifacts, {}, {"REGISTRY": registry, "NINFER_REGISTRY": ""})
+    assembled = artifacts / "release-manifest" / "release-manifest.json"
+    assert assembled.read_bytes() == (release_out(tmp_path_factory) / "release-manifest.json").read_bytes()
+    for lane in ("rtx4090", "rtx3090"):
+        res = cli("verify", f"oci://{registry}/omp-ninfer/{lane}:{TAGS[lane]}.draft")
+        assert res.code == 0, res.text
