@@ -357,6 +357,12 @@ def _byte_progress(ctx: Context, label: str) -> Iterator[Callable[[str, int], No
 def _lane_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("mode") == "carry":
         return [f"{summary['lane']}: carried {summary.get('image')} ({summary.get('verification')})"]
+    if "image_dir" in summary:
+        return [
+            f"{summary['lane']}: built {summary['image_reference']} -> {summary['image_dir']}",
+            f"  base {summary['base_digest']}",
+            f"  config semantic sha256 {summary['config']['sha256']}",
+        ]
     verified = ", verified" if summary.get("verified") else ""
     return [
         f"{summary['lane']}: {summary['component_tag']} -> {summary['set_dir']} "
@@ -390,6 +396,9 @@ def build() -> None:
 @click.option(
     "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Compression threads."
 )
+@click.option(
+    "--base", help="Base of a built container lane: OCI layout or REF@sha256 (default DIR/base-layout)."
+)
 @click.pass_obj
 def build_lane_cmd(
     ctx: Context,
@@ -401,8 +410,9 @@ def build_lane_cmd(
     registry: str | None,
     offline: bool,
     workers: int,
+    base: str | None,
 ) -> None:
-    """Build (or carry) LANE: OUT/<lane>/ (11-file set) and OUT/<lane>.lane.json."""
+    """Build (or carry) LANE: OUT/<lane>/ (11-file set or image) and OUT/<lane>.lane.json."""
     from ninfer_release.build import build_lane
 
     with _byte_progress(ctx, lane) as progress:
@@ -417,6 +427,7 @@ def build_lane_cmd(
             offline=offline,
             workers=workers,
             progress=progress,
+            base=base,
         )
     summary = outcome.summary()
     emit(ctx, {"ok": True, **summary}, _lane_lines(summary))
@@ -436,6 +447,9 @@ def build_lane_cmd(
 @click.option(
     "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Compression threads."
 )
+@click.option(
+    "--base", help="Base of a built container lane: OCI layout or REF@sha256 (default DIR/base-layout)."
+)
 @click.pass_obj
 def build_release_cmd(
     ctx: Context,
@@ -446,6 +460,7 @@ def build_release_cmd(
     registry: str | None,
     offline: bool,
     workers: int,
+    base: str | None,
 ) -> None:
     """Build every lane of MANIFEST into OUT and write OUT/release-manifest.json."""
     from ninfer_release.build import build_release
@@ -461,6 +476,7 @@ def build_release_cmd(
             offline=offline,
             workers=workers,
             progress=progress,
+            base=base,
         )
     summary = outcome.summary()
     lines = [line for lane in summary["lanes"] for line in _lane_lines(lane)]
@@ -607,7 +623,7 @@ def image_build(
     push: str | None,
     no_smoke: bool,
 ) -> None:
-    """Build RECIPE's image from staged inputs onto a pinned base; write layout, tar and record to --out."""
+    """Build RECIPE's image from staged inputs onto a pinned base; write layout, tar, record, SBOMs."""
     import os
     from pathlib import Path
 
@@ -658,18 +674,22 @@ def image_build(
         if ctx.verbosity > 0:
             click.echo(f"image: {message}", err=True)
 
-    result = containers.build_image(request, backend=chosen, progress=progress)
+    from ninfer_release.build import build_image_with_sboms
+
+    built = build_image_with_sboms(request, backend=chosen, progress=progress, stand_in=info.stand_in)
+    result = built.result
     human = [
         f"built {result.reference}",
         f"  config {result.config_digest}  base {result.base_digest}",
         f"  {len(result.layers)} layers; wrote {result.layout} and {result.archive}",
+        "  sbom " + ", ".join(f"{n} sha256 {d['sha256']}" for n, d in sorted(built.sbom_files.items())),
     ]
     if rendered is not None:
         human.append(f"  engine config {rendered.profile_id} semantic {rendered.config_semantic_sha256}")
     pushed = result.backend.get("pushed")
     if pushed:
         human.append(f"  pushed {pushed['reference']}")
-    emit(ctx, {"ok": True, **result.as_json(), "out": str(result.out)}, human)
+    emit(ctx, {"ok": True, **built.as_json(), "out": str(result.out)}, human)
 
 
 @image.command("carry")

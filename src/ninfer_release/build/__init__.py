@@ -9,8 +9,10 @@ lane's result) and ``OUT/release-manifest.json`` (assembled from the lane result
 
 from ninfer_release.build._build import (
     RELEASE_MANIFEST_NAME,
+    ImageOutcome,
     LaneOutcome,
     ReleaseOutcome,
+    build_image_with_sboms,
     build_lane,
     build_release,
     release_facts,
@@ -18,8 +20,10 @@ from ninfer_release.build._build import (
 
 __all__ = [
     "RELEASE_MANIFEST_NAME",
+    "ImageOutcome",
     "LaneOutcome",
     "ReleaseOutcome",
+    "build_image_with_sboms",
     "build_lane",
     "build_release",
     "release_facts",

@@ -1,23 +1,26 @@
 """Orchestration of one lane or a whole release (DESIGN.md §1, §9).
 
 ``build lane`` builds one native lane into ``OUT/<lane>/`` (the 11-file set) plus its lane
-result ``OUT/<lane>.lane.json``, or carries the container lane (lane result only). ``build
-release`` does every lane of the definition, then assembles ``OUT/release-manifest.json`` from the
-lane results — the very function ``manifest assemble`` runs in CI, so both paths give the same
-bytes. ``OUT`` is created complete or not at all and never overwritten.
+result ``OUT/<lane>.lane.json``, carries the container lane (lane result only), or — when the
+container lane's mode is ``build`` — builds its image daemonlessly into ``OUT/<lane>/`` (OCI layout,
+``image.tar``, ``image.json``, ``sbom.cdx.json``, ``sbom.spdx.json``; :func:`build_image_with_sboms`).
+``build release`` does every lane of the definition, then assembles ``OUT/release-manifest.json``
+from the lane results — the very function ``manifest assemble`` runs in CI, so both paths give the
+same bytes. ``OUT`` is created complete or not at all and never overwritten.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import containers, packaging, profiles
+from ninfer_release import __version__, containers, packaging, profiles, sbom
 from ninfer_release.atomic import staged_directory, write_bytes
 from ninfer_release.errors import InputError, Problem
-from ninfer_release.hashing import sha256_file
+from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.manifests import LaneResult, assemble_release_manifest, lane_result_name
 from ninfer_release.releases import (
     SealedSet,
@@ -28,6 +31,10 @@ from ninfer_release.releases import (
 
 ProgressFn = Callable[[str, int], None]
 RELEASE_MANIFEST_NAME = "release-manifest.json"
+#: Supplier / tool vendor named in the image SBOMs (the same organisation the native sets name).
+SBOM_SUPPLIER = "OMP NInfer"
+#: Default base of a built container lane, under ``--inputs`` (what ``samples fetch`` lays out).
+DEFAULT_BASE_DIR = "base-layout"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,10 +47,14 @@ class LaneOutcome:
     result_path: Path
     sealed: SealedSet | None = None
     verified: bool | None = None
+    image_dir: Path | None = None
 
     def summary(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"lane": self.lane_id, "mode": self.mode, "lane_result": str(self.result_path)}
-        if self.sealed is not None:
+        if self.image_dir is not None:
+            doc.update(self.result.entry)
+            doc["image_dir"] = str(self.image_dir)
+        elif self.sealed is not None:
             doc.update(
                 set_dir=str(self.sealed.directory),
                 component_tag=self.sealed.component_tag,
@@ -232,6 +243,201 @@ def _carried_lane(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImageOutcome:
+    """An image build plus its SBOMs, all in ``result.out`` (:func:`build_image_with_sboms`).
+
+    ``sbom_files`` maps ``sbom.cdx.json`` / ``sbom.spdx.json`` to ``{"sha256", "size"}``.
+    """
+
+    result: containers.ImageBuildResult
+    sboms: sbom.ImageSboms
+    sbom_files: Mapping[str, Mapping[str, Any]]
+
+    def as_json(self) -> dict[str, Any]:
+        """The build record (as ``image.json``) plus the SBOM files by digest."""
+        return {**self.result.as_json(), "sbom": {k: dict(v) for k, v in sorted(self.sbom_files.items())}}
+
+
+def build_image_with_sboms(
+    request: containers.ImageBuildRequest,
+    *,
+    backend: containers.ImageBackend | None = None,
+    progress: Callable[[str], None] | None = None,
+    stand_in: bool = False,
+) -> ImageOutcome:
+    """Build an image (``containers.build_image``) and write its SBOMs beside ``image.json``, atomically.
+
+    ``request.out`` appears complete — ``layout/``, ``image.tar``, ``image.json``,
+    ``sbom.cdx.json`` (CycloneDX 1.6), ``sbom.spdx.json`` (SPDX 2.3) — or not at all: the image is
+    built into a staging directory, the SBOMs are rendered from its records
+    (``sbom.image_sboms``, times from ``request.epoch``), then the directory is renamed into place.
+    ``stand_in`` marks the staged inputs as sample stand-ins in the CycloneDX document.
+
+    Raises:
+        InputError: ``request.out`` exists, or as ``containers.build_image`` (exit 4).
+        IntegrityError: the base is not the pinned one, a blob or an SBOM fails validation (exit 5).
+        BackendError: the registry or the docker backend failed (exit 6).
+    """
+    out = request.out
+    with staged_directory(out) as stage:
+        inner = stage / "image"
+        built = containers.build_image(
+            dataclasses.replace(request, out=inner), backend=backend, progress=progress
+        )
+        # The image build stages and renames its own directory; lift its entries one level up so
+        # the SBOMs join them before the one rename that publishes ``out``.
+        for child in sorted(inner.iterdir()):
+            child.rename(stage / child.name)
+        inner.rmdir()
+        if progress is not None:
+            progress("sbom")
+        sboms = sbom.image_sboms(
+            containers.image_sbom_records(built),
+            epoch=request.epoch,
+            supplier=SBOM_SUPPLIER,
+            tool_name="ninfer-release",
+            tool_version=__version__,
+            stand_in=stand_in,
+        )
+        write_bytes(stage / sbom.IMAGE_CDX_NAME, sboms.cyclonedx, overwrite=False)
+        write_bytes(stage / sbom.IMAGE_SPDX_NAME, sboms.spdx, overwrite=False)
+    result = dataclasses.replace(built, out=out, layout=out / "layout", archive=out / "image.tar")
+    return ImageOutcome(result=result, sboms=sboms, sbom_files=sbom.image_sbom_digests(sboms))
+
+
+def _built_image_lane(
+    release: profiles.Release,
+    lane: profiles.Lane,
+    *,
+    inputs: Path,
+    base: str | None,
+    out: Path,
+    progress: ProgressFn | None,
+) -> LaneOutcome:
+    """Build the container lane's image daemonlessly into ``out/<lane>/`` and record its lane result.
+
+    Inputs: the lane's staged tree (``<inputs>/<lane>/``, its ``build-info.json`` must name the
+    lane, component tag and source commit of the definition), the recipe ``container_recipe``,
+    the lane's profile (rendered here: the lane binds the **semantic** config digest, DESIGN.md §5)
+    and the base (``base``, default ``<inputs>/base-layout``; it must be the recipe's pinned digest).
+    """
+    where = str(release.path)
+    assert lane.container_recipe is not None  # the definition requires it for an oci-image lane
+    recipe = containers.load_recipe(release.repo_root / lane.container_recipe)
+    problems: list[Problem] = []
+    if recipe.lane != lane.id:
+        problems.append(
+            Problem(
+                file=recipe.file,
+                field="lane",
+                message=f"{recipe.lane!r}, but {where} builds it for lane {lane.id!r}",
+            )
+        )
+    if recipe.profile != lane.profile_id:
+        problems.append(
+            Problem(
+                file=recipe.file,
+                field="profile",
+                message=f"{recipe.profile!r}, but lanes.{lane.id}.profile is {lane.profile_id!r}",
+            )
+        )
+    if problems:
+        raise InputError(problems=problems)
+    staged = _staged_dir(inputs, lane.id)
+    info = containers.read_build_info(staged)
+    info_file = str(staged / "build-info.json")
+    for field, got, want in (
+        ("lane", info.lane, lane.id),
+        ("component_tag", info.component_tag, lane.component_tag),
+        ("source_commit", info.source_commit, lane.source_commit),
+    ):
+        if got != want:
+            problems.append(
+                Problem(
+                    file=info_file,
+                    field=field,
+                    message=f"{got!r}, but lanes.{lane.id}.{field} in {where} is {want!r}",
+                )
+            )
+    base_text = base
+    if base_text is None:
+        default = inputs / DEFAULT_BASE_DIR
+        if not (default / "index.json").is_file():
+            problems.append(
+                Problem(
+                    file=str(default),
+                    field="base",
+                    message="no base image layout here; give --base LAYOUT_OR_REF (pinned by digest)",
+                )
+            )
+        base_text = str(default)
+    if problems:
+        raise InputError(problems=problems)
+    rendered = containers.render_inputs(release.repo_root / "profiles" / f"{lane.profile_id}.yaml")
+    request = containers.ImageBuildRequest(
+        recipe=recipe,
+        inputs=staged,
+        base=base_text,
+        out=out / lane.id,
+        version=lane.component_tag,
+        revision=lane.source_commit,
+        epoch=release.source_date_epoch,
+        rendered=rendered,
+    )
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(f"{lane.id} image: {message}", 0)
+
+    built = build_image_with_sboms(request, progress=say, stand_in=info.stand_in)
+    result = built.result
+    bindings = {b.name: b.sha256 for b in result.bound_inputs}
+
+    def file_ref(name: str, sha256: str, size: int) -> dict[str, Any]:
+        return {"path": f"{lane.id}/{name}", "sha256": sha256, "size": size}
+
+    record = result.as_bytes()
+    entry = {
+        "component_tag": lane.component_tag,
+        "kind": lane.kind,
+        "mode": lane.mode,
+        "profile_id": lane.profile_id,
+        "source_commit": lane.source_commit,
+        "image": result.image,
+        "image_reference": result.reference,
+        "image_digest": result.manifest_digest,
+        "image_config_digest": result.config_digest,
+        "base_image": {"name": result.base_name, "digest": result.base_digest},
+        "base_digest": result.base_digest,
+        "version": result.version,
+        "revision": result.revision,
+        "created": result.created,
+        "layers": [layer.digest for layer in result.layers],
+        "bindings": {
+            **bindings,
+            "base_image": result.base_digest,
+            "checkpoint_mount": recipe.checkpoint_mount,
+        },
+        "config": {"hash_kind": "semantic", "sha256": result.config_semantic_sha256},
+        "outputs": {
+            "archive": file_ref("image.tar", result.archive_sha256, result.archive_size),
+            "record": file_ref("image.json", sha256_bytes(record), len(record)),
+            "sbom": {
+                "cyclonedx": file_ref(sbom.IMAGE_CDX_NAME, **built.sbom_files[sbom.IMAGE_CDX_NAME]),
+                "spdx": file_ref(sbom.IMAGE_SPDX_NAME, **built.sbom_files[sbom.IMAGE_SPDX_NAME]),
+            },
+        },
+        "stand_in": info.stand_in,
+    }
+    lane_result = LaneResult(lane_id=lane.id, release=release_facts(release), entry=entry)
+    path = out / lane_result_name(lane.id)
+    write_bytes(path, lane_result.as_bytes(), overwrite=False)
+    return LaneOutcome(
+        lane_id=lane.id, mode=lane.mode, result=lane_result, result_path=path, image_dir=result.out
+    )
+
+
 def _one_lane(
     release: profiles.Release,
     lane_id: str,
@@ -244,6 +450,7 @@ def _one_lane(
     workers: int,
     progress: ProgressFn | None,
     verify: bool,
+    base: str | None = None,
 ) -> LaneOutcome:
     if lane_id not in release.lanes:
         raise InputError(
@@ -269,15 +476,7 @@ def _one_lane(
             progress=progress,
             verify=verify,
         )
-    raise InputError(
-        problems=[
-            Problem(
-                file=str(release.path),
-                field=f"lanes.{lane_id}.mode",
-                message="building a container lane runs through 'image build'",
-            )
-        ]
-    )
+    return _built_image_lane(release, lane, inputs=inputs, base=base, out=out, progress=progress)
 
 
 def build_lane(
@@ -293,15 +492,21 @@ def build_lane(
     workers: int = 2,
     progress: ProgressFn | None = None,
     verify: bool = True,
+    base: str | None = None,
+    repo_root: Path | None = None,
 ) -> LaneOutcome:
     """Build (or carry) one lane of the release ``manifest`` into the new directory ``out``.
+
+    A container lane in ``build`` mode is built daemonlessly on ``base`` (an OCI layout or a
+    reference pinned by digest; default ``<inputs>/base-layout``). ``repo_root`` (default: the
+    manifest's parent's parent) holds ``profiles/``, ``packaging/``, ``containers/``, ``sbom/``.
 
     Raises:
         DefinitionError: the release definition or a profile is invalid (exit 3).
         InputError: staged inputs missing/invalid, or ``out`` exists (exit 4).
         IntegrityError: a receipt names other bytes, an SBOM fails, the set does not verify (exit 5).
     """
-    release = profiles.load_release(manifest, env=env)
+    release = profiles.load_release(manifest, env=env, repo_root=repo_root)
     with staged_directory(out) as stage:
         outcome = _one_lane(
             release,
@@ -314,6 +519,7 @@ def build_lane(
             workers=workers,
             progress=progress,
             verify=verify,
+            base=base,
         )
     return _relocate(outcome, stage, out)
 
@@ -330,13 +536,18 @@ def build_release(
     workers: int = 2,
     progress: ProgressFn | None = None,
     verify: bool = True,
+    base: str | None = None,
+    repo_root: Path | None = None,
 ) -> ReleaseOutcome:
     """Build every lane of ``manifest`` into ``out`` and assemble ``out/release-manifest.json``.
+
+    ``base`` and ``repo_root``: as :func:`build_lane` (``base`` is used by a container lane in
+    ``build`` mode only).
 
     Raises:
         as :func:`build_lane`, for any lane; nothing is left in ``out`` on failure.
     """
-    release = profiles.load_release(manifest, env=env)
+    release = profiles.load_release(manifest, env=env, repo_root=repo_root)
     outcomes: list[LaneOutcome] = []
     with staged_directory(out) as stage:
         for lane_id in release.lanes:
@@ -352,12 +563,11 @@ def build_release(
                     workers=workers,
                     progress=progress,
                     verify=verify,
+                    base=base,
                 )
             )
         data = assemble_release_manifest([(o.result_path.name, o.result) for o in outcomes])
         write_bytes(stage / RELEASE_MANIFEST_NAME, data, overwrite=False)
-    from ninfer_release.hashing import sha256_bytes
-
     return ReleaseOutcome(
         out=out,
         lanes=tuple(_relocate(o, stage, out) for o in outcomes),
@@ -379,4 +589,5 @@ def _relocate(outcome: LaneOutcome, stage: Path, out: Path) -> LaneOutcome:
     sealed = outcome.sealed
     if sealed is not None:
         sealed = replace(sealed, directory=move(sealed.directory))
-    return replace(outcome, result_path=move(outcome.result_path), sealed=sealed)
+    image_dir = move(outcome.image_dir) if outcome.image_dir is not None else None
+    return replace(outcome, result_path=move(outcome.result_path), sealed=sealed, image_dir=image_dir)

@@ -12,6 +12,11 @@ Outputs are exact bytes:
   named in ``packageVerificationCodeExcludedFiles`` and left out of the verification code.
 * :func:`cyclonedx_dependency_inventory` — the lane's CycloneDX 1.6 JSON (cyclonedx-python-lib),
   with a PE-import dependency graph and a PE-version vs lock cross-check.
+* :func:`image_cyclonedx` / :func:`image_spdx` (both: :func:`image_sboms`) — the SBOMs of a built
+  container image from ``containers.ImageSbomRecords``: CycloneDX 1.6 with the image, its base and
+  layers by digest and the components our layers add (engine config with its semantic digest);
+  SPDX 2.3 inventory of the files our layers add. Written as ``sbom.cdx.json`` / ``sbom.spdx.json``
+  beside the image build's ``image.json``.
 
 Invariants: nothing comes from the clock (times from the source-date epoch), namespaces and
 serial numbers are UUIDv5 of the release identity (and, for SPDX, the content), identifiers are
@@ -38,6 +43,16 @@ from ninfer_release.sbom._cyclonedx import (
     vendored_bom_ref,
 )
 from ninfer_release.sbom._ids import check_base_uri, spdx_file_id, spdx_package_id, uri_part, uuid5_url
+from ninfer_release.sbom._image import (
+    IMAGE_CDX_NAME,
+    IMAGE_SPDX_NAME,
+    ImageSboms,
+    image_cyclonedx,
+    image_purl,
+    image_sbom_digests,
+    image_sboms,
+    image_spdx,
+)
 from ninfer_release.sbom._license import (
     license_refs_of,
     license_text_path,
@@ -69,11 +84,14 @@ from ninfer_release.sbom._spdx import (
 )
 
 __all__ = [
+    "IMAGE_CDX_NAME",
+    "IMAGE_SPDX_NAME",
     "PROP_PATH",
     "PROP_STAND_IN",
     "CatalogEntry",
     "DependencyRecord",
     "FileRecord",
+    "ImageSboms",
     "NormalizedLicense",
     "PeInfo",
     "ShippedFile",
@@ -87,6 +105,11 @@ __all__ = [
     "cuda_version_from_strings",
     "cyclonedx_dependency_inventory",
     "file_bom_ref",
+    "image_cyclonedx",
+    "image_purl",
+    "image_sbom_digests",
+    "image_sboms",
+    "image_spdx",
     "license_refs_of",
     "license_text_path",
     "load_catalog",
