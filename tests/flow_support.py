@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -282,3 +283,10 @@ def reseal(set_dir: Path) -> None:
         if p.name != "SHA256SUMS"
     ]
     (set_dir / "SHA256SUMS").write_bytes("".join(lines).encode())
+
+
+def registry_namespace(factory: pytest.TempPathFactory, name: str) -> str:
+    """A repository prefix private to this test session and ``name``, so tests sharing one registry
+    (or a long-lived ``NINFER_REGISTRY``) never see each other's tags."""
+    session = re.sub(r"[^a-z0-9]+", "-", f"{_base(factory).name}-{os.getpid()}".lower()).strip("-")
+    return f"{session}/{name}"

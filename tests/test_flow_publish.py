@@ -29,6 +29,7 @@ from flow_support import (
     flip_byte,
     ok,
     qualified_out,
+    registry_namespace,
     release_out,
     samples,
     set_names,
@@ -65,7 +66,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     """A fresh repository prefix in the session registry, or a fresh directory store."""
     name = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-")[:40]
     if request.param == "oci":
-        return Store(kind="oci", base=request.getfixturevalue("registry"), prefix=f"omp-ninfer-{name}")
+        prefix = registry_namespace(request.getfixturevalue("tmp_path_factory"), f"omp-ninfer-{name}")
+        return Store(kind="oci", base=request.getfixturevalue("registry"), prefix=prefix)
     return Store(kind="dir", base=str(tmp_path / "store"), prefix="omp-ninfer")
 
 

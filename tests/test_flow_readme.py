@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_support import REPO, TAGS, Result, cli, receipt
+from flow_support import REPO, TAGS, Result, cli, receipt, registry_namespace
 
 README = REPO / "README.md"
 BLOCK = re.compile(r'^```sh title="([^"]+)"\n(.*?)^```$', re.MULTILINE | re.DOTALL)
@@ -66,12 +66,15 @@ def test_readme_has_the_two_flows() -> None:
     ]
 
 
-def test_readme_flows_run_as_written(registry: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_flows_run_as_written(
+    registry: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """build -> drafts -> receipts -> seal -> publish -> consumer verify, every command exit 0."""
     blocks = _blocks()
     (tmp_path / "manifests").symlink_to(REPO / "manifests")
     monkeypatch.chdir(tmp_path)
-    env = {"REGISTRY": registry}
+    # $REGISTRY/omp-ninfer/<lane> lands in a repository namespace of this test's own.
+    env = {"REGISTRY": f"{registry}/{registry_namespace(tmp_path_factory, 'readme')}"}
 
     _run_block(blocks["release: build"], tmp_path, env)
     drafts = _run_block(blocks["release: draft"], tmp_path, env)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import need_tool
-from flow_support import RELEASE, REPO, TAGS, cli, release_out
+from flow_support import RELEASE, REPO, TAGS, cli, registry_namespace, release_out
 
 WORKFLOW = REPO / ".github" / "workflows" / "prerelease.yml"
 #: Shell operators that end one command (shlex with punctuation_chars yields them as tokens).
@@ -272,9 +272,11 @@ def test_workflow_runs_locally_and_assembles_the_single_process_manifest(
         for job in jobs:
             job.result()
     assert sorted(p.name for p in artifacts.iterdir()) == sorted(f"lane-{lane}" for lane in lanes)
-    _run_job("release", tmp_path / "release", artifacts, {}, {"REGISTRY": registry, "NINFER_REGISTRY": ""})
+    # The job's REGISTRY, inside a repository namespace of this test's own.
+    reg = f"{registry}/{registry_namespace(tmp_path_factory, 'workflow')}"
+    _run_job("release", tmp_path / "release", artifacts, {}, {"REGISTRY": reg})
     assembled = artifacts / "release-manifest" / "release-manifest.json"
     assert assembled.read_bytes() == (release_out(tmp_path_factory) / "release-manifest.json").read_bytes()
     for lane in ("rtx4090", "rtx3090"):
-        res = cli("verify", f"oci://{registry}/omp-ninfer/{lane}:{TAGS[lane]}.draft")
+        res = cli("verify", f"oci://{reg}/omp-ninfer/{lane}:{TAGS[lane]}.draft")
         assert res.code == 0, res.text
