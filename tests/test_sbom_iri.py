@@ -26,6 +26,12 @@ from ninfer_release.sbom._iri import is_iri, is_iri_reference
         ("http://例え.jp/パス?q=値#frag", True, True),  # ucschar
         ("http://a/b?\ue000", True, True),  # iprivate is allowed in the query only
         ("http://a/b#\ue000", False, False),
+        ("http://a/\ue000?q", False, False),  # iprivate in the path
+        ("http://a/b#x?\ue000", False, False),  # a '?' after '#' does not start a query
+        ("\u00e9:foo", False, False),  # no non-ASCII letters in a scheme
+        ("http://[v1.\u00e9]/", False, False),  # nor in an IPvFuture literal
+        ("http://a/\ufffe", False, False),  # a noncharacter is not ucschar
+        ("http://a/\ud800", False, False),  # nor is a lone surrogate
         ("http://[::1]:8080/x", True, True),
         ("http://[v1.fe]/", True, True),
         ("http://[::1%25eth0]/", False, False),  # no zone identifiers in RFC 3987

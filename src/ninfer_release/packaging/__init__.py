@@ -27,6 +27,9 @@ tree ship the target's bytes under the link name (C23). Cases: C11 C15 C16 C17 C
 
 The verifier side reads archives with :func:`read_zip_index`, :func:`iter_member_digests` and
 :func:`read_member`, which never extract to disk and refuse unsafe names and bombs.
+
+Deflate engine: zlib-ng when installed (the project pins it), else the interpreter's zlib;
+:data:`DEFLATE_ENGINE` names the one in use — package bytes are reproducible given the same one.
 """
 
 from ninfer_release.packaging._compress import DEFAULT_CHUNK, CompressedMember, compress_members
@@ -60,10 +63,12 @@ from ninfer_release.packaging._zipread import (
     unsafe_name,
 )
 from ninfer_release.packaging._zipwrite import ZipEntryDigest, ZipResult, write_zip
+from ninfer_release.packaging._zlib import DEFLATE_ENGINE
 
 __all__ = [
     "DEFAULT_CHUNK",
     "DEFAULT_INSTALL_ROOT",
+    "DEFLATE_ENGINE",
     "MAX_PATH",
     "BuildInfo",
     "CompressedMember",

@@ -5,9 +5,10 @@ deflated independently (raw deflate, fixed level, memLevel 8, default strategy) 
 piece's last 32 KiB as preset dictionary, and ends with a sync flush (an empty stored block, byte
 aligned), the last piece with ``Z_FINISH``. The concatenation is one valid deflate stream (the
 technique of pigz), and because the cut points depend only on offsets, the bytes are the same for
-any number of workers. zlib releases the GIL, so a thread pool uses every core.
+any number of workers. The deflate engine (:mod:`._zlib`: zlib-ng when installed) releases the
+GIL, so a thread pool uses every core.
 
-The reading thread hashes each piece as it goes (hashlib and zlib.crc32 also release the GIL)
+The reading thread hashes each piece as it goes (hashlib and crc32 also release the GIL)
 and keeps at most ``2 × workers`` pieces in flight, so memory stays flat (about
 ``4 × workers × chunk_size``) whatever the file size. Compressed streams go to one spool file
 in ``workdir`` (never held in memory); :func:`~ninfer_release.packaging.write_zip` copies them.
@@ -15,8 +16,8 @@ in ``workdir`` (never held in memory); :func:`~ninfer_release.packaging.write_zi
 A member whose deflate stream is not smaller than its data is stored (method 0); its bytes are
 then recovered by inflating the spooled stream, so the input is still read only once.
 
-Determinism note: deflate output depends on the zlib implementation and version as well as on
-the level; byte-identical rebuilds assume the same zlib (``zlib.ZLIB_RUNTIME_VERSION``).
+Determinism note: deflate output depends on the deflate implementation and version as well as on
+the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_ENGINE``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +35,7 @@ from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import Digests
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, STORED
+from ninfer_release.packaging._zlib import engine as zlib
 
 #: Size of the independently compressed pieces, in bytes. Part of the output byte format:
 #: changing it changes every package larger than one piece.

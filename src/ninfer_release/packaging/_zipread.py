@@ -13,7 +13,6 @@ import hashlib
 import itertools
 import re
 import struct
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,8 @@ from ninfer_release.packaging._zipformat import (
     ZIP64_LOCATOR_FMT,
     ZIP64_LOCATOR_SIG,
 )
+from ninfer_release.packaging._zlib import INFLATE_ERRORS
+from ninfer_release.packaging._zlib import engine as zlib
 
 _STEP = 1 << 20  # bytes read / inflated per step
 #: Refuse central directories beyond this size (bytes); ours are a few KiB.
@@ -348,7 +349,7 @@ def iter_member_digests(
                         sha1.update(chunk)
                         crc = zlib.crc32(chunk, crc)
                         size += len(chunk)
-                except (ValueError, zlib.error) as exc:
+                except INFLATE_ERRORS as exc:
                     problems.append(f"cannot be read: {exc}")
                 else:
                     if size != m.size:
@@ -385,7 +386,7 @@ def read_member(path: Path, name: str, *, max_bytes: int) -> bytes:
     with path.open("rb") as f:
         try:
             data = b"".join(_inflate(f, m, min(m.size, max_bytes)))
-        except (ValueError, zlib.error) as exc:
+        except INFLATE_ERRORS as exc:
             raise _fail(path, f"member {name!r} cannot be read: {exc}") from exc
     if len(data) != m.size or zlib.crc32(data) != m.crc32:
         raise _fail(path, f"member {name!r} does not match its declared size and CRC")

@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import os
 import tempfile
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from ninfer_release.packaging._zipformat import (
     local_header,
     needs_zip64,
 )
+from ninfer_release.packaging._zlib import engine as zlib
 
 _COPY = 1 << 20  # 1 MiB
 

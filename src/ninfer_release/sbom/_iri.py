@@ -28,12 +28,8 @@ _UCS_RANGES = (
 )
 _PRIVATE_RANGES = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
 
-
-def _class(ranges: tuple[tuple[int, int], ...]) -> str:
-    return "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
-
-
-_UNRESERVED = r"A-Za-z0-9\-._~" + _class(_UCS_RANGES)  # iunreserved
+# The ABNF over ASCII; non-ASCII characters are checked and mapped first (see _ascii_form).
+_UNRESERVED = r"A-Za-z0-9\-._~"
 _SUB_DELIMS = r"!$&'()*+,;="
 _PCT = r"%[0-9A-Fa-f]{2}"
 _IPCHAR = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
@@ -48,7 +44,7 @@ _IPATH_ABEMPTY = rf"(?:/{_ISEGMENT})*"
 _IPATH_ABSOLUTE = rf"/(?:{_ISEGMENT_NZ}(?:/{_ISEGMENT})*)?"
 _IPATH_ROOTLESS = rf"{_ISEGMENT_NZ}(?:/{_ISEGMENT})*"
 _IPATH_NOSCHEME = rf"{_ISEGMENT_NZ_NC}(?:/{_ISEGMENT})*"
-_IQUERY = rf"(?:{_IPCHAR}|[{_class(_PRIVATE_RANGES)}/?])*"
+_IQUERY = rf"(?:{_IPCHAR}|[/?])*"
 _IFRAGMENT = rf"(?:{_IPCHAR}|[/?])*"
 _TAIL = rf"(?:\?{_IQUERY})?(?:#{_IFRAGMENT})?"
 _SCHEME = r"[A-Za-z][A-Za-z0-9+\-.]*"
@@ -62,13 +58,47 @@ _IRELATIVE_REF = re.compile(
     rf"(?://{_IAUTHORITY}{_IPATH_ABEMPTY}|{_IPATH_ABSOLUTE}|{_IPATH_NOSCHEME}|){_TAIL}"
 )
 _IPV_FUTURE = re.compile(rf"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~{_SUB_DELIMS}:]+")
+#: Stands for an allowed non-ASCII character: in iunreserved (so in every i-component), but not
+#: in a scheme, port, IPv6 address or IPvFuture's hex.
+_STAND_IN = "~"
 
 
-def _ip_literal_ok(match: re.Match[str]) -> bool:
+def _in_ranges(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(lo <= code <= hi for lo, hi in ranges)
+
+
+def _ascii_form(value: str) -> str | None:
+    """``value`` with each allowed non-ASCII character replaced by ``~``; None if one is not allowed.
+
+    ``ucschar`` may appear in every i-component; ``iprivate`` only in ``iquery``, which starts
+    at the first ``?`` that precedes any ``#`` and ends at the next ``#`` (RFC 3987 §2.2).
+    """
+    if value.isascii():
+        return value
+    query = value.find("?")
+    hash_ = value.find("#")
+    if query != -1 and hash_ != -1 and hash_ < query:
+        query = -1
+    query_end = hash_ if hash_ != -1 else len(value)
+    out = []
+    for i, ch in enumerate(value):
+        code = ord(ch)
+        if code < 0x80:
+            out.append(ch)
+        elif _in_ranges(code, _UCS_RANGES) or (
+            query != -1 and query < i < query_end and _in_ranges(code, _PRIVATE_RANGES)
+        ):
+            out.append(_STAND_IN)
+        else:
+            return None
+    return "".join(out)
+
+
+def _ip_literal_ok(match: re.Match[str], original: str) -> bool:
     """``IP-literal = "[" ( IPv6address / IPvFuture ) "]"`` (no zone identifier)."""
-    ip = match.group("ip")
-    if ip is None:
+    if match.group("ip") is None:
         return True
+    ip = original[match.start("ip") : match.end("ip")]  # the unmapped characters
     if _IPV_FUTURE.fullmatch(ip):
         return True
     if "%" in ip:
@@ -82,16 +112,18 @@ def _ip_literal_ok(match: re.Match[str]) -> bool:
 
 def is_iri(value: str) -> bool:
     """True if ``value`` matches the ``IRI`` rule of RFC 3987 §2.2 (absolute, with a scheme)."""
-    m = _IRI.fullmatch(value)
-    return m is not None and _ip_literal_ok(m)
+    mapped = _ascii_form(value)
+    m = _IRI.fullmatch(mapped) if mapped is not None else None
+    return m is not None and _ip_literal_ok(m, value)
 
 
 def is_iri_reference(value: str) -> bool:
     """True if ``value`` matches ``IRI-reference = IRI / irelative-ref`` of RFC 3987 §2.2."""
     if is_iri(value):
         return True
-    m = _IRELATIVE_REF.fullmatch(value)
-    return m is not None and _ip_literal_ok(m)
+    mapped = _ascii_form(value)
+    m = _IRELATIVE_REF.fullmatch(mapped) if mapped is not None else None
+    return m is not None and _ip_literal_ok(m, value)
 
 
 _IMPORT_LOCK = threading.Lock()

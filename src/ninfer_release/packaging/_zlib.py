@@ -1,0 +1,42 @@
+"""The deflate engine: zlib-ng (python ``zlib-ng``) when installed, else the interpreter's zlib.
+
+Why: on the 2-core machines this project targets, zlib 1.2/1.3 deflates these DLLs at level 6 at
+about 15–30 MB/s per core and inflates at about 250 MB/s, which alone misses the DESIGN.md §11
+goals (package build ≤ 0.7× Info-ZIP ``zip -X -r -6``, verify ≤ 1.1× ``sha256sum -c``). zlib-ng
+2.x (the same API, level and stream format) deflates about 3× and inflates about 2× faster here
+(docs/benchmarks.md).
+
+Determinism: inflating is exact with either engine. Deflate *output bytes* depend on the engine
+and its version (as they already depended on the zlib version), so a package is byte-identical
+across rebuilds given the same :data:`DEFLATE_ENGINE`; the project pins ``zlib-ng`` so every
+machine uses the same one.
+"""
+
+from __future__ import annotations
+
+import zlib as _stdlib_zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import zlib as engine  # same API; typed as the stdlib module
+
+    _zlib_ng: object | None
+else:
+    try:
+        from zlib_ng import zlib_ng as _zlib_ng
+    except ImportError:  # pragma: no cover - exercised only where zlib-ng is not installed
+        _zlib_ng = None
+    #: The module whose ``compressobj``/``decompressobj``/``crc32``/``error`` are used (zlib's API).
+    engine = _zlib_ng if _zlib_ng is not None else _stdlib_zlib
+
+#: Which deflate implementation (and version) produced a package's deflate streams.
+DEFLATE_ENGINE: str = (
+    f"zlib-ng {getattr(_zlib_ng, 'ZLIBNG_RUNTIME_VERSION', '?')}"
+    if _zlib_ng is not None
+    else f"zlib {_stdlib_zlib.ZLIB_RUNTIME_VERSION}"
+)
+
+#: Errors a damaged deflate stream (or a lying size) raises while inflating, with either engine.
+INFLATE_ERRORS: tuple[type[Exception], ...] = (ValueError, _stdlib_zlib.error, engine.error)
+
+__all__ = ["DEFLATE_ENGINE", "INFLATE_ERRORS", "engine"]
