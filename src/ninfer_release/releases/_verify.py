@@ -160,7 +160,7 @@ def verify_set(
 
     def hash_members() -> None:
         try:
-            for d in packaging.iter_member_digests(zip_path):
+            for d in packaging.iter_member_digests(zip_path, sha1=False):  # SHA-256 is compared
                 members[d.name] = d.sha256
                 # A member that fails its CRC/size check or was not inflated (unsafe name, bomb
                 # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
@@ -186,6 +186,9 @@ def verify_set(
                 progress(size)
         else:
             digests[n] = sha256_file(p, progress=progress)
+    # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
+    validators = ((names.spdx, sbom.validate_spdx_bytes), (names.cdx, sbom.validate_cyclonedx_bytes))
+    schema_problems = {n: validate(small[n]) for n, validate in validators if n in small}
     if worker is not None:
         worker.join()
     for msg in member_errors:
@@ -228,7 +231,7 @@ def verify_set(
         )
 
     # 4. SBOM validity and cross-bindings
-    _check_bindings(run, names, small, digests, sizes, members, zip_path)
+    _check_bindings(run, names, small, digests, sizes, members, zip_path, schema_problems)
     return VerifyReport(
         directory=str(directory),
         stem=stem,
@@ -271,11 +274,12 @@ def _check_bindings(
     sizes: Mapping[str, int],
     members: Mapping[str, str],
     zip_path: Path,
+    schema_problems: Mapping[str, list[str]],
 ) -> None:
     have_zip = zip_path.is_file() and bool(members)
     spdx = small.get(names.spdx)
     if spdx is not None:
-        problems = sbom.validate_spdx_bytes(spdx)
+        problems = schema_problems[names.spdx]
         for msg in problems:
             run.fail(names.spdx, f"SPDX 2.3 invalid: {msg}")
         if not problems:
@@ -304,7 +308,7 @@ def _check_bindings(
 
     cdx = small.get(names.cdx)
     if cdx is not None:
-        problems = sbom.validate_cyclonedx_bytes(cdx)
+        problems = schema_problems[names.cdx]
         for msg in problems:
             run.fail(names.cdx, f"CycloneDX 1.6 invalid: {msg}")
         if not problems:
