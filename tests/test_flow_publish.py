@@ -235,3 +235,20 @@ def test_publish_refuses_a_tag_other_than_the_sets_own(
     res = cli("publish", qual / "rtx4090", "--to", f"dir://{tmp_path / 'store'}:{TAGS['rtx3090']}")
     assert res.code == 7, res.text
     assert "a set is published under its own tag" in res.err
+
+
+def test_verify_from_a_store_whose_blob_was_altered_fails(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A consumer pulling from a ``dir://`` store whose blob bytes were changed on disk gets exit 5
+    naming the file; nothing of the pulled set is left behind."""
+    qual = qualified_out(tmp_path_factory)
+    store = tmp_path / "store"
+    ok(cli("publish", qual / "rtx4090", "--to", f"dir://{store}"))
+    route = f"ninfer-{TAGS['rtx4090']}-windows-x64.route.json"
+    blob = store / "blobs" / "sha256" / hashlib.sha256((qual / "rtx4090" / route).read_bytes()).hexdigest()
+    blob.chmod(0o644)
+    flip_byte(blob)
+    res = cli("verify", f"dir://{store}:{TAGS['rtx4090']}")
+    assert res.code == 5, res.text
+    assert route in res.err
