@@ -141,3 +141,41 @@ def test_receipt_naming_other_config_bytes_fails_the_build(
     assert res.code == 5, res.text
     assert "run-1.json" in res.err and "config_sha256" in res.err and other in res.err
     assert not out.exists()
+
+
+def test_build_never_overwrites_its_output(tmp_path_factory: pytest.TempPathFactory, lane: str) -> None:
+    """``--out`` must be new: building into an existing output is refused (exit 4), bytes untouched."""
+    out = release_out(tmp_path_factory)
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    res = cli(
+        "build", "lane", lane, "--release", RELEASE, "--inputs", samples(tmp_path_factory), "--out", out
+    )
+    assert res.code == 4, res.text
+    assert "already exists" in res.err
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+
+
+def test_build_lane_json_is_one_document(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, lane: str
+) -> None:
+    """``--json build lane``: one JSON document on stdout (summary of the lane), logs on stderr only."""
+    out = tmp_path / "out"
+    res = cli(
+        "--json",
+        "build",
+        "lane",
+        lane,
+        "--release",
+        RELEASE,
+        "--inputs",
+        samples(tmp_path_factory),
+        "--out",
+        out,
+    )
+    assert res.code == 0, res.text
+    doc = json.loads(res.out)
+    entry = release_manifest(tmp_path_factory)["lanes"][lane]
+    assert doc["ok"] is True and doc["lane"] == lane and doc["files"] == 11 and doc["verified"] is True
+    assert doc["sha256sums"] == entry["sha256sums"]["sha256"]
+    assert doc["config_bytes_sha256"] == entry["config"]["sha256"]
+    assert doc["qualification"] == "unqualified"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ninfer_release.errors import Problem, PublishError
+from ninfer_release.errors import InputError, Problem, PublishError
 from ninfer_release.profiles import Release
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
 from ninfer_release.releases._publish import (
@@ -111,6 +111,11 @@ def verify_location(
         IntegrityError: a pulled blob does not match its digest (exit 5).
     """
     if not location.startswith(REMOTE_SCHEMES):
+        if not Path(location).is_dir():
+            # Nothing to verify is a missing input (exit 4), not a set that failed (exit 5).
+            raise InputError(
+                problems=[Problem(file=location, message="not a directory, oci:// or dir:// reference")]
+            )
         report = _verify_dir(
             Path(location),
             expected_sums_sha256=expected_sums_sha256,
@@ -121,7 +126,7 @@ def verify_location(
     target = parse_target(location)
     ref = target.reference
     if ref is None:
-        raise PublishError(
+        raise InputError(
             problems=[Problem(file=location, field="target", message="name a tag or a digest to verify")]
         )
     publisher = open_publisher(target)
