@@ -396,3 +396,21 @@ def test_library_build_matches_the_cli_and_reports_sbom_digests(samples: Samples
     assert (
         outcome.as_json()["sbom"][IMAGE_SPDX_NAME]["sha256"] == outcome.sbom_files[IMAGE_SPDX_NAME]["sha256"]
     )
+
+
+def test_image_build_json_reports_the_sbom_digests(samples: Samples, tmp_path: Path) -> None:
+    """``--json`` output carries the build record plus each SBOM file's SHA-256 and size."""
+    import hashlib
+
+    out = tmp_path / "j"
+    res = cli(
+        "--json", "image", "build", RECIPE, "--inputs", samples.inputs, "--base", samples.base, "--out", out,
+        "--release", REPO / "manifests" / "v0.13.1.yaml",
+    )  # fmt: skip
+    ok(res)
+    doc = json.loads(res.out)
+    assert doc["ok"] is True and doc["out"] == str(out)
+    assert doc["manifest"] == _record(out)["manifest"]
+    for name in (IMAGE_CDX_NAME, IMAGE_SPDX_NAME):
+        data = (out / name).read_bytes()
+        assert doc["sbom"][name] == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
