@@ -72,11 +72,6 @@ def test_release_manifest_and_explicit_digest_must_agree(
     assert any("release manifest binds" in f and "0" * 64 in f for f in located.report.failures)
 
 
-@pytest.mark.xfail(
-    reason="cli.py verify matches --release-manifest lanes by a tag substring of the location, so a "
-    "directory not named after the tag is never checked; it should pass the parsed manifest to "
-    "verify_location(release_manifest=...) (reported to the lead)",
-)
 def test_cli_verify_release_manifest_checks_a_directory_named_anything(
     tmp_path_factory: pytest.TempPathFactory, renamed: Path
 ) -> None:

@@ -529,13 +529,12 @@ def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_man
     from ninfer_release.errors import IntegrityError, Problem
     from ninfer_release.releases import verify_location
 
-    expected = sums_sha256
-    if release_manifest is not None:
-        expected = _sums_from_release_manifest(Path(release_manifest), location) or expected
+    bound = _read_release_manifest(Path(release_manifest)) if release_manifest is not None else None
     with _byte_progress(ctx, "verify") as progress:
         located = verify_location(
             location,
-            expected_sums_sha256=expected,
+            expected_sums_sha256=sums_sha256,
+            release_manifest=bound,
             progress=(lambda n: progress("hashed", n)) if progress else None,
         )
     report = located.report
@@ -548,19 +547,16 @@ def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_man
     emit(ctx, {"ok": True, **located.as_dict()}, lines)
 
 
-def _sums_from_release_manifest(path: Path, location: str) -> str | None:
+def _read_release_manifest(path: Path) -> dict[str, Any]:
     from ninfer_release.errors import InputError, Problem
 
     try:
         doc = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise InputError(problems=[Problem(file=str(path), message=f"cannot read: {exc}")]) from exc
-    for lane in doc.get("lanes", {}).values():
-        sums = lane.get("sha256sums") if isinstance(lane, dict) else None
-        tag = lane.get("component_tag") if isinstance(lane, dict) else None
-        if sums and tag and tag in location:
-            return str(sums["sha256"])
-    return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("lanes"), dict):
+        raise InputError(problems=[Problem(file=str(path), field="lanes", message="not a release manifest")])
+    return doc
 
 
 # --- image (containers stage) ------------------------------------------------------------------
