@@ -9,7 +9,12 @@ Checks, each failure one line naming the file:
 4. the cross-bindings: SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; config asset
    = zip copy = profile hash = component manifest = qualification binding; SPDX asset = zip copy;
    component manifest sizes/digests = entries 1–9; provenance subjects = entries 1–7; route package
-   = zip; optionally ``SHA256SUMS`` = the digest the release manifest binds.
+   = zip; optionally ``SHA256SUMS`` = the digest the release manifest binds;
+5. the identity: the component manifest's component tag names this set, and its lane, profile,
+   source commit, release, release-instance id (derived from the package digest) and
+   qualification status are the ones the qualification, route, profile and provenance records
+   state -- so no single record can be relabelled (e.g. ``unqualified`` -> ``qualified``, which
+   decides whether a set may be published without ``--draft``) and re-sealed unnoticed.
 
 The zip is never extracted to disk; what is read from it is bounded (unsafe names and bomb ratios
 are reported, not followed). Every byte of every file is hashed once.
@@ -31,9 +36,11 @@ from ninfer_release.releases._contract import (
     SUMS_NAME,
     ZIP_CONFIG_PATH,
     AssetNames,
+    package_stem,
     stem_from_names,
     zip_spdx_path,
 )
+from ninfer_release.releases._records import release_instance_id
 
 #: Small JSON/TOML entries are read whole; anything bigger than this is not one of ours.
 MAX_SMALL_ENTRY = 64 << 20  # 64 MiB
@@ -398,6 +405,16 @@ def _check_bindings(
             "is not an in-toto Statement v1",
             f"{names.provenance}: in-toto Statement v1",
         )
+    _check_identity(
+        run,
+        names,
+        manifest=manifest,
+        qualification=qualification,
+        route=route,
+        profile=profile,
+        provenance=provenance,
+        zip_sha256=digests.get(names.zip),
+    )
     if route is not None and names.zip in digests:
         pkg = _get(route, "package") or {}
         run.expect(
@@ -418,3 +435,73 @@ def _check_bindings(
                 "model binding differs from the model entry",
                 f"{names.route}: model = {names.model}",
             )
+
+
+def _check_identity(
+    run: _Run,
+    names: AssetNames,
+    *,
+    manifest: Any,
+    qualification: Any,
+    route: Any,
+    profile: Any,
+    provenance: Any,
+    zip_sha256: str | None,
+) -> None:
+    """Check 5 of the module docstring: every record states the same identity as the component manifest."""
+    if not isinstance(manifest, dict):
+        return
+    before = len(run.failures)
+    tag = manifest.get("component_tag")
+    if not isinstance(tag, str) or package_stem(tag) != names.stem:
+        run.fail(names.manifest, f"component_tag {tag!r} does not name this set ({names.stem})")
+    external = ("predicate", "buildDefinition", "externalParameters")
+    # (record, its document, field path in it, field of the component manifest it must equal)
+    pairs: list[tuple[str, Any, tuple[str, ...], str]] = [
+        (names.qualification, qualification, ("component_tag",), "component_tag"),
+        (names.qualification, qualification, ("lane",), "lane"),
+        (names.qualification, qualification, ("status",), "qualification"),
+        (names.qualification, qualification, ("bound_to", "source_commit"), "source_commit"),
+        (names.qualification, qualification, ("bound_to", "profile_id"), "profile_id"),
+        (names.route, route, ("component_tag",), "component_tag"),
+        (names.route, route, ("lane",), "lane"),
+        (names.route, route, ("release",), "release"),
+        (names.route, route, ("release_instance_id",), "release_instance_id"),
+        (names.profile, profile, ("profile_id",), "profile_id"),
+        (names.profile, profile, ("lane",), "lane"),
+        (names.provenance, provenance, (*external, "component_tag"), "component_tag"),
+        (names.provenance, provenance, (*external, "lane"), "lane"),
+        (names.provenance, provenance, (*external, "profile_id"), "profile_id"),
+        (names.provenance, provenance, (*external, "release"), "release"),
+    ]
+    for doc_name, doc, path, key in pairs:
+        if not isinstance(doc, dict):
+            continue
+        got, want = _get(doc, *path), manifest.get(key)
+        if got != want:
+            run.fail(doc_name, f"{'.'.join(path)} is {got!r}, but {names.manifest} has {key} {want!r}")
+    if isinstance(qualification, dict):
+        status, receipts = qualification.get("status"), qualification.get("receipts")
+        if (
+            not isinstance(receipts, list)
+            or status not in ("qualified", "unqualified")
+            or ((status == "qualified") != bool(receipts))
+        ):
+            count = len(receipts) if isinstance(receipts, list) else "no"
+            run.fail(names.qualification, f"status {status!r} does not follow from its {count} receipts")
+    if isinstance(tag, str) and zip_sha256 is not None:
+        instance = release_instance_id(tag, zip_sha256)
+        if manifest.get("release_instance_id") != instance:
+            run.fail(
+                names.manifest,
+                f"release_instance_id {manifest.get('release_instance_id')!r} is not {instance!r} "
+                "(component tag + package digest)",
+            )
+        checkpoint = _get(route, "install", "checkpoint_dir") if isinstance(route, dict) else None
+        if route is not None and checkpoint != f"cache/{instance}/session-checkpoints-v3":
+            run.fail(names.route, f"install.checkpoint_dir {checkpoint!r} is not under cache/{instance}/")
+    if len(run.failures) == before:
+        run.checked.append(
+            f"{names.manifest}: tag, lane, profile, source, release instance and qualification agree "
+            "with every record"
+        )
