@@ -538,13 +538,17 @@ def prewarm_validators() -> threading.Thread:
     """Start (and return) a daemon thread that loads the SBOM validators ahead of use.
 
     Loading the CycloneDX 1.6 validator (jsonschema, referencing, the schema files; see
-    :func:`_strict_validator`) and spdx-tools' licence list take a few tenths of a second; a verifier that
+    :func:`_strict_validator`) and spdx-tools' parser, validators and licence list take about half
+    a second of CPU; a verifier that
     hashes large files first can overlap that work (hashlib releases the GIL). Joining the thread
     is optional: the validators wait for the import lock if they are needed earlier.
     """
 
     def load() -> None:
-        from spdx_tools.common.spdx_licensing import spdx_licensing  # noqa: F401 - import is the work
+        # The imports are the work: spdx-tools' parser and validators (beartype-decorated models).
+        from spdx_tools.common.spdx_licensing import spdx_licensing  # noqa: F401
+        from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser  # noqa: F401
+        from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document  # noqa: F401
 
         _strict_validator()
 
