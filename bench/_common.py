@@ -1,0 +1,250 @@
+"""Shared helpers of the benchmarks: timed child processes, machine facts, sample trees.
+
+Times are wall seconds of one child process (``time.perf_counter`` around ``os.wait4``); peak
+RSS is that child's ``ru_maxrss`` (KiB on Linux) as returned by ``wait4``, i.e. the largest
+resident set of the process itself, file-backed pages included. Nothing here is used by tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = Path(sys.executable).parent / "ninfer-release"
+RELEASE = REPO / "manifests" / "v0.13.1.yaml"
+LANE = "rtx4090"
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One timed child: wall/user/sys seconds, peak RSS in KiB, exit code."""
+
+    label: str
+    wall_s: float
+    user_s: float
+    sys_s: float
+    max_rss_kib: int
+    returncode: int
+
+    def as_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        for k in ("wall_s", "user_s", "sys_s"):
+            d[k] = round(d[k], 3)
+        return d
+
+
+class BenchError(RuntimeError):
+    """A benchmark step failed (a child exited non-zero, or an invariant did not hold)."""
+
+
+def run(
+    label: str,
+    cmd: Sequence[str | Path],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> Run:
+    """Run ``cmd`` with stdout/stderr to a temp file; return its timings and peak RSS."""
+    with tempfile.TemporaryFile() as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [str(c) for c in cmd], cwd=cwd, env=dict(env) if env is not None else None, stdout=log, stderr=log
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        result = Run(
+            label=label,
+            wall_s=wall,
+            user_s=usage.ru_utime,
+            sys_s=usage.ru_stime,
+            max_rss_kib=usage.ru_maxrss,
+            returncode=proc.returncode,
+        )
+        if check and proc.returncode != 0:
+            log.seek(0)
+            tail = log.read()[-4000:].decode("utf-8", "replace")
+            raise BenchError(f"{label}: exit {proc.returncode}: {' '.join(map(str, cmd))}\n{tail}")
+    return result
+
+
+def sha256_of(path: Path) -> str:
+    """SHA-256 (hex) of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(MIB):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tree_bytes(root: Path, subdirs: Sequence[str] = ("bin", "licenses")) -> int:
+    """Total size in bytes of the regular files under ``root/<subdir>`` (what the zip ships)."""
+    return sum(p.stat().st_size for d in subdirs for p in (root / d).rglob("*") if p.is_file())
+
+
+def best(runs: Sequence[Run]) -> float:
+    """Fastest wall time: the least disturbed repetition on a shared machine."""
+    return min(r.wall_s for r in runs)
+
+
+def median(runs: Sequence[Run]) -> float:
+    """Median wall time."""
+    return statistics.median(r.wall_s for r in runs)
+
+
+def _first_line(cmd: Sequence[str]) -> str:
+    try:
+        out = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+    except OSError:
+        return "not found"
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else "?"
+
+
+def machine_facts() -> dict[str, object]:
+    """What the numbers were measured on: CPU, cores, load, tool and library versions, date."""
+    import ssl
+    import zlib
+
+    from ninfer_release.packaging import DEFLATE_ENGINE
+
+    cpu = "?"
+    flags: set[str] = set()
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name") and cpu == "?":
+                cpu = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    return {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "cpu_flags": sorted(flags & {"sha_ni", "avx2", "avx512f", "pclmulqdq", "vpclmulqdq"}),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "openssl": ssl.OPENSSL_VERSION,
+        "python_zlib": zlib.ZLIB_RUNTIME_VERSION,
+        "deflate_engine": DEFLATE_ENGINE,
+        "zip": _first_line(["zip", "-v"]) if shutil.which("zip") else "not found",
+        "sha256sum": _first_line(["sha256sum", "--version"]),
+        "docker": _first_line(["docker", "--version"]) if shutil.which("docker") else "not found",
+    }
+
+
+def fetch_samples(work: Path) -> Path:
+    """``ninfer-release samples fetch --full`` into ``work/samples`` (cached wheels; idempotent)."""
+    out = work / "samples"
+    marker = out / LANE / "bin" / "cublasLt64_13.dll"
+    if not marker.is_file():
+        if out.exists():
+            shutil.rmtree(out)
+        run("samples fetch --full", [CLI, "samples", "fetch", "--out", out, "--full"])
+    return out
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` with hard links (the staged bytes are never written through)."""
+    shutil.copytree(src, dst, copy_function=os.link)
+
+
+def add_engine_file(lane_dir: Path, rel: str, write: object) -> None:
+    """Add ``rel`` (under ``bin/``) to ``build-info.json`` ``engine_files`` and create it with ``write``."""
+    info_path = lane_dir / "build-info.json"
+    info = json.loads(info_path.read_bytes())
+    info["engine_files"].append({"path": rel, "license": "Apache-2.0"})
+    info_path.unlink()  # a hard link to the sample's file: replace, never write through
+    info_path.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    assert callable(write)
+    write(lane_dir / rel)
+
+
+def big_tree(samples: Path, work: Path, *, min_bytes: int) -> Path:
+    """The sample lane plus one engine file of real cuBLAS bytes, so the tree is ≥ ``min_bytes``.
+
+    ``bin/ninfer-kernels-sm89.fatbin`` repeats ``cublasLt64_13.dll`` then ``cublas64_13.dll``
+    (GPU code, as compressible as the real thing) up to the missing size. Cached in ``work``.
+    """
+    dst = work / f"tree-{min_bytes // MIB}mib"
+    lane = dst / LANE
+    if lane.is_dir() and tree_bytes(lane) >= min_bytes:
+        return dst
+    if dst.exists():
+        shutil.rmtree(dst)
+    _link_tree(samples / LANE, lane)
+    need = min_bytes - tree_bytes(lane)
+    sources = [samples / LANE / "bin" / "cublasLt64_13.dll", samples / LANE / "bin" / "cublas64_13.dll"]
+
+    def write(path: Path) -> None:
+        left = need
+        with path.open("wb") as out:
+            while left > 0:
+                for src in sources:
+                    with src.open("rb") as f:
+                        while left > 0 and (block := f.read(min(16 * MIB, left))):
+                            out.write(block)
+                            left -= len(block)
+
+    add_engine_file(lane, "bin/ninfer-kernels-sm89.fatbin", write)
+    return dst
+
+
+def huge_file_tree(samples: Path, work: Path, *, size: int) -> Path:
+    """The sample lane plus ``bin/ninfer-big.dll``: a real PE image with a ``size``-byte overlay.
+
+    The file starts with the sample engine's own PE bytes (so SBOM PE parsing runs on it) and is
+    extended to ``size`` bytes as a sparse file (zeros; no disk blocks).
+    """
+    dst = work / f"tree-big-{size // MIB}mib"
+    lane = dst / LANE
+    big = lane / "bin" / "ninfer-big.dll"
+    if big.is_file() and big.stat().st_size == size:
+        return dst
+    if dst.exists():
+        shutil.rmtree(dst)
+    _link_tree(samples / LANE, lane)
+
+    def write(path: Path) -> None:
+        shutil.copyfile(samples / LANE / "bin" / "ninfer-server.exe", path)
+        os.truncate(path, size)
+
+    add_engine_file(lane, "bin/ninfer-big.dll", write)
+    return dst
+
+
+def build_lane(label: str, inputs: Path, out: Path, *, workers: int = 2) -> Run:
+    """``ninfer-release build lane rtx4090`` (the product command, verify included) into ``out``."""
+    if out.exists():
+        shutil.rmtree(out)
+    return run(
+        label,
+        [CLI, "build", "lane", LANE, "--release", RELEASE, "--inputs", inputs, "--out", out,
+         "--workers", str(workers)],
+    )  # fmt: skip
+
+
+def set_dir(out: Path) -> Path:
+    """The 11-file set directory ``build lane`` wrote under ``out``."""
+    return out / LANE
+
+
+def the_zip(out: Path) -> Path:
+    """The package zip of the set under ``out``."""
+    (z,) = set_dir(out).glob("*.zip")
+    return z

@@ -1,0 +1,205 @@
+"""Run every DESIGN.md §11 benchmark in one go and (optionally) write the results into the docs.
+
+Usage::
+
+    .venv/bin/python bench/run_all.py [--work DIR] [--quick] [--skip image] [--write-docs]
+
+Runs, in this order: ``bench_verify`` (goal 2), ``bench_package`` (goal 1), ``bench_memory``
+(goal 3) and ``bench_image`` (goal 4, needs dockerd; skipped with a note when it is absent).
+Prints one JSON document with the machine facts and every result; ``--write-docs`` also
+replaces the generated block of ``docs/benchmarks.md`` (between the ``results:begin`` and
+``results:end`` markers) with the tables of this run. ``--quick`` uses fewer repetitions and
+only the ≥ 1 GiB tree. On the 2-core reference machine the full run takes about 9 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_memory  # noqa: E402
+import bench_package  # noqa: E402
+import bench_verify  # noqa: E402
+from _common import REPO, machine_facts  # noqa: E402
+
+DOC = REPO / "docs" / "benchmarks.md"
+BEGIN = "<!-- results:begin (written by bench/run_all.py --write-docs) -->"
+END = "<!-- results:end -->"
+
+
+def _image(runs: int) -> dict[str, Any]:
+    if shutil.which("dockerd") is None and shutil.which("docker") is None:
+        return {"skipped": "no docker engine on this machine"}
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "bench_image.py"), "--runs", str(runs), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return {"failed": (proc.stderr or proc.stdout)[-2000:]}
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    return doc
+
+
+def _yes(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def render(results: dict[str, Any], command: str) -> str:
+    """The markdown block of one run: machine facts, one table per goal, raw repetitions."""
+    m = results["machine"]
+    lines = [
+        BEGIN,
+        "",
+        f"Run of {m['date_utc']}, command: `{command}` ({results['elapsed_s']:.0f} s in all).",
+        "",
+        f"Machine: {m['nproc']} cores, {m['cpu']} ({', '.join(m['cpu_flags'])}); load average at "
+        f"start {m['load_average']} (other work was running: see *Noise*); Linux {m['kernel']}; "
+        f"Python {m['python']}; {m['openssl']}; deflate engine {m['deflate_engine']} (Python's "
+        f"zlib {m['python_zlib']}); {m['zip']}; {m['sha256sum']}; {m['docker']}.",
+        "",
+        "| goal | ours | standard tool | ratio (best of runs) | ratio (medians) | goal | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def row(*cells: object) -> None:
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+
+    pkg = results.get("package", {})
+    for name in ("1gib", "sample"):
+        r = pkg.get(name)
+        if not r:
+            continue
+        zip_s = f"`zip -X -r -6` {r['info_zip_best_s']} s"
+        goal = f"≤ {r['goal_ratio']}×"
+        for label, key in (("`build lane`", "build_lane"), ("bare zip step", "bare_zip_step")):
+            ratio = r[f"ratio_{key}"]
+            row(
+                f"1. package build, {r['staged_mib']} MiB tree: {label}",
+                f"{r[f'{key}_best_s']} s",
+                zip_s,
+                f"{ratio}×",
+                f"{r[f'ratio_{key}_median']}×",
+                goal,
+                _yes(ratio <= r["goal_ratio"]),
+            )
+    v = results.get("verify")
+    if v:
+        row(
+            f"2. `verify` of the sample set ({v['set_bytes'] / 1e6:.0f} MB)",
+            f"{v['verify_best_s']} s",
+            f"`sha256sum -c` {v['sha256sum_best_s']} s",
+            f"{v['ratio']}×",
+            f"{v['ratio_median']}×",
+            f"≤ {v['goal_ratio']}×",
+            _yes(v["ratio"] <= v["goal_ratio"]),
+        )
+    mem = results.get("memory")
+    if mem:
+        for label, key in (("`build lane`", "build_lane"), ("`verify`", "verify")):
+            rss = mem[f"{key}_max_rss_mib"]
+            row(f"3. peak RSS, {label} with a 4 GiB file", f"{rss} MiB", "–", "–", "–",
+                f"≤ {mem['goal_mib']} MiB", _yes(rss <= mem["goal_mib"]))  # fmt: skip
+    img = results.get("image", {})
+    if "ratio" in img:
+        row(
+            f"4. daemonless image build ({img['payload_mib']} MiB payload)",
+            f"{img['daemonless_median_s']} s",
+            f"`docker build` {img['docker_build_median_s']} s",
+            "–",
+            f"{img['ratio']}×",
+            f"≤ {img['goal_ratio']}×",
+            _yes(img["ratio"] <= img["goal_ratio"]),
+        )
+    elif img:
+        row("4. daemonless image build", "–", "–", "–", "–", "≤ 0.5×", f"not run: {next(iter(img.values()))}")
+    lines += ["", "Other facts of this run:", ""]
+    for name in ("1gib", "sample"):
+        r = pkg.get(name)
+        if r:
+            peak = max(x["max_rss_kib"] for x in r["build_lane"]) / 1024
+            lines.append(
+                f"- {name} tree: zip sizes Info-ZIP {r['info_zip_bytes']} B, ours {r['ours_zip_bytes']} B; "
+                f"two builds byte-identical: {r['byte_identical_rebuilds']} (zip SHA-256 {r['zip_sha256']}); "
+                f"`build lane` peak RSS {peak:.0f} MiB."
+            )
+    if v:
+        ours_cpu = min(x["user_s"] + x["sys_s"] for x in v["verify"])
+        theirs_cpu = min(x["user_s"] + x["sys_s"] for x in v["sha256sum"])
+        lines.append(
+            f"- verify CPU (user+sys, least of the runs) {ours_cpu:.2f} s vs sha256sum {theirs_cpu:.2f} s; "
+            f"verify peak RSS {v['verify_max_rss_mib']} MiB."
+        )
+    if mem:
+        lines.append(
+            f"- 4 GiB tree: `build lane` {mem['build_lane']['wall_s']} s, "
+            f"`verify` {mem['verify']['wall_s']} s, zip {mem['zip_bytes']} B."
+        )
+    if "ratio" in img:
+        lines.append(f"- image: identical digests across daemonless rebuilds: {img['identical_digests']}.")
+    lines += [
+        "",
+        "<details><summary>Every repetition (wall/user/sys seconds, peak RSS KiB)</summary>",
+        "",
+        "```json",
+        json.dumps(results, indent=1, sort_keys=True),
+        "```",
+        "",
+        "</details>",
+        "",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def write_docs(block: str) -> None:
+    """Replace the generated block of ``docs/benchmarks.md`` (which must contain the markers)."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(BEGIN)
+    end = text.index(END) + len(END)
+    DOC.write_text(text[:start] + block + text[end:], encoding="utf-8")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ninfer-bench")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip", default="", help="comma-separated: verify,package,memory,image")
+    ap.add_argument("--write-docs", action="store_true")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    work = ["--work", str(args.work)]
+    started = time.perf_counter()
+    results: dict[str, Any] = {"machine": machine_facts()}
+    if "verify" not in skip:
+        results["verify"] = bench_verify.main([*work, "--runs", "3" if args.quick else "5"])
+    if "package" not in skip:
+        trees = "1gib" if args.quick else "1gib,sample"
+        results["package"] = bench_package.main([*work, "--runs", "2", "--trees", trees])
+    if "memory" not in skip:
+        results["memory"] = bench_memory.main(work)
+    if "image" not in skip:
+        results["image"] = _image(2 if args.quick else 3)
+    results["elapsed_s"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(results, indent=2, sort_keys=True))
+    if args.write_docs:
+        command = "bench/run_all.sh" + "".join(
+            f" {a}" for a in sys.argv[1:] if not a.startswith("--work") and a != str(args.work)
+        )
+        write_docs(render(results, command))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
