@@ -138,6 +138,8 @@ def test_release_job_downloads_assembles_verifies_and_publishes_drafts() -> None
     assert any(a[1] == "$set_dir" for a in verifies) and any(
         a[1].startswith("oci://$REGISTRY/") for a in verifies
     )
+    # One digest pins everything: every set is verified against the assembled release manifest.
+    assert all(a[a.index("--release-manifest") + 1] == "release-manifest.json" for a in verifies)
     publishes = [a for _, a in invocations if a[:1] == ["publish"]]
     assert len(publishes) == 1
     publish = publishes[0]
