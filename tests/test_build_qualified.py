@@ -127,3 +127,24 @@ def test_release_instance_id_changes_with_the_bytes(
         assert (
             doc["install"]["checkpoint_dir"] == f"cache/{doc['release_instance_id']}/session-checkpoints-v3"
         )
+
+
+def test_failure_in_a_later_lane_leaves_nothing(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """``build release`` seals rtx4090, then a receipt of rtx3090 names other bytes: exit 5, and
+    neither ``--out`` nor any staging directory is left beside it (OUT appears complete or not at all)."""
+    lanes = release_manifest(tmp_path_factory)["lanes"]
+    receipts = tmp_path / "receipts"
+    for lane, config in (("rtx4090", lanes["rtx4090"]["config"]["sha256"]), ("rtx3090", "cd" * 32)):
+        (receipts / lane).mkdir(parents=True)
+        (receipts / lane / "run-1.json").write_text(json.dumps(receipt(lane, config)))
+    work = tmp_path / "work"
+    work.mkdir()
+    res = cli(
+        "build", "release", RELEASE, "--inputs", samples(tmp_path_factory), "--out", work / "out",
+        "--receipts", receipts, "--offline",
+    )  # fmt: skip
+    assert res.code == 5, res.text
+    assert "rtx3090" in res.err and "config_sha256" in res.err
+    assert list(work.iterdir()) == []

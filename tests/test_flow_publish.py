@@ -151,6 +151,11 @@ def test_publish_flow_done_when(
         assert res.code == 5, res.text
         assert "SHA256SUMS" in res.err
 
+        # Consumers may pin the artifact by digest instead of the tag.
+        by_digest = f"{store.to(lane)}@{digest}"
+        code, vdoc = _json("verify", by_digest, "--release-manifest", qual / "release-manifest.json")
+        assert code == 0 and vdoc["artifact_digest"] == digest, vdoc
+
         # The same bytes again: already_published, same digest, exit 0.
         code, doc = _json("publish", qual / lane, "--to", store.to(lane))
         assert code == 0, doc
