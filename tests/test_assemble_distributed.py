@@ -134,3 +134,26 @@ def test_assemble_never_overwrites(lane_jobs: dict[str, Path], tmp_path: Path) -
     res = _assemble(*paths, out=out)
     assert res.code == 4, res.text
     assert out.read_bytes() == b"keep\n"
+
+
+@pytest.mark.parametrize("which", ["release-manifest", "component-manifest", "truncated", "missing"])
+def test_what_is_not_a_lane_result_is_an_input_error(
+    tmp_path_factory: pytest.TempPathFactory, lane_jobs: dict[str, Path], tmp_path: Path, which: str
+) -> None:
+    """Handing ``manifest assemble`` something else (a release manifest, a set's component manifest,
+    a cut-off file, no file) is exit 4 naming that file; nothing is written."""
+    single = release_out(tmp_path_factory)
+    bad = tmp_path / f"{which}.json"
+    if which == "release-manifest":
+        bad.write_bytes((single / "release-manifest.json").read_bytes())
+    elif which == "component-manifest":
+        bad.write_bytes(next((single / "rtx4090").glob("*.manifest.json")).read_bytes())
+    elif which == "truncated":
+        data = (lane_jobs["rtx5090"] / "rtx5090.lane.json").read_bytes()
+        bad.write_bytes(data[: len(data) // 2])
+    out = tmp_path / "out.json"
+    paths = [lane_jobs["rtx4090"] / "rtx4090.lane.json", lane_jobs["rtx3090"] / "rtx3090.lane.json", bad]
+    res = _assemble(*paths, out=out)
+    assert res.code == 4, res.text
+    assert res.err.startswith(f"error: {bad}")
+    assert not out.exists()
