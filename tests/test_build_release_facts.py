@@ -11,12 +11,12 @@ import pytest
 
 from flow_support import SOURCE_COMMIT, TAGS, release_manifest, release_out, stem
 
-MODEL = {
+MODEL: dict[str, object] = {
     "revision": "1cbd84e7221e51186bd7f093a149912d2489625b",
     "sha256": "81f924d440c27261d820c19a9f8d45794c5aee410f8a68bd358133fa8c0375da",
     "size": 20_437_521_664,
 }
-LANE_FACTS = {
+LANE_FACTS: dict[str, dict[str, object]] = {
     "rtx4090": {"cuda_arch": "sm_89", "host_memory_floor_mib": 32_768, "gpu_power_limit_w": None},
     "rtx3090": {"cuda_arch": "sm_86", "host_memory_floor_mib": None, "gpu_power_limit_w": 300},
 }
