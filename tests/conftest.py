@@ -20,7 +20,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -119,9 +119,16 @@ def docker_host() -> Iterator[str]:
     log = (work / "dockerd.log").open("wb")
     proc = subprocess.Popen(
         [
-            binary, "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
-            "--ip-forward=false", f"--host=unix://{sock}", f"--data-root={work / 'data'}",
-            f"--exec-root={work / 'exec'}", f"--pidfile={work / 'dockerd.pid'}",
+            binary,
+            "--bridge=none",
+            "--iptables=false",
+            "--ip6tables=false",
+            "--ip-masq=false",
+            "--ip-forward=false",
+            f"--host=unix://{sock}",
+            f"--data-root={work / 'data'}",
+            f"--exec-root={work / 'exec'}",
+            f"--pidfile={work / 'dockerd.pid'}",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -129,9 +136,13 @@ def docker_host() -> Iterator[str]:
     try:
         deadline = time.monotonic() + 60
         while True:
-            ok = sock.exists() and subprocess.run(
-                ["docker", "-H", f"unix://{sock}", "version"], capture_output=True, check=False
-            ).returncode == 0
+            ok = (
+                sock.exists()
+                and subprocess.run(
+                    ["docker", "-H", f"unix://{sock}", "version"], capture_output=True, check=False
+                ).returncode
+                == 0
+            )
             if ok:
                 break
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -146,7 +157,7 @@ def docker_host() -> Iterator[str]:
 
 
 @pytest.fixture
-def run_cli():
+def run_cli() -> Callable[..., tuple[int, str, str]]:
     """Run the CLI in-process via :func:`ninfer_release.cli.main`; returns (exit code, stdout, stderr)."""
     import contextlib
     import io

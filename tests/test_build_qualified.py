@@ -148,3 +148,26 @@ def test_failure_in_a_later_lane_leaves_nothing(
     assert res.code == 5, res.text
     assert "rtx3090" in res.err and "config_sha256" in res.err
     assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("typo.json", {"lane": "rtx4900"}, "lane: 'rtx4900' is not a lane of this release"),
+        ("list.json", [1, 2], "a receipt is a JSON object"),
+    ],
+)
+def test_receipt_for_no_lane_of_the_release_is_an_input_error(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, name: str, content: object, message: str
+) -> None:
+    """A misspelt lane (or a receipt that is not an object) never silently leaves a set unqualified."""
+    (tmp_path / "receipts").mkdir()
+    (tmp_path / "receipts" / name).write_text(json.dumps(content))
+    res = cli(
+        "build", "lane", "rtx4090", "--release", RELEASE, "--inputs", samples(tmp_path_factory),
+        "--out", tmp_path / "out", "--receipts", tmp_path / "receipts",
+    )  # fmt: skip
+    assert res.code == 4, res.text
+    assert f"{name}: {message}" in res.err
+    assert "Traceback" not in res.err
+    assert not (tmp_path / "out").exists()

@@ -21,8 +21,9 @@ def test_exit_code_table_matches_design() -> None:
 
 
 def test_problems_render_one_line_each() -> None:
-    err = DefinitionError(problems=[Problem(file="a.yaml", field="x.y", message="bad"),
-                                    Problem(file="b.yaml", message="empty")])
+    err = DefinitionError(
+        problems=[Problem(file="a.yaml", field="x.y", message="bad"), Problem(file="b.yaml", message="empty")]
+    )
     assert err.lines == ["a.yaml: x.y: bad", "b.yaml: empty"]
 
 

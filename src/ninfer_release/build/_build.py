@@ -162,6 +162,7 @@ def _native_lane(
         receipts / lane.id if receipts is not None and (receipts / lane.id).is_dir() else receipts,
         lane=lane,
         config_bytes_sha256=rendered.bytes_sha256,
+        known_lanes=tuple(release.lanes),
     )
     facts = release_facts(release)
     sealed = build_native_set(

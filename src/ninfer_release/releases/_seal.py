@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,13 +91,23 @@ def profile_asset(profile: Profile, rendered: RenderedConfig) -> bytes:
     return dumps_stable(doc)
 
 
-def load_receipts(receipts_dir: Path | None, *, lane: Lane, config_bytes_sha256: str) -> list[Receipt]:
-    """Qualification receipts for ``lane`` from ``receipts_dir`` (``*.json``; other lanes' are skipped).
+def load_receipts(
+    receipts_dir: Path | None,
+    *,
+    lane: Lane,
+    config_bytes_sha256: str,
+    known_lanes: Collection[str] = (),
+) -> list[Receipt]:
+    """Qualification receipts for ``lane`` from ``receipts_dir`` (``*.json``).
 
-    A receipt binds source commit, profile id and config bytes SHA-256 (docs/staged-inputs.md).
+    A receipt binds lane, source commit, profile id and config bytes SHA-256
+    (docs/staged-inputs.md). Receipts of the release's other lanes (``known_lanes``) are skipped;
+    a receipt naming no lane of the release is an error, so a misspelt lane never silently leaves
+    a set ``unqualified``.
 
     Raises:
-        InputError: a receipt is not readable JSON or lacks a binding field (exit 4).
+        InputError: a receipt is not a readable JSON object, names no lane of the release, or
+            lacks a binding field (exit 4).
         IntegrityError: a receipt for this lane names other bytes — evidence is never relabelled (exit 5).
     """
     if receipts_dir is None:
@@ -112,8 +122,21 @@ def load_receipts(receipts_dir: Path | None, *, lane: Lane, config_bytes_sha256:
             doc = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(problems=[Problem(file=str(path), message=f"not UTF-8 JSON: {exc}")]) from exc
-        if not isinstance(doc, dict) or doc.get("lane") != lane.id:
-            continue
+        if not isinstance(doc, dict):
+            raise InputError(problems=[Problem(file=str(path), message="a receipt is a JSON object")])
+        named = doc.get("lane")
+        if named != lane.id:
+            if named in known_lanes:
+                continue
+            raise InputError(
+                problems=[
+                    Problem(
+                        file=str(path),
+                        field="lane",
+                        message=f"{named!r} is not a lane of this release ({', '.join(sorted(known_lanes))})",
+                    )
+                ]
+            )
         want = {
             "source_commit": lane.source_commit,
             "profile_id": lane.profile_id,
