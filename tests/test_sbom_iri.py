@@ -107,3 +107,11 @@ def test_validation_does_not_load_lark() -> None:
         check=True,
     )
     assert out.stdout.decode().strip() == "['jsonschema']"
+
+
+def test_date_time_format_is_still_checked() -> None:
+    """Only format modules the CycloneDX schemas never use are skipped: date-time still fails."""
+    doc = json.loads(_minimal_bom("https://example.org/x"))
+    doc["metadata"] = {"timestamp": "yesterday"}
+    messages = validate_cyclonedx_bytes((json.dumps(doc) + "\n").encode())
+    assert messages == ["schema: $.metadata.timestamp: 'yesterday' is not a 'date-time'"]

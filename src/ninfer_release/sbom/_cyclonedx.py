@@ -517,6 +517,11 @@ def _strict_validator() -> Any:
     )
     formats = FormatChecker(formats=())
     formats.checkers = dict(Draft7Validator.FORMAT_CHECKER.checkers)
+    missing = {"date-time", "idn-email", "uri"} - set(formats.checkers)
+    if missing:  # rfc3339-validator / rfc3986-validator come with cyclonedx-python-lib[json-validation]
+        raise RuntimeError(
+            f"jsonschema has no checker for the formats {sorted(missing)}; validation would be weaker"
+        )
     formats.checkers["iri"] = (_checked_str(is_iri), ValueError)
     formats.checkers["iri-reference"] = (_checked_str(is_iri_reference), ValueError)
     schema_path = BOM_JSON_STRICT[SchemaVersion.V1_6]
