@@ -116,6 +116,14 @@ def _first_line(cmd: Sequence[str]) -> str:
     return text[0] if text else "?"
 
 
+def _zip_version() -> str:
+    if shutil.which("zip") is None:
+        return "zip not found"
+    out = subprocess.run(["zip", "-v"], capture_output=True, text=True, check=False).stdout
+    lines = [line.strip().rstrip(".") for line in out.splitlines() if line.startswith("This is Zip")]
+    return lines[0] if lines else "zip ?"
+
+
 def machine_facts() -> dict[str, object]:
     """What the numbers were measured on: CPU, cores, load, tool and library versions, date."""
     import ssl
@@ -142,7 +150,7 @@ def machine_facts() -> dict[str, object]:
         "openssl": ssl.OPENSSL_VERSION,
         "python_zlib": zlib.ZLIB_RUNTIME_VERSION,
         "deflate_engine": DEFLATE_ENGINE,
-        "zip": _first_line(["zip", "-v"]) if shutil.which("zip") else "not found",
+        "zip": _zip_version(),
         "sha256sum": _first_line(["sha256sum", "--version"]),
         "docker": _first_line(["docker", "--version"]) if shutil.which("docker") else "not found",
     }
