@@ -11,6 +11,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -52,18 +53,40 @@ class ZipResult:
     entries: tuple[ZipEntryDigest, ...]
 
 
-class _Out:
-    """A file writer that tracks the position and hashes everything written."""
+#: Start writing back to disk every this many bytes (on a helper thread), so that the final fsync
+#: waits for the tail only instead of the whole archive (about 0.5 s per 400 MB on the CI disk).
+_WRITEBACK_EVERY = 64 << 20
 
-    def __init__(self, f: BinaryIO) -> None:
+
+class _Out:
+    """A file writer that tracks the position, hashes everything written and syncs as it goes."""
+
+    def __init__(self, f: BinaryIO, syncer: ThreadPoolExecutor) -> None:
         self.f = f
         self.pos = 0
         self.sha256 = hashlib.sha256()
+        self._syncer = syncer
+        self._unsynced = 0
+        self._pending: Future[None] | None = None
 
     def write(self, data: bytes) -> None:
         self.f.write(data)
         self.sha256.update(data)
         self.pos += len(data)
+        self._unsynced += len(data)
+        if self._unsynced >= _WRITEBACK_EVERY and (self._pending is None or self._pending.done()):
+            if self._pending is not None:
+                self._pending.result()  # an I/O error surfaces here
+            self.f.flush()
+            self._pending = self._syncer.submit(os.fdatasync, self.f.fileno())
+            self._unsynced = 0
+
+    def sync(self) -> None:
+        """Flush and fsync everything written (waits for a write-back still running)."""
+        self.f.flush()
+        if self._pending is not None:
+            self._pending.result()
+        os.fsync(self.f.fileno())
 
 
 def _copy_member(m: CompressedMember, src: BinaryIO, out: _Out) -> None:
@@ -144,8 +167,12 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as f, contextlib.ExitStack() as spools:
-            w = _Out(f)
+        with (
+            os.fdopen(fd, "wb") as f,
+            contextlib.ExitStack() as spools,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="zip-sync") as syncer,
+        ):
+            w = _Out(f, syncer)
             handles: dict[Path, BinaryIO] = {}
             offsets: list[int] = []
             for m in ordered:
@@ -180,8 +207,7 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
                     )
                 )
             w.write(end_records(count=len(ordered), cd_offset=cd_offset, cd_size=w.pos - cd_offset))
-            f.flush()
-            os.fsync(f.fileno())
+            w.sync()
         tmp.chmod(0o644)
         tmp.replace(out)
     except BaseException:
