@@ -25,7 +25,8 @@ Invariants: entries sorted by UTF-8 name bytes, ``/`` only, NFC; fixed date-time
 directory entries, extra fields or comments, zip64 only when needed; symlinks inside the staged
 tree ship the target's bytes under the link name (C23). Cases: C11 C15 C16 C17 C18 C19 C20 C23.
 
-The verifier side reads archives with :func:`read_zip_index`, :func:`iter_member_digests` and
+The verifier side reads archives with :func:`read_zip_index`, :func:`iter_member_digests`,
+:func:`scan_zip` (the archive's own SHA-256 and every member's digests in one read) and
 :func:`read_member`, which never extract to disk and refuse unsafe names and bombs.
 
 Deflate engine: zlib-ng when installed (the project pins it), else the interpreter's zlib;
@@ -57,9 +58,11 @@ from ninfer_release.packaging._staged import (
 from ninfer_release.packaging._zipread import (
     MemberDigest,
     ZipMember,
+    ZipScan,
     iter_member_digests,
     read_member,
     read_zip_index,
+    scan_zip,
     unsafe_name,
 )
 from ninfer_release.packaging._zipwrite import ZipEntryDigest, ZipResult, write_zip
@@ -86,6 +89,7 @@ __all__ = [
     "ZipEntryDigest",
     "ZipMember",
     "ZipResult",
+    "ZipScan",
     "check_lock_digests",
     "check_windows_paths",
     "compress_members",
@@ -96,6 +100,7 @@ __all__ = [
     "read_member",
     "read_zip_index",
     "render_notice",
+    "scan_zip",
     "unsafe_name",
     "write_zip",
 ]

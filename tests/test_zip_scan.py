@@ -1,0 +1,125 @@
+"""scan_zip: the archive's own SHA-256 and every member's digests from one front-to-back read.
+
+It must give exactly what iter_member_digests gives (same checks, same messages) plus the digest
+of the whole file, whatever the archive: ours, foreign, stored, hostile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import struct
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ninfer_release.errors import IntegrityError
+from ninfer_release.packaging import (
+    PlanEntry,
+    compress_members,
+    iter_member_digests,
+    scan_zip,
+    write_zip,
+)
+from ninfer_release.packaging._zipformat import CENTRAL_FMT
+
+EPOCH = 1700000000
+
+
+def _ours(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    members = compress_members([PlanEntry(name=n, data=d) for n, d in files.items()], workdir=tmp_path)
+    return write_zip(members, tmp_path / "ours.zip", epoch=EPOCH).path
+
+
+def _foreign(tmp_path: Path, files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
+    path = tmp_path / "foreign.zip"
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            zf.writestr(info, data)
+    return path
+
+
+def _patch_central(path: Path, index: int, **fields: int) -> None:
+    data = bytearray(path.read_bytes())
+    pos = data.find(b"PK\x01\x02")
+    for _ in range(index):
+        f = CENTRAL_FMT.unpack_from(data, pos)
+        pos += CENTRAL_FMT.size + f[10] + f[11] + f[12]
+    slots = {"crc": 16, "csize": 20, "usize": 24}
+    for key, value in fields.items():
+        struct.pack_into("<I", data, pos + slots[key], value)
+    path.write_bytes(bytes(data))
+
+
+def _same_as_streaming(path: Path, **kwargs: float) -> None:
+    scan = scan_zip(path, **kwargs)  # type: ignore[arg-type]
+    data = path.read_bytes()
+    assert scan.size == len(data)
+    assert scan.sha256 == hashlib.sha256(data).hexdigest()
+    assert list(scan.members) == list(iter_member_digests(path, **kwargs))  # type: ignore[arg-type]
+
+
+def test_members_spanning_many_read_blocks(tmp_path: Path) -> None:
+    """Members of 0 bytes to 11 MiB (several 4 MiB read blocks), some incompressible (stored)."""
+    rng = random.Random(7)  # noqa: S311 - incompressible test filler, not security
+    files = {
+        "NOTICE.txt": b"notice\n" * 100,
+        "bin/big.dll": rng.randbytes(3 << 20) + b"\0" * (8 << 20),
+        "bin/empty.dll": b"",
+        "bin/noise.bin": rng.randbytes(5 << 20),
+        "licenses/a.txt": b"x",
+    }
+    path = _ours(tmp_path, files)
+    scan = scan_zip(path, sha1=False)
+    got = {d.name: d for d in scan.members}
+    for name, data in files.items():
+        assert got[name].ok, got[name].problems
+        assert got[name].sha256 == hashlib.sha256(data).hexdigest()
+        assert got[name].sha1 == ""
+    assert [m.method for m in scan.members] == [8, 8, 0, 0, 0]
+    _same_as_streaming(path)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_foreign_archives(tmp_path: Path, method: int) -> None:
+    _same_as_streaming(_foreign(tmp_path, {"x/y.txt": b"hello" * 100, "z": b"zz", "e": b""}, method))
+
+
+def test_unsafe_bomb_and_total_members_are_reported_not_read(tmp_path: Path) -> None:
+    path = _foreign(tmp_path, {"ok.txt": b"ok", "../evil.dll": b"payload", "zeros.bin": bytes(1_000_000)})
+    _same_as_streaming(path, max_ratio=100)
+    _same_as_streaming(path, max_total=500)
+    scan = scan_zip(path, max_ratio=100)
+    assert [d.ok for d in scan.members] == [True, False, False]
+    assert scan.members[1].size == scan.members[2].size == 0
+
+
+def test_size_and_crc_lies(tmp_path: Path) -> None:
+    path = _foreign(tmp_path, {"a.txt": b"x" * 5000, "b.txt": b"y" * 5000})
+    _patch_central(path, 0, usize=10)
+    _patch_central(path, 1, crc=0x12345678)
+    _same_as_streaming(path)
+    a, b = scan_zip(path).members
+    assert a.problems == ("cannot be read: inflates past 10 bytes",)
+    assert b.problems[0].startswith("CRC-32 ")
+
+
+def test_truncated_deflate_stream(tmp_path: Path) -> None:
+    """A member whose declared compressed size cuts its deflate stream short."""
+    path = _foreign(tmp_path, {"a.txt": bytes(range(256)) * 400, "b.txt": b"b"})
+    (first, _) = list(iter_member_digests(path))
+    assert first.ok
+    csize = zipfile.ZipFile(path).getinfo("a.txt").compress_size
+    _patch_central(path, 0, csize=csize - 5)
+    _same_as_streaming(path)
+    assert scan_zip(path).members[0].problems == ("cannot be read: deflate stream is truncated",)
+
+
+def test_structural_damage_raises(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.zip"
+    junk.write_bytes(b"not a zip at all" * 10)
+    with pytest.raises(IntegrityError, match="no end-of-central-directory"):
+        scan_zip(junk)
