@@ -107,6 +107,11 @@ def median(runs: Sequence[Run]) -> float:
     return statistics.median(r.wall_s for r in runs)
 
 
+def paired(ours: Sequence[Run], theirs: Sequence[Run]) -> float:
+    """Median of the per-repetition ratios ours/theirs (each pair ran back to back)."""
+    return statistics.median(a.wall_s / b.wall_s for a, b in zip(ours, theirs, strict=True))
+
+
 def _first_line(cmd: Sequence[str]) -> str:
     try:
         out = subprocess.run(list(cmd), capture_output=True, text=True, check=False)

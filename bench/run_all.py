@@ -69,8 +69,9 @@ def render(results: dict[str, Any], command: str) -> str:
         f"Python {m['python']}; {m['openssl']}; deflate engine {m['deflate_engine']} (Python's "
         f"zlib {m['python_zlib']}); {m['zip']}; {m['sha256sum']}; {m['docker']}.",
         "",
-        "| goal | ours | standard tool | ratio (best of runs) | ratio (medians) | goal | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| goal | ours (fastest run) | standard tool (fastest run) | ratio: median of pairs | "
+        "ratio: fastest/fastest | ratio: median/median | goal | verdict (on the pairs) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
     def row(*cells: object) -> None:
@@ -84,12 +85,13 @@ def render(results: dict[str, Any], command: str) -> str:
         zip_s = f"`zip -X -r -6` {r['info_zip_best_s']} s"
         goal = f"≤ {r['goal_ratio']}×"
         for label, key in (("`build lane`", "build_lane"), ("bare zip step", "bare_zip_step")):
-            ratio = r[f"ratio_{key}"]
+            ratio = r[f"ratio_{key}_paired"]
             row(
                 f"1. package build, {r['staged_mib']} MiB tree: {label}",
                 f"{r[f'{key}_best_s']} s",
                 zip_s,
                 f"{ratio}×",
+                f"{r[f'ratio_{key}']}×",
                 f"{r[f'ratio_{key}_median']}×",
                 goal,
                 _yes(ratio <= r["goal_ratio"]),
@@ -100,16 +102,17 @@ def render(results: dict[str, Any], command: str) -> str:
             f"2. `verify` of the sample set ({v['set_bytes'] / 1e6:.0f} MB)",
             f"{v['verify_best_s']} s",
             f"`sha256sum -c` {v['sha256sum_best_s']} s",
+            f"{v['ratio_paired']}×",
             f"{v['ratio']}×",
             f"{v['ratio_median']}×",
             f"≤ {v['goal_ratio']}×",
-            _yes(v["ratio"] <= v["goal_ratio"]),
+            _yes(v["ratio_paired"] <= v["goal_ratio"]),
         )
     mem = results.get("memory")
     if mem:
         for label, key in (("`build lane`", "build_lane"), ("`verify`", "verify")):
             rss = mem[f"{key}_max_rss_mib"]
-            row(f"3. peak RSS, {label} with a 4 GiB file", f"{rss} MiB", "–", "–", "–",
+            row(f"3. peak RSS, {label} with a 4 GiB file", f"{rss} MiB", "–", "–", "–", "–",
                 f"≤ {mem['goal_mib']} MiB", _yes(rss <= mem["goal_mib"]))  # fmt: skip
     img = results.get("image", {})
     if "ratio" in img:
@@ -117,13 +120,15 @@ def render(results: dict[str, Any], command: str) -> str:
             f"4. daemonless image build ({img['payload_mib']} MiB payload)",
             f"{img['daemonless_median_s']} s",
             f"`docker build` {img['docker_build_median_s']} s",
+            "– (batches, not pairs)",
             "–",
             f"{img['ratio']}×",
             f"≤ {img['goal_ratio']}×",
-            _yes(img["ratio"] <= img["goal_ratio"]),
+            _yes(img["ratio"] <= img["goal_ratio"]) + " (on the medians)",
         )
     elif img:
-        row("4. daemonless image build", "–", "–", "–", "–", "≤ 0.5×", f"not run: {next(iter(img.values()))}")
+        why = next(iter(img.values()))
+        row("4. daemonless image build", "–", "–", "–", "–", "–", "≤ 0.5×", f"not run: {why}")
     lines += ["", "Other facts of this run:", ""]
     for name in ("1gib", "sample"):
         r = pkg.get(name)
