@@ -35,7 +35,7 @@ from typing import Any
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import uuid5_url
-from ninfer_release.sbom._iri import import_jsonschema_without_lark, is_iri, is_iri_reference
+from ninfer_release.sbom._iri import import_jsonschema_lean, is_iri, is_iri_reference
 from ninfer_release.sbom._license import normalize_license_expression
 from ninfer_release.sbom._pe import check_pe_against_lock, pe_component_version
 from ninfer_release.sbom._purl import parse_purl
@@ -493,7 +493,7 @@ def _strict_validator() -> Any:
     RFC 3987 regular expressions of :mod:`ninfer_release.sbom._iri`: jsonschema's own ones
     compile 39 lark grammars at import (seconds), which would dominate ``verify`` (DESIGN §11).
     """
-    import_jsonschema_without_lark()
+    import_jsonschema_lean()
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.schema._res import BOM_JSON_STRICT, CRYPTOGRAPHY_DEFS, JSF, SPDX_JSON
     from jsonschema import FormatChecker  # type: ignore[import-untyped]

@@ -1,14 +1,15 @@
-"""RFC 3987 IRI syntax checks as regular expressions, and a jsonschema import that avoids lark.
+"""RFC 3987 IRI syntax checks as regular expressions, and a lean jsonschema import (no lark).
 
 Why this exists: jsonschema's ``_format`` module imports ``rfc3987_syntax`` when it is installed
 (it is, as a dependency of cyclonedx-python-lib's ``json-validation`` extra), and that module
 compiles 39 Earley grammars with lark *at import time* — 3–8 s on this project's 2-core machines,
 paid by every ``verify`` run (DESIGN.md §11: verify ≤ 1.1× ``sha256sum -c``). The CycloneDX 1.6
-schema uses only ``date-time``, ``idn-email`` and ``iri-reference`` formats, and the ABNF of RFC
-3987 §2.2 is regular, so the two IRI formats are checked here by a translation of that ABNF into
-one regular expression each (microseconds per value), and jsonschema is imported with
-``rfc3987_syntax`` hidden so that its grammars are never built. Every other format checker of
-jsonschema is unchanged; IRI values are still checked, not skipped.
+schemas use only the ``date-time``, ``idn-email``, ``iri-reference`` and ``uri`` formats, and
+the ABNF of RFC 3987 §2.2 is regular, so the two IRI formats are checked here by a translation
+of that ABNF into one regular expression each (microseconds per value), and jsonschema is
+imported with ``rfc3987_syntax`` (and the other modules behind formats those schemas never use)
+hidden, so that its grammars are never built. The checkers the schemas need are jsonschema's
+own; IRI values are still checked, not skipped.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ UNUSED_FORMAT_MODULES = (
 )
 
 
-def import_jsonschema_without_lark() -> None:
+def import_jsonschema_lean() -> None:
     """Import jsonschema without the format modules the CycloneDX schemas do not need.
 
     For the duration of the import only, each of :data:`UNUSED_FORMAT_MODULES` that is not yet
