@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the benchmark; returns (and with ``--json`` prints) the results."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ninfer-bench")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)

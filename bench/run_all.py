@@ -188,7 +188,7 @@ def main() -> int:
     started = time.perf_counter()
     results: dict[str, Any] = {"machine": machine_facts()}
     if "verify" not in skip:
-        results["verify"] = bench_verify.main([*work, "--runs", "3" if args.quick else "5"])
+        results["verify"] = bench_verify.main([*work, "--runs", "3" if args.quick else "7"])
     if "package" not in skip:
         trees = "1gib" if args.quick else "1gib,sample"
         results["package"] = bench_package.main([*work, "--runs", "2", "--trees", trees])
