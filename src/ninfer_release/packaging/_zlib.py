@@ -1,15 +1,16 @@
 """The deflate engine: zlib-ng (python ``zlib-ng``) when installed, else the interpreter's zlib.
 
-Why: on the 2-core machines this project targets, zlib 1.2/1.3 deflates these DLLs at level 6 at
-about 15–30 MB/s per core and inflates at about 250 MB/s, which alone misses the DESIGN.md §11
-goals (package build ≤ 0.7× Info-ZIP ``zip -X -r -6``, verify ≤ 1.1× ``sha256sum -c``). zlib-ng
-2.x (the same API, level and stream format) deflates about 3× and inflates about 2× faster here
-(docs/benchmarks.md).
+Why: on the 2-core machines this project targets, zlib deflates the cuBLAS DLLs at level 6 at
+about 22 MB/s of CPU (Info-ZIP's own deflate runs at about the same speed) and inflates them at
+about 450 MB/s; with the hashing, SBOMs and the final verify that misses the DESIGN.md §11 goals
+(package build ≤ 0.7× ``zip -X -r -6``, verify ≤ 1.1× ``sha256sum -c``). zlib-ng 2.x (the
+same API, level and stream format) deflates them at about 36 MB/s and inflates at about
+590 MB/s (docs/benchmarks.md).
 
 Determinism: inflating is exact with either engine. Deflate *output bytes* depend on the engine
 and its version (as they already depended on the zlib version), so a package is byte-identical
-across rebuilds given the same :data:`DEFLATE_ENGINE`; the project pins ``zlib-ng`` so every
-machine uses the same one.
+across rebuilds given the same :data:`DEFLATE_ENGINE`; the project should pin ``zlib-ng`` so
+every machine uses the same one.
 """
 
 from __future__ import annotations
