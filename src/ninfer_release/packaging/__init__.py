@@ -29,8 +29,9 @@ The verifier side reads archives with :func:`read_zip_index`, :func:`iter_member
 :func:`scan_zip` (the archive's own SHA-256 and every member's digests in one read) and
 :func:`read_member`, which never extract to disk and refuse unsafe names and bombs.
 
-Deflate engine: zlib-ng when installed (the project pins it), else the interpreter's zlib;
-:data:`DEFLATE_ENGINE` names the one in use — package bytes are reproducible given the same one.
+Deflate engine: zlib-ng, pinned by the project (:data:`DEFLATE_ENGINE` names it); package bytes
+are reproducible given the same engine, and building refuses to run without it. Reading archives
+works with any zlib.
 """
 
 from ninfer_release.packaging._compress import DEFAULT_CHUNK, CompressedMember, compress_members

@@ -5,8 +5,8 @@ deflated independently (raw deflate, fixed level, memLevel 8, default strategy) 
 piece's last 32 KiB as preset dictionary, and ends with a sync flush (an empty stored block, byte
 aligned), the last piece with ``Z_FINISH``. The concatenation is one valid deflate stream (the
 technique of pigz), and because the cut points depend only on offsets, the bytes are the same for
-any number of workers. The deflate engine (:mod:`._zlib`: zlib-ng when installed) releases the
-GIL, so a thread pool uses every core.
+any number of workers. The deflate engine (zlib-ng, :mod:`._zlib`) releases the GIL, so a thread
+pool uses every core.
 
 The reading thread hashes each piece as it goes (hashlib and crc32 also release the GIL)
 and keeps at most ``2 × workers`` pieces in flight, so memory stays flat (about
@@ -36,6 +36,7 @@ from ninfer_release.hashing import Digests
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, STORED
 from ninfer_release.packaging._zlib import engine as zlib
+from ninfer_release.packaging._zlib import require_deflate_engine
 
 #: Size of the independently compressed pieces, in bytes. Part of the output byte format:
 #: changing it changes every package larger than one piece.
@@ -150,6 +151,7 @@ def compress_members(
     Raises:
         InputError: a staged file cannot be read, or a generated entry has no bytes yet.
         ValueError: ``workers`` < 1, ``level`` outside 0-9, ``chunk_size`` < 64 KiB.
+        RuntimeError: the pinned deflate engine (zlib-ng) is not installed.
     """
     if isinstance(entries, PackagePlan):
         lvl = entries.deflate_level if level is None else level
@@ -159,6 +161,7 @@ def compress_members(
         items = list(entries)
     if workers < 1 or not 0 <= lvl <= 9 or chunk_size < _MIN_CHUNK:
         raise ValueError(f"bad compression settings: workers={workers} level={lvl} chunk_size={chunk_size}")
+    require_deflate_engine()
     missing = [e.name for e in items if not e.ready]
     if missing:
         raise InputError(
