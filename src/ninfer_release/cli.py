@@ -12,7 +12,9 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -56,7 +58,7 @@ def _fail(ctx_obj: Context | None, code: int, lines: list[str], kind: str) -> No
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ninfer-release")
 @click.option("--json", "json_", is_flag=True, help="Print one JSON document on stdout; logs go to stderr.")
-@click.option("--debug", is_flag=True, help="Show tracebacks for unexpected errors.")
+@click.option("--debug", is_flag=True, help="Show a traceback with every error (expected ones too).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Print more detail to stderr.")
 @click.pass_context
@@ -757,7 +759,7 @@ def image_carry(
 
 
 @cli.command("publish")
-@click.argument("set_dir", metavar="SET_DIR", type=click.Path(file_okay=False, exists=True))
+@click.argument("set_dir", metavar="SET_DIR")
 @click.option("--to", "to", required=True, help="oci://HOST[:PORT]/REPO[:TAG] or dir://PATH.")
 @click.option("--draft", is_flag=True, help="Publish under <tag>.draft (allowed for unqualified sets).")
 @click.option("--latest", "latest", is_flag=True, help="Also move 'latest' (refused for prereleases).")
@@ -772,9 +774,12 @@ def publish_cmd(
     ctx: Context, set_dir: str, to: str, draft: bool, latest: bool, release_path: str | None
 ) -> None:
     """Publish a sealed 11-file set as one immutable OCI artifact (component prerelease)."""
+    from ninfer_release.errors import InputError, Problem
     from ninfer_release.profiles import load_release
     from ninfer_release.releases import publish_set
 
+    if not Path(set_dir).is_dir():
+        raise InputError(problems=[Problem(file=set_dir, message="not a directory holding an asset set")])
     release = load_release(Path(release_path), env=os.environ) if release_path else None
     result = publish_set(Path(set_dir), to, draft=draft, move_latest=latest, release=release)
     emit(
@@ -788,6 +793,14 @@ def publish_cmd(
         },
         [f"{result.status}: {result.ref} ({result.manifest_digest})"],
     )
+
+
+class _Terminated(BaseException):
+    """Raised in the main thread on SIGTERM so that every ``with`` block cleans up."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
 
 
 def _leading_options(args: list[str]) -> list[str]:
@@ -807,6 +820,10 @@ def main(argv: list[str] | None = None) -> None:
     leading = _leading_options(args)
     debug = "--debug" in leading
     ctx_obj = Context(json="--json" in leading, debug=debug, verbosity=0)
+    # SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so staging directories are removed and
+    # nothing partial is left behind.
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
         ctx = cli.make_context("ninfer-release", args)
         with ctx:
@@ -815,6 +832,19 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
+        if ctx_obj.json:
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "ok": False,
+                        "exit_code": int(ExitCode.USAGE),
+                        "error": "usage",
+                        "problems": [exc.format_message()],
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
         sys.exit(ExitCode.USAGE)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -826,6 +856,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except _Terminated:
+        click.echo("terminated", err=True)
+        sys.exit(143)
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes exit 1
         if debug:
             traceback.print_exc()
@@ -835,3 +868,6 @@ def main(argv: list[str] | None = None) -> None:
             [f"internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)"],
             "internal",
         )
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)

@@ -170,6 +170,7 @@ def publish_set(
             ``release``, the target names another tag, or the store refuses (immutability) (exit 7).
         InputError: the target is malformed (exit 4).
     """
+    parsed = parse_target(target)  # a malformed target is exit 4 before any work
     where = str(set_dir)
     report = verify_set(set_dir)
     if not report.ok:
@@ -215,7 +216,6 @@ def publish_set(
                             message=f"{manifest.get(key)!r} disagrees with the release definition ({want!r})",
                         )
                     )
-    parsed = parse_target(target)
     if parsed.tag is not None and parsed.tag != tag:
         problems.append(
             Problem(

@@ -666,6 +666,9 @@ def parse_target(url: str) -> Target:
         raise bad(f"missing HOST or REPO ({usage})")
     if _HOST_RE.fullmatch(host) is None:
         raise bad(f"{host!r} is not HOST[:PORT]")
+    port = host.rsplit(":", 1)[1] if ":" in host and not host.endswith("]") else None
+    if port is not None and not (port.isdigit() and 0 < int(port) <= 65535):
+        raise bad(f"port {port!r} is not in 1-65535")
     if _REPO_RE.fullmatch(repo) is None:
         raise bad(f"{repo!r} is not a repository name (lowercase, [a-z0-9._-/])")
     return OciTarget(host=host, repository=repo, tag=tag, digest=digest)
