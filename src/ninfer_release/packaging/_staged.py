@@ -13,12 +13,13 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ninfer_release.errors import InputError, Problem
+from ninfer_release.jsonfields import FieldReader
 from ninfer_release.reproducible import sorted_walk
 
 BUILD_INFO = "build-info.json"
@@ -125,48 +126,8 @@ class StagedTree:
         return None
 
 
-class _Doc:
-    """Typed field access on one JSON document that collects problems instead of raising."""
-
-    def __init__(self, file: str, problems: list[Problem]) -> None:
-        self.file = file
-        self.problems = problems
-
-    def bad(self, field: str, message: str) -> None:
-        self.problems.append(Problem(file=self.file, field=field, message=message))
-
-    def text(
-        self, obj: Mapping[str, Any], key: str, where: str, *, pattern: re.Pattern[str] | None = None
-    ) -> str:
-        field = f"{where}.{key}" if where else key
-        value = obj.get(key)
-        if not isinstance(value, str) or not value:
-            self.bad(field, f"missing or not a non-empty string (got {value!r})")
-            return ""
-        if pattern is not None and not pattern.fullmatch(value):
-            self.bad(field, f"{value!r} does not match {pattern.pattern}")
-        return value
-
-    def items(self, obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-        value = obj.get(key)
-        if not isinstance(value, list):
-            self.bad(key, f"missing or not a list (got {type(value).__name__})")
-            return []
-        out: list[Mapping[str, Any]] = []
-        for i, item in enumerate(value):
-            if isinstance(item, dict):
-                out.append(item)
-            else:
-                self.bad(f"{key}[{i}]", "not an object")
-        return out
-
-    def known_keys(self, obj: Mapping[str, Any], where: str, allowed: Iterable[str]) -> None:
-        allowed = set(allowed)
-        for key in obj:
-            if key not in allowed:
-                self.bad(
-                    f"{where}.{key}" if where else key, f"unknown field; expected one of {sorted(allowed)}"
-                )
+#: Field access that collects problems (shared with the samples stage).
+_Doc = FieldReader
 
 
 def _read_json(path: Path, problems: list[Problem]) -> Mapping[str, Any] | None:

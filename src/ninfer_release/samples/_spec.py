@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ninfer_release.errors import InputError, Problem
+from ninfer_release.jsonfields import FieldReader
 
 PINS_FILE = "samples/pins.json"
 LANES_FILE = "samples/lanes.json"
@@ -148,57 +149,8 @@ class SamplesSpec:
     licenses: tuple[tuple[str, RepoFile], ...]  # (dest under the lane tree, committed text)
 
 
-class _Reader:
-    """Typed field access on one JSON document; collects problems instead of raising."""
-
-    def __init__(self, file: str, problems: list[Problem]) -> None:
-        self.file = file
-        self.problems = problems
-
-    def bad(self, field: str, message: str) -> None:
-        self.problems.append(Problem(file=self.file, field=field, message=message))
-
-    def text(
-        self, obj: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str] | None = None
-    ) -> str:
-        field = f"{where}.{key}" if where else key
-        value = obj.get(key)
-        if not isinstance(value, str) or not value:
-            self.bad(field, f"missing or not a non-empty string (got {value!r})")
-            return ""
-        if pattern is not None and not pattern.fullmatch(value):
-            self.bad(field, f"{value!r} does not match {pattern.pattern}")
-        return value
-
-    def integer(self, obj: Mapping[str, Any], key: str, where: str) -> int:
-        value = obj.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            self.bad(f"{where}.{key}", f"missing or not a non-negative integer (got {value!r})")
-            return 0
-        return value
-
-    def flag(self, obj: Mapping[str, Any], key: str, where: str) -> bool:
-        value = obj.get(key)
-        if not isinstance(value, bool):
-            self.bad(f"{where}.{key}", f"missing or not true/false (got {value!r})")
-            return False
-        return value
-
-    def objects(
-        self, obj: Mapping[str, Any], key: str, where: str = ""
-    ) -> list[tuple[str, Mapping[str, Any]]]:
-        field = f"{where}.{key}" if where else key
-        value = obj.get(key)
-        if not isinstance(value, list):
-            self.bad(field, "missing or not a list")
-            return []
-        out: list[tuple[str, Mapping[str, Any]]] = []
-        for i, item in enumerate(value):
-            if isinstance(item, dict):
-                out.append((f"{field}[{i}]", item))
-            else:
-                self.bad(f"{field}[{i}]", "not an object")
-        return out
+class _Reader(FieldReader):
+    """:class:`FieldReader` plus the redistributable ``group`` rule of the sample lock."""
 
     def group(self, obj: Mapping[str, Any], where: str) -> str:
         value = self.text(obj, "group", where)
