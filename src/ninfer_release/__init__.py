@@ -5,7 +5,8 @@ Stages, top to bottom (each imports only the ones below it, see ``docs/architect
     cli -> build -> releases -> manifests -> sbom -> (packaging | containers) -> profiles -> foundation
 
 Foundation modules are leaves that import nothing from this package: :mod:`errors`,
-:mod:`hashing`, :mod:`reproducible`, :mod:`atomic`, :mod:`jsonbytes`, :mod:`checksums`.
+:mod:`hashing`, :mod:`reproducible`, :mod:`atomic`, :mod:`jsonbytes`, :mod:`jsonfields`,
+:mod:`checksums`.
 """
 
 __version__ = "0.1.0"
