@@ -4,7 +4,7 @@ Stages, top to bottom (each imports only the ones below it, see ``docs/architect
 
     cli -> build -> releases -> manifests -> sbom -> (packaging | containers) -> profiles -> foundation
 
-Foundation modules are leaves that import nothing from this package: :mod:`errors`,
+Foundation modules import nothing above the foundation: :mod:`errors`,
 :mod:`hashing`, :mod:`reproducible`, :mod:`atomic`, :mod:`jsonbytes`, :mod:`jsonfields`,
 :mod:`checksums`.
 """
