@@ -15,6 +15,7 @@ only the ≥ 1 GiB tree. On the 2-core reference machine the full run takes abou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
@@ -188,12 +189,15 @@ def main() -> int:
     started = time.perf_counter()
     results: dict[str, Any] = {"machine": machine_facts()}
     if "verify" not in skip:
-        results["verify"] = bench_verify.main([*work, "--runs", "3" if args.quick else "7"])
+        with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout is the JSON alone
+            results["verify"] = bench_verify.main([*work, "--runs", "3" if args.quick else "7"])
     if "package" not in skip:
         trees = "1gib" if args.quick else "1gib,sample"
-        results["package"] = bench_package.main([*work, "--runs", "2", "--trees", trees])
+        with contextlib.redirect_stdout(sys.stderr):
+            results["package"] = bench_package.main([*work, "--runs", "2", "--trees", trees])
     if "memory" not in skip:
-        results["memory"] = bench_memory.main(work)
+        with contextlib.redirect_stdout(sys.stderr):
+            results["memory"] = bench_memory.main(work)
     if "image" not in skip:
         results["image"] = _image(2 if args.quick else 3)
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
