@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import struct
 import zipfile
 from pathlib import Path
 
@@ -11,32 +10,12 @@ import pytest
 
 from ninfer_release.errors import IntegrityError
 from ninfer_release.packaging import (
-    PlanEntry,
-    compress_members,
     iter_member_digests,
     read_member,
     read_zip_index,
     unsafe_name,
-    write_zip,
 )
-from ninfer_release.packaging._zipformat import CENTRAL_FMT
-
-EPOCH = 1700000000
-
-
-def ours(tmp_path: Path, files: dict[str, bytes]) -> Path:
-    members = compress_members([PlanEntry(name=n, data=d) for n, d in files.items()], workdir=tmp_path)
-    return write_zip(members, tmp_path / "ours.zip", epoch=EPOCH).path
-
-
-def foreign(tmp_path: Path, files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
-    path = tmp_path / "foreign.zip"
-    with zipfile.ZipFile(path, "w", compression=method) as zf:
-        for name, data in files.items():
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = method
-            zf.writestr(info, data)
-    return path
+from zip_support import foreign, ours, patch_central
 
 
 def test_index_of_our_archive(tmp_path: Path) -> None:
@@ -107,29 +86,16 @@ def test_max_total_stops_reading(tmp_path: Path) -> None:
     assert results[1].problems == ("archive declares more than 1500 bytes in total; not inflated",)
 
 
-def _patch_central(path: Path, index: int, **fields: int) -> None:
-    """Rewrite fields of the ``index``-th central header (crc, csize, usize, offset)."""
-    data = bytearray(path.read_bytes())
-    pos = data.find(b"PK\x01\x02")
-    for _ in range(index):
-        f = CENTRAL_FMT.unpack_from(data, pos)
-        pos += CENTRAL_FMT.size + f[10] + f[11] + f[12]
-    slots = {"crc": 16, "csize": 20, "usize": 24, "offset": 42}
-    for key, value in fields.items():
-        struct.pack_into("<I", data, pos + slots[key], value)
-    path.write_bytes(bytes(data))
-
-
 def test_size_lie_detected(tmp_path: Path) -> None:
     path = foreign(tmp_path, {"a.txt": b"x" * 5000})
-    _patch_central(path, 0, usize=10)
+    patch_central(path, 0, usize=10)
     (d,) = iter_member_digests(path)
     assert d.problems == ("cannot be read: inflates past 10 bytes",)
 
 
 def test_crc_mismatch_detected(tmp_path: Path) -> None:
     path = foreign(tmp_path, {"a.txt": b"x" * 5000})
-    _patch_central(path, 0, crc=0x12345678)
+    patch_central(path, 0, crc=0x12345678)
     (d,) = iter_member_digests(path)
     assert d.problems[0].startswith("CRC-32 ")
     with pytest.raises(IntegrityError, match="does not match its declared size and CRC"):
@@ -140,14 +106,14 @@ def test_overlapping_members_refused(tmp_path: Path) -> None:
     """The overlapped-members bomb: a member whose data range covers the next header."""
     path = foreign(tmp_path, {"a.txt": b"a" * 100, "b.txt": b"b" * 100}, method=zipfile.ZIP_STORED)
     first, second = read_zip_index(path)
-    _patch_central(path, 0, csize=second.header_offset - first.data_offset + 10)
+    patch_central(path, 0, csize=second.header_offset - first.data_offset + 10)
     with pytest.raises(IntegrityError, match="overlap"):
         read_zip_index(path)
 
 
 def test_offset_to_nowhere_refused(tmp_path: Path) -> None:
     path = foreign(tmp_path, {"a.txt": b"a"})
-    _patch_central(path, 0, offset=5)
+    patch_central(path, 0, offset=5)
     with pytest.raises(IntegrityError, match="no local header"):
         read_zip_index(path)
 

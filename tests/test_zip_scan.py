@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import struct
 import zipfile
 from pathlib import Path
 
@@ -16,42 +15,10 @@ import pytest
 
 from ninfer_release.errors import IntegrityError
 from ninfer_release.packaging import (
-    PlanEntry,
-    compress_members,
     iter_member_digests,
     scan_zip,
-    write_zip,
 )
-from ninfer_release.packaging._zipformat import CENTRAL_FMT
-
-EPOCH = 1700000000
-
-
-def _ours(tmp_path: Path, files: dict[str, bytes]) -> Path:
-    members = compress_members([PlanEntry(name=n, data=d) for n, d in files.items()], workdir=tmp_path)
-    return write_zip(members, tmp_path / "ours.zip", epoch=EPOCH).path
-
-
-def _foreign(tmp_path: Path, files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
-    path = tmp_path / "foreign.zip"
-    with zipfile.ZipFile(path, "w", compression=method) as zf:
-        for name, data in files.items():
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = method
-            zf.writestr(info, data)
-    return path
-
-
-def _patch_central(path: Path, index: int, **fields: int) -> None:
-    data = bytearray(path.read_bytes())
-    pos = data.find(b"PK\x01\x02")
-    for _ in range(index):
-        f = CENTRAL_FMT.unpack_from(data, pos)
-        pos += CENTRAL_FMT.size + f[10] + f[11] + f[12]
-    slots = {"crc": 16, "csize": 20, "usize": 24}
-    for key, value in fields.items():
-        struct.pack_into("<I", data, pos + slots[key], value)
-    path.write_bytes(bytes(data))
+from zip_support import foreign, ours, patch_central
 
 
 def _same_as_streaming(path: Path, **kwargs: float) -> None:
@@ -72,7 +39,7 @@ def test_members_spanning_many_read_blocks(tmp_path: Path) -> None:
         "bin/noise.bin": rng.randbytes(5 << 20),
         "licenses/a.txt": b"x",
     }
-    path = _ours(tmp_path, files)
+    path = ours(tmp_path, files)
     scan = scan_zip(path, sha1=False)
     got = {d.name: d for d in scan.members}
     for name, data in files.items():
@@ -85,11 +52,11 @@ def test_members_spanning_many_read_blocks(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
 def test_foreign_archives(tmp_path: Path, method: int) -> None:
-    _same_as_streaming(_foreign(tmp_path, {"x/y.txt": b"hello" * 100, "z": b"zz", "e": b""}, method))
+    _same_as_streaming(foreign(tmp_path, {"x/y.txt": b"hello" * 100, "z": b"zz", "e": b""}, method))
 
 
 def test_unsafe_bomb_and_total_members_are_reported_not_read(tmp_path: Path) -> None:
-    path = _foreign(tmp_path, {"ok.txt": b"ok", "../evil.dll": b"payload", "zeros.bin": bytes(1_000_000)})
+    path = foreign(tmp_path, {"ok.txt": b"ok", "../evil.dll": b"payload", "zeros.bin": bytes(1_000_000)})
     _same_as_streaming(path, max_ratio=100)
     _same_as_streaming(path, max_total=500)
     scan = scan_zip(path, max_ratio=100)
@@ -98,9 +65,9 @@ def test_unsafe_bomb_and_total_members_are_reported_not_read(tmp_path: Path) -> 
 
 
 def test_size_and_crc_lies(tmp_path: Path) -> None:
-    path = _foreign(tmp_path, {"a.txt": b"x" * 5000, "b.txt": b"y" * 5000})
-    _patch_central(path, 0, usize=10)
-    _patch_central(path, 1, crc=0x12345678)
+    path = foreign(tmp_path, {"a.txt": b"x" * 5000, "b.txt": b"y" * 5000})
+    patch_central(path, 0, usize=10)
+    patch_central(path, 1, crc=0x12345678)
     _same_as_streaming(path)
     a, b = scan_zip(path).members
     assert a.problems == ("cannot be read: inflates past 10 bytes",)
@@ -109,11 +76,11 @@ def test_size_and_crc_lies(tmp_path: Path) -> None:
 
 def test_truncated_deflate_stream(tmp_path: Path) -> None:
     """A member whose declared compressed size cuts its deflate stream short."""
-    path = _foreign(tmp_path, {"a.txt": bytes(range(256)) * 400, "b.txt": b"b"})
+    path = foreign(tmp_path, {"a.txt": bytes(range(256)) * 400, "b.txt": b"b"})
     (first, _) = list(iter_member_digests(path))
     assert first.ok
     csize = zipfile.ZipFile(path).getinfo("a.txt").compress_size
-    _patch_central(path, 0, csize=csize - 5)
+    patch_central(path, 0, csize=csize - 5)
     _same_as_streaming(path)
     assert scan_zip(path).members[0].problems == ("cannot be read: deflate stream is truncated",)
 
