@@ -135,11 +135,13 @@ def provenance_statement(
     definition_sha256: str,
     config_bytes_sha256: str,
     model_sha256: str,
+    deflate_engine: str,
 ) -> dict[str, Any]:
     """Entry 8, ``<stem>.provenance.json``: an in-toto Statement v1 with a SLSA v1 provenance predicate.
 
     ``subjects`` are entries 1–7 by name and SHA-256; ``staged_inputs`` maps each staged input
-    file (POSIX path relative to the lane's staged tree) to its SHA-256. Unsigned: this is the
+    file (POSIX path relative to the lane's staged tree) to its SHA-256; ``deflate_engine`` names
+    the deflate implementation whose output the zip's bytes depend on. Unsigned: this is the
     statement a signer would sign (signing is a later milestone). Spec: in-toto Statement v1,
     SLSA Provenance v1 ``buildDefinition``/``runDetails``.
     """
@@ -174,6 +176,7 @@ def provenance_statement(
                     "cuda_version": facts.cuda_version,
                     "config_bytes_sha256": config_bytes_sha256,
                     "model_sha256": model_sha256,
+                    "deflate_engine": deflate_engine,
                 },
                 "resolvedDependencies": resolved,
             },

@@ -421,6 +421,7 @@ def build_native_set(
                 definition_sha256=definition_sha256,
                 config_bytes_sha256=rendered.bytes_sha256,
                 model_sha256=release.model.sha256,
+                deflate_engine=packaging.DEFLATE_ENGINE,
             )
         )
         blobs[names.route] = dumps_stable(
