@@ -795,6 +795,24 @@ def publish_cmd(
     )
 
 
+@cli.command("supersede")
+@click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
+@click.option("--to", "to", required=True, help="oci://HOST[:PORT]/REPO or dir://PATH holding the old tags.")
+@click.pass_obj
+def supersede_cmd(ctx: Context, manifest_path: str, to: str) -> None:
+    """Record MANIFEST's superseded tags (e.g. beta.1) in a store: kept, never reused."""
+    from ninfer_release.profiles import load_release
+    from ninfer_release.releases import supersede_tags
+
+    release = load_release(Path(manifest_path), env=os.environ)
+    results = supersede_tags(release, to)
+    emit(
+        ctx,
+        {"ok": True, "superseded": [{"tag": t, "status": r.status, "ref": r.ref} for t, r in results]},
+        [f"{r.status}: {t} superseded ({r.ref})" for t, r in results] or ["no superseded tags"],
+    )
+
+
 class _Terminated(BaseException):
     """Raised in the main thread on SIGTERM so that every ``with`` block cleans up."""
 

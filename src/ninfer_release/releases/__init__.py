@@ -19,7 +19,7 @@ from ninfer_release.releases._contract import (
     package_stem,
     stem_from_names,
 )
-from ninfer_release.releases._flows import LocatedReport, publish_set, verify_location
+from ninfer_release.releases._flows import LocatedReport, publish_set, supersede_tags, verify_location
 from ninfer_release.releases._publish import (
     ANN_REVISION,
     ARTIFACT_TYPE,
@@ -73,6 +73,7 @@ __all__ = [
     "publish_set",
     "release_instance_id",
     "stem_from_names",
+    "supersede_tags",
     "verify_location",
     "verify_set",
 ]

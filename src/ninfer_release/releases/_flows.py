@@ -240,3 +240,22 @@ def publish_set(
         move_latest=move_latest,
     )
     return open_publisher(parsed).publish(request)
+
+
+def supersede_tags(release: Release, target: str) -> list[tuple[str, PublishResult]]:
+    """Record every superseded tag of ``release`` (``superseded:`` in the definition) in ``target``.
+
+    Each old tag stays as published and gets a ``<tag>.superseded`` marker naming its successor;
+    from then on publishing to it is refused (DESIGN.md §8). Idempotent: a marker that already
+    says the same answers ``already_published``.
+
+    Raises:
+        InputError: malformed target (exit 4).
+        PublishError: a tag is already recorded as superseded by another successor (exit 7).
+    """
+    parsed = parse_target(target)
+    publisher = open_publisher(parsed)
+    return [
+        (s.tag, publisher.supersede(s.tag, by=s.successor, epoch=release.source_date_epoch))
+        for s in release.superseded
+    ]
