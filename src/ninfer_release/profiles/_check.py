@@ -88,6 +88,19 @@ class Checker:
                     where, f"contains control character(s) {', '.join(bad)} (CR, LF, TAB... not allowed)"
                 )
 
+    def document(self, data: Any) -> dict[str, Any]:
+        """The top level of a loaded YAML document as a mapping, its strings already scanned.
+
+        Raises:
+            DefinitionError: the document is not a mapping (exit 3).
+        """
+        root = self.mapping(data, "")
+        if root is None:
+            self.raise_if_any()
+            raise AssertionError("unreachable")  # pragma: no cover - mapping() recorded a problem
+        self.scan_strings(root)
+        return root
+
     # -- mappings ---------------------------------------------------------------------------
 
     def mapping(self, value: Any, field: str) -> dict[str, Any] | None:

@@ -258,11 +258,7 @@ def load_profile(path: Path) -> Profile:
     """
     data = load_yaml_data(path)
     c = Checker(str(path))
-    root = c.mapping(data, "")
-    if root is None:
-        c.raise_if_any()
-        raise AssertionError("unreachable")  # pragma: no cover
-    c.scan_strings(root)
+    root = c.document(data)
     kind = c.get_str(root, "", "kind", choices=("native", "container"))
     native = kind != "container"
     c.keys(

@@ -228,11 +228,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
     root_dir = repo_root if repo_root is not None else path.resolve().parent.parent
     data = load_yaml_data(path)
     c = Checker(str(path))
-    d = c.mapping(data, "")
-    if d is None:
-        c.raise_if_any()
-        raise AssertionError("unreachable")  # pragma: no cover
-    c.scan_strings(d)
+    d = c.document(data)
     c.keys(
         d,
         "",
@@ -562,11 +558,7 @@ def load_carried_record(path: Path) -> CarriedImage:
     """
     data = load_yaml_data(path)
     c = Checker(str(path))
-    d = c.mapping(data, "")
-    if d is None:
-        c.raise_if_any()
-        raise AssertionError("unreachable")  # pragma: no cover
-    c.scan_strings(d)
+    d = c.document(data)
     c.keys(
         d,
         "",
