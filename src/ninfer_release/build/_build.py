@@ -439,19 +439,26 @@ def _built_image_lane(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class _LaneOptions:
+    """How to build each lane: the options :func:`build_lane` and :func:`build_release` share."""
+
+    inputs: Path
+    receipts: Path | None
+    registry: str | None
+    offline: bool
+    workers: int
+    progress: ProgressFn | None
+    verify: bool
+    base: str | None
+
+
 def _one_lane(
     release: profiles.Release,
     lane_id: str,
     *,
-    inputs: Path,
     out: Path,
-    receipts: Path | None,
-    registry: str | None,
-    offline: bool,
-    workers: int,
-    progress: ProgressFn | None,
-    verify: bool,
-    base: str | None = None,
+    opts: _LaneOptions,
 ) -> LaneOutcome:
     if lane_id not in release.lanes:
         raise InputError(
@@ -464,20 +471,21 @@ def _one_lane(
             ]
         )
     lane = release.lanes[lane_id]
+    inputs, progress = opts.inputs, opts.progress
     if lane.mode == "carry":
-        return _carried_lane(release, lane, out=out, registry=registry, offline=offline)
+        return _carried_lane(release, lane, out=out, registry=opts.registry, offline=opts.offline)
     if lane.kind == "windows-zip":
         return _native_lane(
             release,
             lane,
             inputs=inputs,
             out=out,
-            receipts=receipts,
-            workers=workers,
+            receipts=opts.receipts,
+            workers=opts.workers,
             progress=progress,
-            verify=verify,
+            verify=opts.verify,
         )
-    return _built_image_lane(release, lane, inputs=inputs, base=base, out=out, progress=progress)
+    return _built_image_lane(release, lane, inputs=inputs, base=opts.base, out=out, progress=progress)
 
 
 def build_lane(
@@ -508,19 +516,22 @@ def build_lane(
         IntegrityError: a receipt names other bytes, an SBOM fails, the set does not verify (exit 5).
     """
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    opts = _LaneOptions(
+        inputs=inputs,
+        receipts=receipts,
+        registry=registry,
+        offline=offline,
+        workers=workers,
+        progress=progress,
+        verify=verify,
+        base=base,
+    )
     with staged_directory(out) as stage:
         outcome = _one_lane(
             release,
             lane_id,
-            inputs=inputs,
             out=stage,
-            receipts=receipts,
-            registry=registry,
-            offline=offline,
-            workers=workers,
-            progress=progress,
-            verify=verify,
-            base=base,
+            opts=opts,
         )
     return _relocate(outcome, stage, out)
 
@@ -549,6 +560,16 @@ def build_release(
         as :func:`build_lane`, for any lane; nothing is left in ``out`` on failure.
     """
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    opts = _LaneOptions(
+        inputs=inputs,
+        receipts=receipts,
+        registry=registry,
+        offline=offline,
+        workers=workers,
+        progress=progress,
+        verify=verify,
+        base=base,
+    )
     outcomes: list[LaneOutcome] = []
     with staged_directory(out) as stage:
         for lane_id in release.lanes:
@@ -556,15 +577,8 @@ def build_release(
                 _one_lane(
                     release,
                     lane_id,
-                    inputs=inputs,
                     out=stage,
-                    receipts=receipts,
-                    registry=registry,
-                    offline=offline,
-                    workers=workers,
-                    progress=progress,
-                    verify=verify,
-                    base=base,
+                    opts=opts,
                 )
             )
         data = assemble_release_manifest([(o.result_path.name, o.result) for o in outcomes])
