@@ -67,3 +67,20 @@ def test_publish_target_with_impossible_port_is_input_error(run_cli, tmp_path: P
     code, _, err = run_cli("publish", str(tmp_path), "--to", "oci://127.0.0.1:99999/omp/rtx4090")
     assert code == 4
     assert "port '99999' is not in 1-65535" in err
+
+
+def test_verify_with_a_release_manifest_that_is_not_one_is_input_error(run_cli, tmp_path: Path) -> None:
+    """A --release-manifest that is unreadable, not JSON, or has no lanes: exit 4, one line."""
+    (tmp_path / "set").mkdir()
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "nolanes.json").write_text('{"version": "v0.13.1"}')
+    cases = [
+        (tmp_path / "missing.json", "cannot read"),
+        (tmp_path / "bad.json", "cannot read"),
+        (tmp_path / "nolanes.json", "lanes: not a release manifest"),
+    ]
+    for path, message in cases:
+        code, out, err = run_cli("verify", str(tmp_path / "set"), "--release-manifest", str(path))
+        assert code == 4, err
+        assert f"{path.name}" in err and message in err
+        assert "Traceback" not in err and out == ""
