@@ -154,7 +154,7 @@ def test_failure_in_a_later_lane_leaves_nothing(
     ("name", "content", "message"),
     [
         ("typo.json", {"lane": "rtx4900"}, "lane: 'rtx4900' is not a lane of this release"),
-        ("list.json", [1, 2], "a receipt is a JSON object"),
+        ("list.json", [1, 2], "top level must be a JSON object"),
     ],
 )
 def test_receipt_for_no_lane_of_the_release_is_an_input_error(

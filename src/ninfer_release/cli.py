@@ -550,12 +550,11 @@ def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_man
 
 
 def _read_release_manifest(path: Path) -> dict[str, Any]:
+    from ninfer_release import strictjson
     from ninfer_release.errors import InputError, Problem
+    from ninfer_release.manifests import MAX_RELEASE_MANIFEST_BYTES
 
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise InputError(problems=[Problem(file=str(path), message=f"cannot read: {exc}")]) from exc
+    doc = strictjson.read(path, limit=MAX_RELEASE_MANIFEST_BYTES)
     if not isinstance(doc, dict) or not isinstance(doc.get("lanes"), dict):
         raise InputError(problems=[Problem(file=str(path), field="lanes", message="not a release manifest")])
     return doc

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.profiles import load_profile, load_yaml_data, render_config
@@ -80,7 +81,7 @@ def read_build_info(inputs: Path) -> StagedImageInfo:
     problems: list[Problem] = []
     if not isinstance(doc, dict):
         raise InputError(problems=[Problem(file=file, message="must be a JSON object")])
-    if doc.get("schema") != 1:
+    if not strictjson.json_equal(doc.get("schema"), 1):
         problems.append(Problem(file=file, field="schema", message="must be 1"))
     values: dict[str, str] = {}
     for key in ("lane", "component_tag", "source_commit"):

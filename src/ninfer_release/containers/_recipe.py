@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
 
 from ._layers import EXEC_MODE, layer_path_problem
@@ -243,7 +244,7 @@ def parse_recipe(data: Any, *, file: str) -> ImageRecipe:
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         problems.append(Problem(file=file, message=f"unknown keys {unknown}; known: {sorted(_TOP_KEYS)}"))
-    if data.get("schema") != RECIPE_SCHEMA:
+    if not strictjson.json_equal(data.get("schema"), RECIPE_SCHEMA):
         problems.append(Problem(file=file, field="schema", message=f"must be {RECIPE_SCHEMA}"))
     lane = _str(data, "lane", problems, file)
     image = _str(data, "image", problems, file)

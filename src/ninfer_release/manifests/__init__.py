@@ -12,6 +12,7 @@ Invariant: assembling the same lane results gives the same bytes, whatever proce
 from ninfer_release.manifests._assemble import (
     LANE_RESULT_KIND,
     MANIFEST_KIND,
+    MAX_RELEASE_MANIFEST_BYTES,
     LaneResult,
     assemble_release_manifest,
     lane_result_name,
@@ -21,6 +22,7 @@ from ninfer_release.manifests._assemble import (
 __all__ = [
     "LANE_RESULT_KIND",
     "MANIFEST_KIND",
+    "MAX_RELEASE_MANIFEST_BYTES",
     "LaneResult",
     "assemble_release_manifest",
     "lane_result_name",

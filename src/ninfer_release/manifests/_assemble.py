@@ -10,17 +10,22 @@ same bytes (DESIGN.md §8).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 
 LANE_RESULT_KIND = "ninfer-release/lane-result"
 MANIFEST_KIND = "ninfer-release/release-manifest"
+#: A lane result is a few KiB (facts + 10 asset names and hashes); 1 MiB is a generous bound
+#: checked before reading (docs/reliability.md).
+MAX_LANE_RESULT_BYTES = 1 << 20
+#: A release manifest holds a few lanes of a few KiB each; same bound (docs/reliability.md).
+MAX_RELEASE_MANIFEST_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,14 +60,7 @@ def load_lane_result(path: Path) -> LaneResult:
     Raises:
         InputError: unreadable, not JSON, or not a lane result (exit 4).
     """
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise InputError(
-            problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]
-        ) from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(problems=[Problem(file=str(path), message=f"not UTF-8 JSON: {exc}")]) from exc
+    doc = strictjson.read(path, limit=MAX_LANE_RESULT_BYTES)
     if not isinstance(doc, dict) or doc.get("kind") != LANE_RESULT_KIND:
         raise InputError(
             problems=[

@@ -8,7 +8,6 @@ of zip entries, refusing anything unaccounted for or unsafe on Windows. It does 
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.packaging._paths import DEFAULT_INSTALL_ROOT, check_windows_paths
 from ninfer_release.packaging._staged import DependencyLock, StagedTree
@@ -103,19 +103,14 @@ def _recipe_path_problem(value: str, *, folder: bool) -> str:
     return ""
 
 
+#: A recipe is a page of YAML/JSON; the same 1 MiB bound as every YAML input (profiles stage).
+MAX_RECIPE_BYTES = 1 << 20
+
+
 def _load_document(path: Path) -> Any:
     """JSON directly; YAML through the profiles stage's loader (YAML stays in profiles)."""
     if path.suffix == ".json":
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError(problems=[Problem(file=str(path), message="package recipe not found")]) from None
-        try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(
-                problems=[Problem(file=str(path), message=f"not valid UTF-8 JSON: {exc}")]
-            ) from None
+        return strictjson.read(path, limit=MAX_RECIPE_BYTES, missing="package recipe not found")
     return load_yaml_data(path, error=InputError)
 
 
@@ -142,7 +137,7 @@ def load_recipe(path: Path) -> PackageRecipe:
     for key in data:
         if key not in _RECIPE_KEYS:
             bad(str(key), f"unknown field; expected one of {list(_RECIPE_KEYS)}")
-    if data.get("schema") != 1:
+    if not strictjson.json_equal(data.get("schema"), 1):
         bad("schema", f"unsupported schema {data.get('schema')!r}; expected 1")
 
     def text(key: str, default: str | None = None) -> str:

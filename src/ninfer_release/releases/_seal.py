@@ -7,14 +7,13 @@ place atomically. Input digests come from the one read that compressed each stag
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import __version__, packaging, sbom
+from ninfer_release import __version__, packaging, sbom, strictjson
 from ninfer_release.atomic import staged_directory
 from ninfer_release.checksums import render_sha256sums
 from ninfer_release.errors import InputError, IntegrityError, Problem
@@ -41,6 +40,9 @@ from ninfer_release.releases._records import (
 )
 
 PUBLISHER = "OMP NInfer"
+#: A receipt is a small JSON record (bindings and gate results, ~1 KiB); 256 KiB bounds it
+#: before reading, with room for long gate ledgers (docs/reliability.md).
+MAX_RECEIPT_BYTES = 256 << 10
 ProgressFn = Callable[[str, int], None]
 
 
@@ -117,13 +119,8 @@ def load_receipts(
     out: list[Receipt] = []
     bad: list[Problem] = []
     for path in sorted(receipts_dir.glob("*.json")):
-        raw = path.read_bytes()
-        try:
-            doc = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(problems=[Problem(file=str(path), message=f"not UTF-8 JSON: {exc}")]) from exc
-        if not isinstance(doc, dict):
-            raise InputError(problems=[Problem(file=str(path), message="a receipt is a JSON object")])
+        raw = strictjson.read_regular(path, limit=MAX_RECEIPT_BYTES)
+        doc = strictjson.parse_object(raw, source=str(path))
         named = doc.get("lane")
         if named != lane.id:
             if named in known_lanes:

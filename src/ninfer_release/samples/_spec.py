@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonfields import FieldReader
 
@@ -173,7 +174,7 @@ def _load_json(root: Path, rel: str, problems: list[Problem]) -> Mapping[str, An
     if not isinstance(data, dict):
         problems.append(Problem(file=rel, message="top level must be a JSON object"))
         return {}
-    if data.get("schema") != 1:
+    if not strictjson.json_equal(data.get("schema"), 1):
         problems.append(
             Problem(file=rel, field="schema", message=f"unsupported schema {data.get('schema')!r}")
         )

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.sbom._license import license_text_path, normalize_license_expression
 from ninfer_release.sbom._purl import parse_purl
@@ -66,7 +67,11 @@ def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(problems=[Problem(file=where, message=f"not UTF-8 JSON: {exc}")]) from None
     problems: list[Problem] = []
-    if not isinstance(raw, dict) or raw.get("schema") != 1 or not isinstance(raw.get("entries"), list):
+    if (
+        not isinstance(raw, dict)
+        or not strictjson.json_equal(raw.get("schema"), 1)
+        or not isinstance(raw.get("entries"), list)
+    ):
         raise InputError(problems=[Problem(file=where, message="expected {'schema': 1, 'entries': [...]}")])
     out: dict[str, CatalogEntry] = {}
     for i, item in enumerate(raw["entries"]):
