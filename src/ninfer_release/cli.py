@@ -524,7 +524,7 @@ def manifest_assemble(ctx: Context, lane_results: tuple[str, ...], out: str) -> 
 )
 @click.pass_obj
 def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_manifest: str | None) -> None:
-    """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG or dir://PATH:TAG.
+    """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG, dir://PATH:TAG or files://DIR:TAG.
 
     Exit 0 when every check holds; exit 5 with one line per failure otherwise.
     """
@@ -759,7 +759,12 @@ def image_carry(
 
 @cli.command("publish")
 @click.argument("set_dir", metavar="SET_DIR")
-@click.option("--to", "to", required=True, help="oci://HOST[:PORT]/REPO[:TAG] or dir://PATH.")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    help="oci://HOST[:PORT]/REPO[:TAG], dir://PATH or files://DIR (DIR/<tag>/<name>).",
+)
 @click.option("--draft", is_flag=True, help="Publish under <tag>.draft (allowed for unqualified sets).")
 @click.option("--latest", "latest", is_flag=True, help="Also move 'latest' (refused for prereleases).")
 @click.option(

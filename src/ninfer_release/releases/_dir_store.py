@@ -2,7 +2,7 @@
 
 Layout (OCI image-layout 1.0): ``oci-layout``, ``index.json`` (one descriptor per tag, named by
 ``org.opencontainers.image.ref.name``), ``blobs/sha256/<hex>``. Plus our own hidden
-``.ninfer-publish.lock`` (``fcntl.flock``) and ``.ninfer-tmp/`` (blob staging). ``skopeo inspect
+``.ninfer-publish.lock`` and ``.ninfer-tmp/`` (blob staging; both from :mod:`._store_io`). ``skopeo inspect
 --raw oci:PATH:TAG`` reads what we write, and the manifest bytes equal the registry adapter's.
 
 Crash safety: blobs are staged in ``.ninfer-tmp``, verified, fsynced and renamed into place;
@@ -14,12 +14,7 @@ check-then-write exact between concurrent publishers on one host.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,11 +30,10 @@ from ninfer_release.releases._publish import (
     StorePublisher,
     is_digest,
 )
+from ninfer_release.releases._store_io import LOCK_NAME, TMP_NAME, fsync_dir, locked_store, write_verified
 
 LAYOUT_FILE = "oci-layout"
 LAYOUT_BYTES = jsonbytes.dumps_stable({"imageLayoutVersion": "1.0.0"})
-LOCK_NAME = ".ninfer-publish.lock"
-TMP_NAME = ".ninfer-tmp"
 _CHUNK = 1 << 20  # 1 MiB
 
 
@@ -61,18 +55,8 @@ class DirStore(StorePublisher):
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
         self._refuse_foreign_directory()
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            self._prepare_layout()
-            # Staging left by a killed publisher is garbage once we hold the lock.
-            shutil.rmtree(self.root / TMP_NAME, ignore_errors=True)
-            (self.root / TMP_NAME).mkdir()
+        with locked_store(self.root, prepare=self._prepare_layout):
             yield
-            shutil.rmtree(self.root / TMP_NAME, ignore_errors=True)
-        finally:
-            os.close(fd)  # closing the descriptor releases the flock
 
     def _refuse_foreign_directory(self) -> None:
         """Never turn a directory with other content (say ``$HOME``) into a store."""
@@ -163,37 +147,10 @@ class DirStore(StorePublisher):
         final = self._blob_path(blob.digest)
         if final.is_file() and final.stat().st_size == blob.size:
             return
-        fd, tmp_name = tempfile.mkstemp(dir=self.root / TMP_NAME, suffix=".blob")
-        tmp = Path(tmp_name)
+        # The staging directory is private to the lock holder: a name per digest cannot clash.
+        tmp = self.root / TMP_NAME / (blob.digest.removeprefix("sha256:") + ".blob")
+        write_verified(blob, tmp)
         try:
-            h = hashlib.sha256()
-            size = 0
-            with os.fdopen(fd, "wb") as out:
-                if blob.data is not None:
-                    h.update(blob.data)
-                    out.write(blob.data)
-                    size = len(blob.data)
-                else:
-                    assert blob.path is not None
-                    with blob.path.open("rb") as src:
-                        while chunk := src.read(_CHUNK):
-                            h.update(chunk)
-                            out.write(chunk)
-                            size += len(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-            got = "sha256:" + h.hexdigest()
-            if got != blob.digest or size != blob.size:
-                raise IntegrityError(
-                    problems=[
-                        Problem(
-                            file=str(blob.path or blob.title or blob.digest),
-                            message=f"changed while publishing: now {size} bytes / {got}, planned "
-                            f"{blob.size} bytes / {blob.digest}",
-                        )
-                    ]
-                )
-            tmp.chmod(0o644)
             tmp.replace(final)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -209,7 +166,7 @@ class DirStore(StorePublisher):
                 data=plan.manifest,
             )
         )
-        _fsync_dir(self.root / "blobs" / "sha256")
+        fsync_dir(self.root / "blobs" / "sha256")
         index = self._read_index()
         names = set(tags)
         kept = [
@@ -237,7 +194,7 @@ class DirStore(StorePublisher):
     def _write_index(self, data: bytes) -> None:
         # The commit point of a publish: before this the tag is absent, after it complete.
         atomic.write_bytes(self.root / "index.json", data)
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
 
     @contextlib.contextmanager
     def _open_blob(self, digest: str) -> Iterator[Iterator[bytes]]:
@@ -248,11 +205,3 @@ class DirStore(StorePublisher):
             )
         with path.open("rb") as f:
             yield iter(lambda: f.read(_CHUNK), b"")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -30,7 +30,7 @@ from ninfer_release.releases._publish import (
 )
 from ninfer_release.releases._verify import VerifyReport, verify_set
 
-REMOTE_SCHEMES = ("oci://", "dir://")
+REMOTE_SCHEMES = ("oci://", "dir://", "files://")
 
 
 @dataclass(frozen=True, kw_only=True)

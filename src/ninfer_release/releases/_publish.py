@@ -208,6 +208,28 @@ class OciTarget:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FilesTarget:
+    """``files://PATH[:TAG]`` — a ``<tag>/<name>`` tree laid out as ``publication_base_url`` promises."""
+
+    path: Path
+    tag: str | None = None
+
+    @property
+    def digest(self) -> None:
+        """Always ``None``: a files store is addressed by tag only."""
+        return None
+
+    @property
+    def reference(self) -> str | None:
+        """The tag, if given."""
+        return self.tag
+
+    def url(self, ref: str | None = None) -> str:
+        """``files://PATH`` with ``:TAG`` for ``ref``."""
+        return _with_ref(f"files://{self.path}", ref)
+
+
+@dataclass(frozen=True, kw_only=True)
 class DirTarget:
     """``dir://PATH[:TAG|@DIGEST]`` — an OCI image layout directory."""
 
@@ -225,7 +247,7 @@ class DirTarget:
         return _with_ref(f"dir://{self.path}", ref)
 
 
-Target = OciTarget | DirTarget
+Target = OciTarget | DirTarget | FilesTarget
 
 
 def _with_ref(base: str, ref: str | None) -> str:
@@ -637,29 +659,34 @@ def _split_ref(rest: str) -> tuple[str, str | None, str | None]:
 
 
 def parse_target(url: str) -> Target:
-    """Parse ``oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]`` or ``dir://PATH[:TAG|@sha256:HEX]``.
+    """Parse ``oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]``, ``dir://PATH[:TAG|@sha256:HEX]`` or
+    ``files://PATH[:TAG]``.
 
-    A ``dir://`` path whose last component contains ``:`` is read as ``PATH:TAG``.
+    A ``dir://`` or ``files://`` path whose last component contains ``:`` is read as ``PATH:TAG``.
 
     Raises:
         InputError: malformed URL, one line naming what is wrong (exit 4).
     """
-    usage = "expected oci://HOST[:PORT]/REPO[:TAG] or dir://PATH[:TAG]"
+    usage = "expected oci://HOST[:PORT]/REPO[:TAG], dir://PATH[:TAG] or files://PATH"
 
     def bad(message: str) -> InputError:
         return InputError(problems=[Problem(file=url, field="target", message=message)])
 
     scheme, sep, rest = url.partition("://")
-    if not sep or scheme not in {"oci", "dir"}:
+    if not sep or scheme not in {"oci", "dir", "files"}:
         raise bad(usage)
     base, tag, digest = _split_ref(rest)
     if tag is not None and not is_valid_tag(tag):
         raise bad(f"{tag!r} is not a valid OCI tag")
     if digest is not None and _DIGEST_RE.fullmatch(digest) is None:
         raise bad(f"{digest!r} is not sha256:<64 lowercase hex>")
-    if scheme == "dir":
+    if scheme in {"dir", "files"}:
         if not base:
             raise bad(f"missing PATH ({usage})")
+        if scheme == "files":
+            if digest is not None:
+                raise bad("a files:// store is addressed by tag, not by digest")
+            return FilesTarget(path=Path(base), tag=tag)
         return DirTarget(path=Path(base), tag=tag, digest=digest)
     host, slash, repo = base.partition("/")
     if not slash or not host or not repo:
@@ -693,6 +720,10 @@ def open_publisher(target: str | Target) -> Publisher:
         from ninfer_release.releases._dir_store import DirStore  # adapters load on demand
 
         return DirStore(parsed.path)
+    if isinstance(parsed, FilesTarget):
+        from ninfer_release.releases._files_store import FilesStore
+
+        return FilesStore(parsed.path)
     from ninfer_release.releases._oci_publisher import OciPublisher
 
     return OciPublisher(host=parsed.host, repository=parsed.repository)

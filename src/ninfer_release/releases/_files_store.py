@@ -1,0 +1,202 @@
+"""The files store (``files://DIR``): a set laid out as ``DIR/<tag>/<name>``, as URLs promise.
+
+Every route block, manifest and SBOM names an asset ``{publication_base_url}/{tag}/{name}``
+(``Release.asset_url``). A files store is exactly that tree, so a static web server (nginx), an
+S3 bucket or a release host serves it unchanged: ``DIR/<tag>/`` holds the 11 files of one set and
+nothing else. Drafts go to ``DIR/<tag>.draft/`` (replaceable); ``<tag>`` is immutable.
+
+Rules (the same as the other stores, :class:`~._publish.StorePublisher`):
+
+* same bytes at ``<tag>`` → ``already_published``; other bytes (any name, size or digest
+  differing) → :class:`PublishError` (exit 7) naming the tag and the first file that differs;
+* a tag appears complete or not at all: the set is copied (verified against the plan's digests
+  and sizes) into ``DIR/.ninfer-tmp/<tag>/``, fsynced, and the directory renamed to ``DIR/<tag>``
+  in one ``rename(2)``;
+* concurrent publishers are serialised by the flock of :mod:`._store_io` (same as ``dir://``).
+
+A draft is replaced by renaming the old draft into the staging directory and the new one into
+place: while the lock is held, a reader can briefly see no draft (never half of one).
+``latest`` and supersession markers are not kept here (they are OCI store features): asking for
+``latest`` is refused, and :meth:`FilesStore.supersede` is refused with a pointer to ``dir://``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ninfer_release import hashing
+from ninfer_release.checksums import parse_sha256sums
+from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
+from ninfer_release.releases._publish import (
+    DRAFT_SUFFIX,
+    SUMS_NAME,
+    Blob,
+    PublishRequest,
+    PublishResult,
+    PulledFile,
+    PulledSet,
+    default_media_type,
+    is_bare_name,
+    is_valid_tag,
+    plan_publish,
+)
+from ninfer_release.releases._store_io import fsync_dir, locked_store, write_verified
+
+
+class FilesStore:
+    """Publisher over a ``<tag>/<name>`` tree at ``root`` (created on first publish)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.absolute()
+
+    def url(self, ref: str | None = None) -> str:
+        """``files://ROOT`` or, for a tag, ``files://ROOT/<tag>`` (the tag's directory)."""
+        return f"files://{self.root}" if ref is None else f"files://{self.root}/{ref}"
+
+    def _listing(self, tag: str) -> dict[str, tuple[str, int]] | None:
+        """``name -> (sha256 hex, size)`` of the files under ``ROOT/<tag>``, or ``None`` if absent."""
+        directory = self.root / tag
+        if not directory.is_dir():
+            return None
+        out: dict[str, tuple[str, int]] = {}
+        for p in sorted(directory.iterdir()):
+            if p.is_symlink() or not p.is_file():
+                out[p.name] = ("not a regular file", -1)
+                continue
+            out[p.name] = (hashing.sha256_file(p), p.stat().st_size)
+        return out
+
+    def resolve(self, ref: str) -> str | None:
+        """``sha256:`` of ``ROOT/<ref>/SHA256SUMS`` (the digest that pins the set), or ``None``."""
+        if not is_valid_tag(ref):
+            raise InputError(
+                problems=[Problem(file=self.url(), field="ref", message=f"{ref!r} is not a tag")]
+            )
+        sums = self.root / ref / SUMS_NAME
+        return "sha256:" + hashing.sha256_file(sums) if sums.is_file() else None
+
+    def publish(self, request: PublishRequest) -> PublishResult:
+        """Publish the set under ``ROOT/<tag>`` (or ``ROOT/<tag>.draft``); see the module rules.
+
+        Raises:
+            InputError, IntegrityError: see :func:`~._publish.plan_publish`.
+            PublishError: ``<tag>`` holds other bytes, ``latest`` was asked for, or the store
+                cannot be written (exit 7).
+        """
+        plan = plan_publish(request)
+        if request.move_latest:
+            raise PublishError(f"{self.url()}: latest: a files:// store keeps no 'latest' tag")
+        want = {b.title: (b.digest.removeprefix("sha256:"), b.size) for b in plan.layers}
+        sums_digest = next(b.digest for b in plan.layers if b.title == SUMS_NAME)
+        tag = request.tag
+        target_tag = tag + DRAFT_SUFFIX if request.draft else tag
+        if self.root.exists() and not self.root.is_dir():
+            raise PublishError(
+                problems=[Problem(file=str(self.root), message="store path is not a directory")]
+            )
+        try:
+            with locked_store(self.root) as staging:
+                for existing in (tag, target_tag):
+                    current = self._listing(existing)
+                    if current == want:
+                        return PublishResult(
+                            status="already_published", ref=self.url(existing), manifest_digest=sums_digest
+                        )
+                    if current is not None and existing == tag:
+                        raise PublishError(
+                            f"{self.url(tag)}: tag {tag} already holds other bytes "
+                            f"({_first_difference(current, want)}); tags are immutable — "
+                            "publish under a new tag"
+                        )
+                stage = staging / target_tag
+                stage.mkdir()
+                for blob in plan.layers:
+                    write_verified(blob, stage / str(blob.title))
+                stage.chmod(0o755)
+                fsync_dir(stage)
+                final = self.root / target_tag
+                if final.exists():  # only a draft can be here: the tag itself was refused above
+                    final.rename(staging / f"{target_tag}.old")
+                # The commit point: before this rename the tag is absent, after it complete.
+                stage.rename(final)
+                fsync_dir(self.root)
+        except OSError as exc:
+            raise PublishError(
+                problems=[
+                    Problem(file=str(self.root), message=f"cannot write the store: {exc.strerror or exc}")
+                ]
+            ) from exc
+        return PublishResult(status="published", ref=self.url(target_tag), manifest_digest=sums_digest)
+
+    def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
+        """Refused: supersession markers live in OCI stores (``dir://``, ``oci://``).
+
+        Raises:
+            PublishError: always (exit 7).
+        """
+        raise PublishError(
+            f"{self.url(tag)}: a files:// store keeps no supersession markers; record them with "
+            "'supersede --to dir://…' or 'oci://…'"
+        )
+
+    def pull(self, ref: str, dest: Path) -> PulledSet:
+        """Copy the set at ``ROOT/<ref>`` into the existing directory ``dest``, each file verified.
+
+        ``SHA256SUMS`` names the files; each listed file is copied through a verified write and
+        must match its listed digest. Files not listed are not copied (the set verifier then
+        reports what is missing or extra).
+
+        Raises:
+            InputError: ``ref`` is not a tag or not in the store; ``dest`` missing or a file exists.
+            IntegrityError: a file does not match ``SHA256SUMS``; a listed name is not bare.
+        """
+        url = self.url(ref)
+        directory = self.root / ref
+        if not is_valid_tag(ref) or not (directory / SUMS_NAME).is_file():
+            raise InputError(problems=[Problem(file=url, message="not found")])
+        sums_bytes = (directory / SUMS_NAME).read_bytes()
+        listed = parse_sha256sums(sums_bytes, source=f"{url}/{SUMS_NAME}").as_dict()
+        bad = [n for n in listed if not is_bare_name(n)]
+        if bad:
+            raise IntegrityError(
+                problems=[Problem(file=url, field=n, message="not a bare file name") for n in bad]
+            )
+        wanted = {**listed, SUMS_NAME: hashing.sha256_bytes(sums_bytes)}
+        files: list[PulledFile] = []
+        for name, sha in sorted(wanted.items()):
+            src = directory / name
+            if not src.is_file():
+                continue  # reported by the set verifier as missing
+            blob = Blob(
+                media_type=default_media_type(name) or "application/octet-stream",
+                digest="sha256:" + sha,
+                size=src.stat().st_size,
+                title=name,
+                path=src,
+            )
+            try:
+                write_verified(blob, dest / name)
+            except FileExistsError:
+                raise InputError(
+                    problems=[Problem(file=str(dest / name), message="already exists; refusing to overwrite")]
+                ) from None
+            files.append(PulledFile(name=name, size=blob.size, sha256=sha, media_type=blob.media_type))
+        return PulledSet(
+            ref=url,
+            manifest_digest="sha256:" + wanted[SUMS_NAME],
+            dest=dest,
+            files=tuple(files),
+            annotations={},
+        )
+
+
+def _first_difference(current: dict[str, tuple[str, int]], want: dict[str | None, tuple[str, int]]) -> str:
+    # Name an entry before SHA256SUMS: which file differs is what the reader wants to know.
+    for name in sorted(set(current) | {str(n) for n in want}, key=lambda n: (n == SUMS_NAME, n)):
+        if current.get(name) != want.get(name):
+            if name not in current:
+                return f"{name} is missing there"
+            if name not in want:
+                return f"{name} is there but not in this set"
+            return f"{name} is {current[name][0]}, this set's is {want[name][0]}"
+    return "unknown"
