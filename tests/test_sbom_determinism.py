@@ -67,7 +67,7 @@ def _digests(**env: str) -> str:
 #: reading the diff of the two documents (run SCRIPT with the old and new code).
 GOLDEN = (
     "efc14d9e3c3f4965c0487b4b0ebb6d1c4471668d9eee79b43294fa37469f291b "
-    "64f38c5b354e72b9dc40a37c17c3503d7260bff1abdb52f1e0ae97a54a5c5b50\n"
+    "2ce33c6a069da918019ae07299688aafba724a4689acd36101ca48f8bcb5d42a\n"
 )
 
 

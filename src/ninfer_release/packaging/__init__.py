@@ -54,6 +54,7 @@ from ninfer_release.packaging._staged import (
     StagedTree,
     VendoredSource,
     check_lock_digests,
+    check_stand_in_claims,
     load_staged_tree,
 )
 from ninfer_release.packaging._zipread import (
@@ -92,6 +93,7 @@ __all__ = [
     "ZipResult",
     "ZipScan",
     "check_lock_digests",
+    "check_stand_in_claims",
     "check_windows_paths",
     "compress_members",
     "iter_member_digests",

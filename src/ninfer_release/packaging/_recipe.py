@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.packaging._paths import DEFAULT_INSTALL_ROOT, check_windows_paths
-from ninfer_release.packaging._staged import DependencyLock, StagedTree
+from ninfer_release.packaging._staged import DependencyLock, EngineFile, StagedTree
 from ninfer_release.profiles import load_yaml_data
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -412,17 +412,33 @@ def plan_package(
     return PackagePlan(recipe_id=recipe.id, entries=ordered, deflate_level=recipe.deflate_level)
 
 
-def render_notice(lock: DependencyLock, *, product: str = "OMP NInfer") -> bytes:
-    """``NOTICE.txt`` bytes for the package: every vendored source and redistributable in ``lock``.
+def render_notice(
+    lock: DependencyLock, *, product: str = "OMP NInfer", engine_files: Sequence[EngineFile] = ()
+) -> bytes:
+    """``NOTICE.txt`` bytes for the package: the engine files, every vendored source and redistributable.
 
-    UTF-8, LF, sorted by name then version / by file path, one trailing LF; stand-in files are
-    labelled as not being the real redistributable (``docs/staged-inputs.md``).
+    UTF-8, LF, sorted by path / by name then version / by file path, one trailing LF; stand-in
+    files (engine or redistributable) are labelled as not being the real thing
+    (``docs/staged-inputs.md``; issue 8 item 5). The engine section appears when ``engine_files``
+    (``build-info.json`` ``engine_files``) is given.
     """
     lines = [
         f"{product} - third-party notices",
         "",
         "This package contains third-party software. Licence texts are in the licenses/ folder.",
         "",
+    ]
+    if engine_files:
+        lines += [
+            "Engine files (built from the engine source)",
+            "-------------------------------------------",
+        ]
+        for e in sorted(engine_files, key=lambda e: e.path):
+            lines += [e.path, f"  license:  {e.license}"]
+            if e.stand_in:
+                lines.append("  NOTE:     stand-in file for samples; NOT the real engine")
+            lines.append("")
+    lines += [
         "Vendored sources (compiled into the engine)",
         "-------------------------------------------",
     ]

@@ -34,10 +34,15 @@ MAX_DOCUMENT = 1 << 20
 
 @dataclass(frozen=True, kw_only=True)
 class EngineFile:
-    """A file built from the engine source (``build-info.json`` ``engine_files[]``)."""
+    """A file built from the engine source (``build-info.json`` ``engine_files[]``).
+
+    ``stand_in`` (optional in the JSON, default ``false``) declares a placeholder that is not the
+    real engine file (the samples' engine stand-in): SBOMs, NOTICE and route say so.
+    """
 
     path: str
     license: str
+    stand_in: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +155,15 @@ def _check_rel_path(doc: _Doc, field: str, value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
+def _flag(doc: _Doc, item: Mapping[str, Any], key: str, where: str) -> bool:
+    """An optional JSON boolean (absent = ``False``); anything else is a problem at ``where.key``."""
+    value = item.get(key, False)
+    if not isinstance(value, bool):
+        doc.bad(f"{where}.{key}", f"must be true or false (got {value!r})")
+        return False
+    return value
+
+
 def _parse_build_info(data: Mapping[str, Any], doc: _Doc) -> BuildInfo:
     doc.known_keys(
         data, "", ("schema", "source_commit", "cuda_version", "cuda_arch", "compiler", "engine_files")
@@ -159,9 +173,10 @@ def _parse_build_info(data: Mapping[str, Any], doc: _Doc) -> BuildInfo:
     engine: list[EngineFile] = []
     for i, item in enumerate(doc.items(data, "engine_files")):
         where = f"engine_files[{i}]"
-        doc.known_keys(item, where, ("path", "license"))
+        doc.known_keys(item, where, ("path", "license", "stand_in"))
         path = _check_rel_path(doc, f"{where}.path", doc.text(item, "path", where))
-        engine.append(EngineFile(path=path, license=doc.text(item, "license", where)))
+        stand_in = _flag(doc, item, "stand_in", where)
+        engine.append(EngineFile(path=path, license=doc.text(item, "license", where), stand_in=stand_in))
     return BuildInfo(
         source_commit=doc.text(data, "source_commit", ""),
         cuda_version=doc.text(data, "cuda_version", ""),
@@ -206,10 +221,7 @@ def _parse_lock(data: Mapping[str, Any], doc: _Doc) -> DependencyLock:
         group = doc.text(item, "group", w)
         if group and group not in GROUPS:
             doc.bad(f"{w}.group", f"{group!r} is not one of {sorted(GROUPS)}")
-        stand_in = item.get("stand_in", False)
-        if not isinstance(stand_in, bool):
-            doc.bad(f"{w}.stand_in", f"must be true or false (got {stand_in!r})")
-            stand_in = False
+        stand_in = _flag(doc, item, "stand_in", w)
         redist.append(
             Redistributable(
                 file=file,
@@ -389,6 +401,42 @@ def check_lock_digests(staged: StagedTree, sha256_by_path: Mapping[str, str]) ->
                     file=lock_file,
                     field=f"redistributables[{i}].sha256",
                     message=f"{r.file!r} has SHA-256 {got}, the lock says {r.sha256}",
+                )
+            )
+    if problems:
+        raise InputError(problems=problems)
+
+
+def check_stand_in_claims(staged: StagedTree, markers: Mapping[str, tuple[str, str]]) -> None:
+    """Refuse a file whose own version resource says "stand-in" while its input says it is real.
+
+    ``markers`` maps staged paths to the (version-string key, value) that labels the file a
+    stand-in (``sbom.stand_in_marker``). Each such file must be declared ``"stand_in": true`` by the
+    document that ships it: ``build-info.json`` ``engine_files[i]`` or the lock's
+    ``redistributables[i]`` (issue 8 item 5: a placeholder is never presented as the real thing).
+
+    Raises:
+        InputError: one problem per false claim, naming the document, the field and the file (exit 4).
+    """
+    problems: list[Problem] = []
+    claims: list[tuple[str, str, str, bool]] = [
+        (str(staged.root / BUILD_INFO), f"engine_files[{i}].stand_in", e.path, e.stand_in)
+        for i, e in enumerate(staged.build_info.engine_files)
+    ]
+    claims += [
+        (str(staged.root / LOCK), f"redistributables[{i}].stand_in", r.file, r.stand_in)
+        for i, r in enumerate(staged.lock.redistributables)
+    ]
+    for document, field, path, stand_in in claims:
+        marker = markers.get(path)
+        if marker is not None and not stand_in:
+            key, value = marker
+            problems.append(
+                Problem(
+                    file=document,
+                    field=field,
+                    message=f"{path}'s version resource says {value!r} ({key}), but it is not declared "
+                    'a stand-in; set "stand_in": true',
                 )
             )
     if problems:

@@ -198,8 +198,12 @@ def route_record(
     cuda_runtime_version: str | None,
     instance_id: str,
     install_root: str,
+    stand_ins: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Entry 9, ``<stem>.route.json``: everything an installer needs, without guessing.
+
+    ``stand_ins`` lists the zip paths of placeholder files (declared ``stand_in`` by build-info or
+    the lock): an installer must not treat such a package as the real engine (issue 8 item 5).
 
     Package and model by URL/size/SHA-256; the hardware contract (GPU, CUDA arch, the CUDA
     runtime version read from the shipped ``cudart`` DLL, host memory floor in MiB, power policy
@@ -215,6 +219,7 @@ def route_record(
         "component_tag": facts.component_tag,
         "release_instance_id": instance_id,
         "package": package.as_dict(),
+        "stand_ins": sorted(stand_ins),
         "model": {
             "binding": "components.model",
             "url": model_rec["url"],

@@ -194,7 +194,9 @@ def _dependencies(
         sbom.ShippedFile(path=zip_name_of[e.path], sha256=sha_of[e.path])
         for e in staged.build_info.engine_files
     )
-    engine_licenses = sorted({e.license for e in staged.build_info.engine_files})
+    engine_licenses = sorted(
+        {_concluded_licence(staged, e.path) or "" for e in staged.build_info.engine_files}
+    )
     deps.append(
         sbom.DependencyRecord(
             kind="engine",
@@ -206,6 +208,7 @@ def _dependencies(
             files=engine_files,
             commit=lane.source_commit,
             description=f"NInfer engine built from {lane.source_commit} for {lane.cuda_arch}",
+            stand_in=any(e.stand_in for e in staged.build_info.engine_files),
         )
     )
     for v in staged.lock.vendored:
@@ -245,6 +248,44 @@ def _dependencies(
     return deps
 
 
+def _concluded_licence(staged: packaging.StagedTree, staged_path: str) -> str | None:
+    """The licence concluded for a shipped staged file, ``None`` when nothing says (NOASSERTION).
+
+    An engine file is its own licence AND every vendored source's, since those sources are compiled
+    into it (issue 8 item 7); a redistributable carries its lock licence.
+    """
+    for e in staged.build_info.engine_files:
+        if e.path == staged_path:
+            parts = [e.license, *sorted({v.license for v in staged.lock.vendored} - {e.license})]
+            return " AND ".join(f"({p})" if " OR " in p else p for p in parts)
+    r = staged.lock.redistributable(staged_path)
+    return r.license if r is not None else None
+
+
+def _file_comment(
+    staged: packaging.StagedTree, staged_path: str, pe_by_staged: Mapping[str, sbom.PeInfo]
+) -> str | None:
+    """SPDX file comment: a stand-in says so; a PE file names its version resource (or its absence)."""
+    parts: list[str] = []
+    engine = next((e for e in staged.build_info.engine_files if e.path == staged_path), None)
+    redist = staged.lock.redistributable(staged_path)
+    if engine is not None and engine.stand_in:
+        parts.append("STAND-IN: a placeholder for samples and tests, NOT the real engine file.")
+    elif redist is not None and redist.stand_in:
+        parts.append(f"STAND-IN: a placeholder for samples and tests, NOT the real {redist.package}.")
+    pe = pe_by_staged.get(staged_path)
+    if pe is not None:
+        parts.append(sbom.pe_version_summary(pe))
+    return " ".join(parts) if parts else None
+
+
+def _stand_in_paths(staged: packaging.StagedTree, zip_name_of: Mapping[str, str]) -> list[str]:
+    """Zip paths of every file its input declares a stand-in (engine files and redistributables)."""
+    paths = [e.path for e in staged.build_info.engine_files if e.stand_in]
+    paths += [r.file for r in staged.lock.redistributables if r.stand_in]
+    return sorted(zip_name_of[p] for p in paths)
+
+
 def build_native_set(
     *,
     release: Release,
@@ -280,7 +321,7 @@ def build_native_set(
         {
             ZIP_CONFIG_PATH: rendered.data,
             zip_profile_path(profile.id): profile_bytes,
-            "NOTICE.txt": packaging.render_notice(staged.lock),
+            "NOTICE.txt": packaging.render_notice(staged.lock, engine_files=staged.build_info.engine_files),
             spdx_member: None,
         },
         component=lane.component_tag,
@@ -308,33 +349,38 @@ def build_native_set(
         packaging.check_lock_digests(staged, sha_of)
         zip_name_of = {e.staged_path: e.name for e in plan.staged_entries if e.staged_path is not None}
         # PE headers only (fast load): versions for the lock cross-check, imports for the graph.
-        pe_infos = {
-            zip_name_of[f.path]: sbom.read_pe(f.source)
+        pe_by_staged = {
+            f.path: sbom.read_pe(f.source)
             for f in staged.files
             if f.path in zip_name_of and f.path.lower().endswith((".dll", ".exe"))
         }
+        packaging.check_stand_in_claims(
+            staged,
+            {path: m for path, pe in pe_by_staged.items() if (m := sbom.stand_in_marker(pe)) is not None},
+        )
+        pe_infos = {zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
         generated = [e for e in plan.generated_entries if e.name != spdx_member]
         members += packaging.compress_members(
             generated, workdir=work, workers=workers, level=plan.deflate_level
         )
 
-        licence_of: dict[str, str | None] = {}
-        for e in staged.build_info.engine_files:
-            licence_of[e.path] = e.license
-        for r in staged.lock.redistributables:
-            licence_of[r.file] = r.license
         files = [
             sbom.FileRecord(
                 path=m.name,
                 size=m.size,
                 sha1=m.sha1,
                 sha256=m.sha256,
-                license=licence_of.get(m.staged_path) if m.staged_path else None,
+                license=_concluded_licence(staged, m.staged_path) if m.staged_path else None,
+                comment=_file_comment(staged, m.staged_path, pe_by_staged) if m.staged_path else None,
             )
             for m in members
         ]
         refs = sbom.license_refs_of([f.license for f in files])
-        extracted = sbom.load_license_texts(refs, licenses_dir=repo_root / "sbom" / "licenses")
+        extracted = sbom.load_license_texts(
+            refs,
+            licenses_dir=repo_root / "sbom" / "licenses",
+            shipped={zip_name_of[f.path]: f.source for f in staged.files if f.path in zip_name_of},
+        )
         spdx_bytes = sbom.spdx_file_inventory(
             package_name=names.stem,
             package_version=lane.component_tag,
@@ -431,6 +477,7 @@ def build_native_set(
                 cuda_runtime_version=cuda_runtime,
                 instance_id=instance,
                 install_root=recipe.install_root,
+                stand_ins=_stand_in_paths(staged, zip_name_of),
             )
         )
         blobs[names.manifest] = dumps_stable(

@@ -80,7 +80,9 @@ def _build_info(spec: SamplesSpec, lane: LaneSpec) -> bytes:
             "cuda_version": spec.cuda_version,
             "cuda_arch": lane.cuda_arch,
             "compiler": spec.compiler,
-            "engine_files": [{"path": e.path, "license": e.license} for e in lane.engine_files],
+            "engine_files": [
+                {"path": e.path, "license": e.license, "stand_in": e.stand_in} for e in lane.engine_files
+            ],
         }
     )
 

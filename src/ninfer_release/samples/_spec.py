@@ -97,6 +97,7 @@ class EngineFileSpec:
     path: str
     license: str
     source: RepoFile
+    stand_in: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,6 +270,7 @@ def load_spec(repo_root: Path) -> SamplesSpec:
                 path=doc.text(e, "path", f, _REL),
                 license=doc.text(e, "license", f),
                 source=_repo_file(repo_root, doc, f"{f}.from", doc.text(e, "from", f)),
+                stand_in="stand_in" in e and doc.flag(e, "stand_in", f),
             )
             for f, e in doc.objects(item, "engine_files", w)
         )

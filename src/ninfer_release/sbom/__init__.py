@@ -63,8 +63,10 @@ from ninfer_release.sbom._pe import (
     check_pe_against_lock,
     cuda_version_from_strings,
     pe_component_version,
+    pe_version_summary,
     read_pe,
     read_pe_bytes,
+    stand_in_marker,
 )
 from ninfer_release.sbom._purl import canonical_purl, normalize_purl, purls_equal
 from ninfer_release.sbom._records import (
@@ -120,6 +122,7 @@ __all__ = [
     "parse_cyclonedx_hashes",
     "parse_spdx_files",
     "pe_component_version",
+    "pe_version_summary",
     "prewarm_validators",
     "purls_equal",
     "read_pe",
@@ -128,6 +131,7 @@ __all__ = [
     "spdx_file_inventory",
     "spdx_namespace",
     "spdx_package_id",
+    "stand_in_marker",
     "uri_part",
     "uuid5_url",
     "validate_cyclonedx_bytes",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import posixpath
 import re
 import threading
@@ -42,6 +43,7 @@ from ninfer_release.sbom._purl import parse_purl
 from ninfer_release.sbom._records import DEPENDENCY_KINDS, REDIST_GROUPS, DependencyRecord, PeInfo
 from ninfer_release.sbom._spdx import zip_path_problem
 
+log = logging.getLogger(__name__)
 CDX_WHERE = "cyclonedx"
 PROP_PATH = "ninfer:path"
 PROP_STAND_IN = "ninfer:stand-in"
@@ -215,6 +217,8 @@ def _plan(
             if pe is None:
                 message = "shipped PE file has no PE information"
                 problems.append(Problem(file=f.path, field="pe_infos", message=message))
+            elif pe_component_version(pe, group=dep.group) is None:
+                log.warning("%s has no usable version resource: its version is left unknown", f.path)
             elif dep.kind == "redistributable":
                 integrity += check_pe_against_lock(
                     path=f.path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
@@ -403,7 +407,9 @@ def _file_component(node: _FileNode, pe: PeInfo | None, licences: Mapping[str, s
     from cyclonedx.model.contact import OrganizationalEntity
 
     dep = node.record
-    version = (pe_component_version(pe, group=dep.group) if pe is not None else None) or dep.version
+    # A PE image carries the version its own resource names, or none at all: never the package's
+    # or the component tag in its place (issue 8 item 5). Other files of a dependency: its version.
+    version = pe_component_version(pe, group=dep.group) if pe is not None else dep.version
     values = [
         ("ninfer:kind", dep.kind),
         ("ninfer:package", dep.name),
@@ -416,6 +422,12 @@ def _file_component(node: _FileNode, pe: PeInfo | None, licences: Mapping[str, s
         ("ninfer:cuda-version", pe.cuda_version if pe else None),
         ("ninfer:commit", dep.commit),
     ]
+    if pe is not None:
+        # The raw version strings as read, so a consumer sees what the file says about itself.
+        prefix = f"ninfer:file:{node.path}:pe"
+        values += [(f"{prefix}:{key}", value) for key, value in sorted(pe.version_strings.items())]
+        if pe.file_version is None:
+            values.append((f"{prefix}-version-resource", "none"))
     ext = []
     if dep.homepage:
         ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))

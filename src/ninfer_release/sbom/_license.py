@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -15,6 +16,7 @@ from ninfer_release.sbom._records import NormalizedLicense
 # SPDX 2.3 Annex D: idstring = 1*(ALPHA / DIGIT / "-" / "." ); a licence id may end in "+".
 _ID = re.compile(r"^[A-Za-z0-9.-]+\+?$")
 _REF = re.compile(r"^(?:DocumentRef-[A-Za-z0-9.-]+:)?LicenseRef-[A-Za-z0-9.-]+$")
+log = logging.getLogger(__name__)
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 _OPERATORS = {"AND", "OR", "WITH"}
 _SPECIAL = {"NOASSERTION", "NONE"}
@@ -141,8 +143,16 @@ def license_text_path(licenses_dir: Path, license_ref: str) -> Path:
     return alternative if alternative.is_file() else primary
 
 
-def load_license_texts(license_refs: Iterable[str], *, licenses_dir: Path) -> dict[str, str]:
-    """Read the curated text of each ``LicenseRef-…`` id (UTF-8, LF kept) into id → text.
+def load_license_texts(
+    license_refs: Iterable[str], *, licenses_dir: Path, shipped: Mapping[str, Path] | None = None
+) -> dict[str, str]:
+    """Read the text of each ``LicenseRef-…`` id (UTF-8, LF kept) into id → text.
+
+    ``shipped`` maps the zip paths of the package's files to where their bytes are read: when the
+    package ships ``licenses/<id>.txt`` (or ``licenses/LicenseRef-<id>.txt``), *that* text is the
+    one extracted — the licence the user actually receives (issue 8 item 7: the NVIDIA and
+    Microsoft texts come from their wheels). Only an id the package ships no text for falls back
+    to the curated ``<licenses_dir>/<id>.txt``, with a warning (those are reviewed references).
 
     Raises:
         InputError: one problem per id whose text file is missing, empty or not UTF-8.
@@ -150,7 +160,11 @@ def load_license_texts(license_refs: Iterable[str], *, licenses_dir: Path) -> di
     texts: dict[str, str] = {}
     problems: list[Problem] = []
     for ref in sorted(set(license_refs)):
-        path = license_text_path(licenses_dir, ref)
+        path = _shipped_text(shipped or {}, ref)
+        if path is None:
+            path = license_text_path(licenses_dir, ref)
+            if shipped is not None:
+                log.warning("%s: the package ships no licence text; using the curated %s", ref, path)
         try:
             text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
@@ -166,6 +180,14 @@ def load_license_texts(license_refs: Iterable[str], *, licenses_dir: Path) -> di
     if problems:
         raise InputError(problems=problems)
     return texts
+
+
+def _shipped_text(shipped: Mapping[str, Path], license_ref: str) -> Path | None:
+    bare = license_ref.removeprefix("LicenseRef-")
+    for name in (f"licenses/{bare}.txt", f"licenses/{license_ref}.txt"):
+        if name in shipped:
+            return shipped[name]
+    return None
 
 
 def require_license_texts(

@@ -41,6 +41,9 @@ _VERSION_IN_TEXT = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,6}){1,3})(?![\d.])")
 #: Version-string keys searched for the CUDA version, most specific first.
 _CUDA_KEYS = ("FileDescription", "ProductName")
 _NUMERIC = re.compile(r"^\d+(?:\.\d+)*$")
+#: How the samples' placeholders label themselves ("STAND-IN for Microsoft DirectStorage",
+#: "NInfer engine stand-in (sample; not the real engine)"): any version string saying so.
+_STAND_IN_WORDING = re.compile(r"\bstand[- ]?in\b", re.IGNORECASE)
 
 
 def _decode(value: Any) -> str:
@@ -192,6 +195,37 @@ def pe_component_version(pe: PeInfo, *, group: str | None) -> str | None:
     if group == "cuda":
         return pe.cuda_version
     return pe.file_version
+
+
+def pe_version_summary(pe: PeInfo) -> str:
+    """One line naming a PE image's version resource as read, or saying it has none.
+
+    ``PE version resource: FileVersion 14.44.35211.0, ProductVersion 14.44.35211.0`` followed by
+    the raw version strings (``FileDescription='…'``), sorted; without a resource
+    ``PE version resource: none (version NOASSERTION)`` — no version is ever invented for it.
+    """
+    if pe.file_version is None and not pe.version_strings:
+        return "PE version resource: none (version NOASSERTION)."
+    fixed = (
+        f"FileVersion {pe.file_version}, ProductVersion {pe.product_version}"
+        if pe.file_version
+        else "no fixed block"
+    )
+    strings = "; ".join(f"{k}={v!r}" for k, v in sorted(pe.version_strings.items()))
+    return f"PE version resource: {fixed}" + (f"; strings: {strings}." if strings else ".")
+
+
+def stand_in_marker(pe: PeInfo) -> tuple[str, str] | None:
+    """The first version string (key, value) saying the image is a stand-in, or ``None``.
+
+    A file whose own version resource says "stand-in" must be declared as one by the input that
+    ships it (``build-info.json`` ``engine_files[].stand_in``, lock ``redistributables[].stand_in``;
+    issue 8 item 5): a placeholder is never presented as the real thing.
+    """
+    for key, value in sorted(pe.version_strings.items()):
+        if _STAND_IN_WORDING.search(value):
+            return key, value
+    return None
 
 
 def check_pe_against_lock(
