@@ -76,7 +76,7 @@ def test_verify_with_a_release_manifest_that_is_not_one_is_input_error(run_cli, 
     (tmp_path / "nolanes.json").write_text('{"version": "v0.13.1"}')
     cases = [
         (tmp_path / "missing.json", "cannot read"),
-        (tmp_path / "bad.json", "cannot read"),
+        (tmp_path / "bad.json", "not valid JSON"),
         (tmp_path / "nolanes.json", "lanes: not a release manifest"),
     ]
     for path, message in cases:

@@ -554,7 +554,7 @@ def _read_release_manifest(path: Path) -> dict[str, Any]:
     from ninfer_release.errors import InputError, Problem
     from ninfer_release.manifests import MAX_RELEASE_MANIFEST_BYTES
 
-    doc = strictjson.read(path, limit=MAX_RELEASE_MANIFEST_BYTES)
+    doc = strictjson.read(path, limit=MAX_RELEASE_MANIFEST_BYTES, missing="cannot read: no such file")
     if not isinstance(doc, dict) or not isinstance(doc.get("lanes"), dict):
         raise InputError(problems=[Problem(file=str(path), field="lanes", message="not a release manifest")])
     return doc
