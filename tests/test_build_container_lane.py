@@ -20,7 +20,7 @@ import pytest
 import flow_support
 from containers_support import RELEASE_EPOCH, Samples, make_samples
 from flow_support import cli, ok
-from ninfer_release.build import build_lane
+from ninfer_release.build import OUTPUT_MARKER, build_lane
 from ninfer_release.containers import make_sample_base_layout, stand_in_commit
 from ninfer_release.errors import InputError
 from ninfer_release.sbom import IMAGE_CDX_NAME, IMAGE_SPDX_NAME
@@ -102,7 +102,7 @@ def _sha(path: Path) -> str:
 
 def test_build_lane_rtx5090_in_build_mode_builds_the_image_with_sboms(lane_out: Path) -> None:
     """OUT/rtx5090/ holds the layout, image.tar, image.json and both SBOMs; the lane result beside it."""
-    assert sorted(p.name for p in lane_out.iterdir()) == ["rtx5090", "rtx5090.lane.json"]
+    assert sorted(p.name for p in lane_out.iterdir()) == [OUTPUT_MARKER, "rtx5090", "rtx5090.lane.json"]
     assert sorted(p.name for p in (lane_out / "rtx5090").iterdir()) == IMAGE_OUTPUTS
 
 
@@ -249,8 +249,8 @@ def test_build_release_with_a_built_5090_lane_records_the_image_in_the_release_m
     out = work / "out"
     ok(cli("build", "release", build_repo, "--inputs", src, "--out", out, "--offline"))
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["release-manifest.json", "rtx3090", "rtx3090.lane.json", "rtx4090", "rtx4090.lane.json", "rtx5090",
-         "rtx5090.lane.json"]
+        [OUTPUT_MARKER, "release-manifest.json", "rtx3090", "rtx3090.lane.json", "rtx4090",
+         "rtx4090.lane.json", "rtx5090", "rtx5090.lane.json"]
     )  # fmt: skip
     assert sorted(p.name for p in (out / "rtx5090").iterdir()) == IMAGE_OUTPUTS
     manifest = _json(out / "release-manifest.json")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from flow_support import RELEASE, ok, release_out, run_nr, samples, tree_digests
+from ninfer_release.build import OUTPUT_MARKER
 
 
 def _hostile_copy(src: Path, dst: Path) -> None:
@@ -71,9 +72,10 @@ def test_rebuild_in_another_environment_is_byte_identical(
     assert sorted(a) == sorted(
         [f"{lane}/{n}" for lane in ("rtx3090", "rtx4090") for n in os.listdir(first / lane)]
         + ["release-manifest.json", "rtx3090.lane.json", "rtx4090.lane.json", "rtx5090.lane.json"]
+        + [OUTPUT_MARKER]
     )
     differing = sorted(k for k in a if a[k] != b[k])
     assert differing == []
     match, mismatch, errors = filecmp.cmpfiles(first, second, sorted(a), shallow=False)
     assert (mismatch, errors) == ([], [])
-    assert len(match) == 2 * 11 + 4
+    assert len(match) == 2 * 11 + 5  # both sets, 3 lane results, the manifest, the marker

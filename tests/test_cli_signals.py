@@ -25,8 +25,8 @@ from ninfer_release.cli import main
 real = atomic.staged_directory
 import contextlib
 @contextlib.contextmanager
-def slow(target):
-    with real(target) as stage:
+def slow(target, **kw):
+    with real(target, **kw) as stage:
         (stage / "partial.bin").write_bytes(b"x" * 1024)
         print("staged", flush=True)
         time.sleep(60)

@@ -48,17 +48,80 @@ def write_bytes(path: Path, data: bytes, *, mode: int = 0o644, overwrite: bool =
         raise
 
 
-@contextlib.contextmanager
-def staged_directory(target: Path) -> Iterator[Path]:
-    """Yield an empty staging directory that becomes ``target`` when the block succeeds.
+def check_target(target: Path, *, replace_marked: str | None = None) -> bool:
+    """Whether :func:`staged_directory` may create ``target`` (False) or replace it (True).
 
-    On any exception the staging directory is removed and ``target`` is untouched.
+    ``replace_marked`` names a marker file: a ``target`` that is a real directory (not a symlink)
+    holding that regular file is one of ours and may be replaced; anything else that exists is refused.
 
     Raises:
-        InputError: ``target`` already exists (never overwritten, never merged).
+        InputError: ``target`` exists and may not be replaced (exit 4).
     """
-    if target.exists() or target.is_symlink():
+    if not (target.exists() or target.is_symlink()):
+        return False
+    if replace_marked is None:
         raise InputError(f"{target}: already exists; refusing to overwrite (choose a new --out)")
+    marker = target / replace_marked
+    if target.is_symlink() or not target.is_dir() or marker.is_symlink() or not marker.is_file():
+        raise InputError(
+            f"{target}: exists and is not an output directory of ninfer-release (no {replace_marked} "
+            "in it); refusing to replace it"
+        )
+    return True
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False if unsupported."""
+    import ctypes
+    import errno
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _replace_directory(stage: Path, target: Path) -> None:
+    """Put ``stage`` at ``target`` and remove the directory that was there.
+
+    Atomic where the kernel swaps directories (``RENAME_EXCHANGE``): ``target`` is always either
+    the old or the new directory. Elsewhere two renames leave a moment without ``target``; a
+    failure of the second puts the old directory back.
+    """
+    if _exchange(stage, target):
+        shutil.rmtree(stage)  # now the old directory
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    old.rmdir()
+    os.rename(target, old)
+    try:
+        os.rename(stage, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_directory(target: Path, *, replace_marked: str | None = None) -> Iterator[Path]:
+    """Yield an empty staging directory that becomes ``target`` when the block succeeds.
+
+    On any exception the staging directory is removed and ``target`` is untouched. With
+    ``replace_marked`` (a marker file name, see :func:`check_target`) an existing output
+    directory of ours is replaced only once the new one is complete.
+
+    Raises:
+        InputError: ``target`` already exists and may not be replaced (never merged).
+    """
+    replacing = check_target(target, replace_marked=replace_marked)
     target.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
@@ -71,9 +134,12 @@ def staged_directory(target: Path) -> Iterator[Path]:
                 with p.open("rb") as f:
                     os.fsync(f.fileno())
         try:
-            os.rename(stage, target)
+            if replacing:
+                _replace_directory(stage, target)
+            else:
+                os.rename(stage, target)
         except OSError as exc:
-            if target.exists():
+            if target.exists() and not replacing:
                 raise InputError(f"{target}: appeared while building; refusing to overwrite") from exc
             raise
         dir_fd = os.open(target.parent, os.O_RDONLY)

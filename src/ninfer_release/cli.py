@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -26,10 +26,14 @@ import click
 from ninfer_release import __version__
 from ninfer_release.errors import ExitCode, NinferError
 
+PROG_NAME = "ninfer-release"
+#: Click's completion hook: the generated scripts call back with ``<VAR>=<shell>_complete``.
+COMPLETE_VAR = "_NINFER_RELEASE_COMPLETE"
+
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
-    """Global options, resolved once."""
+    """Global options, resolved once per command (before and after the sub-command name)."""
 
     json: bool
     debug: bool
@@ -55,7 +59,75 @@ def _fail(ctx_obj: Context | None, code: int, lines: list[str], kind: str) -> No
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: The global options: accepted before the sub-command (``--json verify DIR``) and after it
+#: (``verify DIR --json``). Each is an on/off flag; a flag given in either place is on.
+_GLOBAL_FLAGS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("--json", "json_"), "json_", "Print one JSON document on stdout; logs go to stderr."),
+    (("--debug",), "debug", "Show a traceback with every error (expected ones too)."),
+    (("-q", "--quiet"), "quiet", "Print only errors."),
+    (("-v", "--verbose"), "verbose", "Print more detail to stderr."),
+)
+_GLOBAL_NAMES = tuple(name for _, name, _ in _GLOBAL_FLAGS)
+
+
+def _global_options() -> list[click.Option]:
+    return [click.Option(list(decls), is_flag=True, help=text) for decls, _, text in _GLOBAL_FLAGS]
+
+
+def _resolve(previous: Context | None, flags: dict[str, bool]) -> Context:
+    """The global options in force: ``flags`` given here, on top of those given before the command."""
+    json_ = flags["json_"] or (previous is not None and previous.json)
+    debug = flags["debug"] or (previous is not None and previous.debug)
+    verbosity = previous.verbosity if previous is not None else 0
+    if flags["verbose"]:
+        verbosity = max(verbosity, 1)
+    if flags["quiet"]:
+        verbosity = -1  # quiet wins, wherever it is given
+    resolved = Context(json=json_, debug=debug, verbosity=verbosity)
+    logging.getLogger().setLevel(
+        logging.DEBUG if debug else (logging.INFO if verbosity > 0 else logging.WARNING)
+    )
+    return resolved
+
+
+class _Command(click.Command):
+    """A leaf command: takes the global options too, and shows an ``Example:`` block in its help.
+
+    ``example`` is one or more command lines (Click keeps them unwrapped via ``\\b``).
+    """
+
+    def __init__(self, *args: Any, example: str | None = None, **kwargs: Any) -> None:
+        if example:
+            lines = "\n".join(f"  {line}" for line in example.strip().splitlines())
+            kwargs["epilog"] = f"\b\nExample:\n{lines}"
+        super().__init__(*args, **kwargs)
+        self.params.extend(_global_options())
+
+    def invoke(self, ctx: click.Context) -> Any:
+        flags = {name: bool(ctx.params.pop(name, False)) for name in _GLOBAL_NAMES}
+        ctx.obj = _resolve(ctx.obj if isinstance(ctx.obj, Context) else None, flags)
+        return super().invoke(ctx)
+
+
+class _Group(click.Group):
+    """A command group whose sub-commands are :class:`_Command`\\ s and sub-groups ``_Group``\\ s."""
+
+    command_class = _Command
+    group_class = type  # sub-groups are of this same class
+
+    def __init__(self, *args: Any, example: str | None = None, **kwargs: Any) -> None:
+        if example:
+            lines = "\n".join(f"  {line}" for line in example.strip().splitlines())
+            kwargs["epilog"] = f"\b\nExample:\n{lines}"
+        super().__init__(*args, **kwargs)
+
+
+@click.group(
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    example="ninfer-release build release manifests/v0.13.1.yaml --inputs staged --out out --offline\n"
+    "ninfer-release verify out/rtx4090 --json",
+)
 @click.version_option(__version__, prog_name="ninfer-release")
 @click.option("--json", "json_", is_flag=True, help="Print one JSON document on stdout; logs go to stderr.")
 @click.option("--debug", is_flag=True, help="Show a traceback with every error (expected ones too).")
@@ -65,15 +137,34 @@ def _fail(ctx_obj: Context | None, code: int, lines: list[str], kind: str) -> No
 def cli(ctx: click.Context, json_: bool, debug: bool, quiet: bool, verbose: bool) -> None:
     """Build, verify and publish OMP NInfer releases.
 
+    Global options may also follow the command (``verify DIR --json``).
+
     Exit codes: 0 ok, 1 internal error, 2 usage, 3 profile/definition invalid, 4 input missing or
     invalid, 5 integrity failure, 6 container backend failed, 7 publish refused or failed.
     """
-    ctx.obj = Context(json=json_, debug=debug, verbosity=-1 if quiet else (1 if verbose else 0))
     logging.basicConfig(
-        level=logging.DEBUG if debug else (logging.INFO if verbose else logging.WARNING),
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+    ctx.obj = _resolve(None, {"json_": json_, "debug": debug, "quiet": quiet, "verbose": verbose})
+
+
+@cli.command(
+    "completion",
+    example="ninfer-release completion bash > ~/.local/share/bash-completion/completions/ninfer-release\n"
+    'eval "$(ninfer-release completion zsh)"\n'
+    "ninfer-release completion fish > ~/.config/fish/completions/ninfer-release.fish",
+)
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion_cmd(shell: str) -> None:
+    """Print the shell completion script for SHELL (Click's own completion; source it).
+
+    The script calls back ``ninfer-release`` with ``_NINFER_RELEASE_COMPLETE=<shell>_complete``.
+    """
+    from click.shell_completion import get_completion_class
+
+    cls = get_completion_class(shell)
+    assert cls is not None  # the Choice above admits only shells Click knows
+    click.echo(cls(cli, {}, PROG_NAME, COMPLETE_VAR).source())
 
 
 # --- profile / manifest commands (profiles stage) ----------------------------------------------
@@ -84,7 +175,7 @@ def profile() -> None:
     """Deployment profiles: validate, render the engine config, generate a bearer key."""
 
 
-@profile.command("validate")
+@profile.command("validate", example="ninfer-release profile validate profiles/*.yaml")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--templates", "templates", type=click.Path(file_okay=False), help="Templates directory.")
 @click.pass_obj
@@ -118,7 +209,10 @@ def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None
     emit(ctx, {"ok": True, "profiles": results}, [f"ok  {r['profile_id']}  ({r['path']})" for r in results])
 
 
-@profile.command("render")
+@profile.command(
+    "render",
+    example="ninfer-release profile render profiles/qwen38-4090-native-v0.7.0-beta.2.yaml --out ninfer.toml",
+)
 @click.argument("profile_path", metavar="PROFILE", type=click.Path(dir_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Config file to write.")
 @click.option("--templates", "templates", type=click.Path(file_okay=False), help="Templates directory.")
@@ -170,7 +264,7 @@ def profile_render(ctx: Context, profile_path: str, out: str, templates: str | N
     )
 
 
-@profile.command("keygen")
+@profile.command("keygen", example="ninfer-release profile keygen --out ninfer.key")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="New key file (0600).")
 @click.option("--print", "print_", is_flag=True, help="Also print the key on stdout.")
 @click.pass_obj
@@ -199,7 +293,7 @@ def manifest() -> None:
     """Release manifests: check a staged definition, assemble a release manifest."""
 
 
-@manifest.command("check")
+@manifest.command("check", example="ninfer-release manifest check manifests/v0.13.1.yaml")
 @click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
 @click.option("--repo", "repo", type=click.Path(file_okay=False), help="Repo root (default: MANIFEST/../..).")
 @click.pass_obj
@@ -274,7 +368,7 @@ def samples() -> None:
     """Sample inputs: staged engine builds for the native lanes (docs/samples.md)."""
 
 
-@samples.command("fetch")
+@samples.command("fetch", example="ninfer-release samples fetch --out staged")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--full", is_flag=True, help="Also fetch cuBLAS (a few hundred MB; used by benchmarks).")
 @click.option(
@@ -329,28 +423,57 @@ def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, repo: s
 # --- build / verify (build, releases stages) ---------------------------------------------------
 
 
+def _wants_progress(ctx: Context) -> bool:
+    """Progress bars only on a terminal, and never with --json or -q."""
+    return not ctx.json and ctx.verbosity >= 0 and sys.stderr.isatty()
+
+
 @contextlib.contextmanager
-def _byte_progress(ctx: Context, label: str) -> Iterator[Callable[[str, int], None] | None]:
-    """A rich progress bar on stderr (bytes processed per phase), only on a terminal."""
-    if ctx.json or ctx.verbosity < 0 or not sys.stderr.isatty():
+def _byte_progress(
+    ctx: Context,
+    label: str | None = None,
+    *,
+    totals: Mapping[str, int] | None = None,
+    console: Any = None,
+) -> Iterator[Callable[[str, int], None] | None]:
+    """A rich progress bar on stderr per phase (e.g. ``rtx4090: package``), only on a terminal.
+
+    Each bar shows the phase (prefixed with ``label`` when given), bytes done and, when
+    ``totals`` knows the phase's total, that total and the time remaining. ``console`` (tests)
+    replaces the terminal check and stderr.
+    """
+    if console is None and not _wants_progress(ctx):
         yield None
         return
     from rich.console import Console
-    from rich.progress import DownloadColumn, Progress, SpinnerColumn, TextColumn, TransferSpeedColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
+        BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
-        console=Console(stderr=True),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console if console is not None else Console(stderr=True),
         transient=True,
     ) as bar:
         tasks: dict[str, Any] = {}
+        known = dict(totals or {})
 
         def advance(phase: str, n: int) -> None:
             if phase not in tasks:
-                tasks[phase] = bar.add_task(f"{label}: {phase}", total=None)
+                text = phase if label is None else f"{label}: {phase}"
+                tasks[phase] = bar.add_task(text, total=known.get(phase))
             bar.advance(tasks[phase], n)
 
         yield advance
@@ -374,12 +497,41 @@ def _lane_lines(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _plan_or_print(
+    ctx: Context, manifest: Path, *, inputs: str, out: str, lane: str | None, clean: bool, dry_run: bool
+) -> dict[str, int] | None:
+    """With --dry-run print the build plan and return None; else the progress totals (planned
+    only when a progress bar will show them)."""
+    from ninfer_release.build import plan_build
+
+    if not dry_run and not _wants_progress(ctx):
+        return {}
+    plan = plan_build(manifest, inputs=Path(inputs), out=Path(out), env=os.environ, lane_id=lane, clean=clean)
+    if not dry_run:
+        return plan.progress_totals()
+    lines = [f"plan: {'replace' if plan.replaces else 'create'} {plan.out} (nothing written)"]
+    for lp in plan.lanes:
+        lines.append(
+            f"{lp.lane_id}: {lp.kind} {lp.mode}, {len(lp.members)} inputs, {lp.staged_bytes} staged bytes"
+        )
+        lines += [
+            f"  {m.origin:9}  {m.size if m.size is not None else '(built)':>12}  {m.name}" for m in lp.members
+        ]
+        lines += [f"  writes  {r}" for r in lp.records]
+    lines += [f"writes  {r}" for r in plan.records]
+    emit(ctx, {"ok": True, "dry_run": True, **plan.as_json()}, lines)
+    return None
+
+
 @cli.group()
 def build() -> None:
     """Build one lane, or a whole release, into asset sets and a release manifest."""
 
 
-@build.command("lane")
+@build.command(
+    "lane",
+    example="ninfer-release build lane rtx4090 --release manifests/v0.13.1.yaml --inputs staged --out lanes",
+)
 @click.argument("lane")
 @click.option(
     "--release",
@@ -401,6 +553,14 @@ def build() -> None:
 @click.option(
     "--base", help="Base of a built container lane: OCI layout or REF@sha256 (default DIR/base-layout)."
 )
+@click.option(
+    "--clean",
+    is_flag=True,
+    help="Replace an existing OUT once the new one is complete (only a build output: it holds the marker).",
+)
+@click.option(
+    "--dry-run", "dry_run", is_flag=True, help="Print the plan (members, sizes, records); write nothing."
+)
 @click.pass_obj
 def build_lane_cmd(
     ctx: Context,
@@ -413,11 +573,18 @@ def build_lane_cmd(
     offline: bool,
     workers: int,
     base: str | None,
+    clean: bool,
+    dry_run: bool,
 ) -> None:
     """Build (or carry) LANE: OUT/<lane>/ (11-file set or image) and OUT/<lane>.lane.json."""
     from ninfer_release.build import build_lane
 
-    with _byte_progress(ctx, lane) as progress:
+    totals = _plan_or_print(
+        ctx, Path(release_path), inputs=inputs, out=out, lane=lane, clean=clean, dry_run=dry_run
+    )
+    if totals is None:
+        return
+    with _byte_progress(ctx, totals=totals) as progress:
         outcome = build_lane(
             Path(release_path),
             lane,
@@ -430,12 +597,17 @@ def build_lane_cmd(
             workers=workers,
             progress=progress,
             base=base,
+            clean=clean,
         )
     summary = outcome.summary()
     emit(ctx, {"ok": True, **summary}, _lane_lines(summary))
 
 
-@build.command("release")
+@build.command(
+    "release",
+    example="ninfer-release build release manifests/v0.13.1.yaml --inputs staged --out out --offline\n"
+    "ninfer-release build release manifests/v0.13.1.yaml --inputs staged --out out --clean --dry-run",
+)
 @click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
 @click.option(
     "--inputs", required=True, type=click.Path(file_okay=False), help="Staged inputs: DIR/<lane>/ per lane."
@@ -452,6 +624,14 @@ def build_lane_cmd(
 @click.option(
     "--base", help="Base of a built container lane: OCI layout or REF@sha256 (default DIR/base-layout)."
 )
+@click.option(
+    "--clean",
+    is_flag=True,
+    help="Replace an existing OUT once the new one is complete (only a build output: it holds the marker).",
+)
+@click.option(
+    "--dry-run", "dry_run", is_flag=True, help="Print the plan (members, sizes, records); write nothing."
+)
 @click.pass_obj
 def build_release_cmd(
     ctx: Context,
@@ -463,11 +643,18 @@ def build_release_cmd(
     offline: bool,
     workers: int,
     base: str | None,
+    clean: bool,
+    dry_run: bool,
 ) -> None:
     """Build every lane of MANIFEST into OUT and write OUT/release-manifest.json."""
     from ninfer_release.build import build_release
 
-    with _byte_progress(ctx, "release") as progress:
+    totals = _plan_or_print(
+        ctx, Path(manifest_path), inputs=inputs, out=out, lane=None, clean=clean, dry_run=dry_run
+    )
+    if totals is None:
+        return
+    with _byte_progress(ctx, totals=totals) as progress:
         outcome = build_release(
             Path(manifest_path),
             inputs=Path(inputs),
@@ -479,6 +666,7 @@ def build_release_cmd(
             workers=workers,
             progress=progress,
             base=base,
+            clean=clean,
         )
     summary = outcome.summary()
     lines = [line for lane in summary["lanes"] for line in _lane_lines(lane)]
@@ -488,7 +676,9 @@ def build_release_cmd(
     emit(ctx, {"ok": True, **summary}, lines)
 
 
-@manifest.command("assemble")
+@manifest.command(
+    "assemble", example="ninfer-release manifest assemble lanes/*.lane.json --out release-manifest.json"
+)
 @click.argument(
     "lane_results", metavar="LANE_RESULT...", nargs=-1, required=True, type=click.Path(dir_okay=False)
 )
@@ -513,7 +703,11 @@ def manifest_assemble(ctx: Context, lane_results: tuple[str, ...], out: str) -> 
     )
 
 
-@cli.command("verify")
+@cli.command(
+    "verify",
+    example="ninfer-release verify out/rtx4090 --release-manifest out/release-manifest.json\n"
+    "ninfer-release verify dir://store:v0.7.0-qwen38-4090-beta.2 --json",
+)
 @click.argument("location", metavar="DIR_OR_OCI_REF")
 @click.option("--sums-sha256", "sums_sha256", help="SHA256SUMS digest the release manifest binds.")
 @click.option(
@@ -568,7 +762,11 @@ def image() -> None:
     """Container images: build (daemonless OCI or through docker), carry a published image by digest."""
 
 
-@image.command("build")
+@image.command(
+    "build",
+    example="ninfer-release image build containers/qwen38-5090.yaml --inputs staged/rtx5090 "
+    "--base staged/base-layout --out image --release manifests/v0.13.1.yaml",
+)
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(dir_okay=False))
 @click.option(
     "--inputs",
@@ -689,7 +887,9 @@ def image_build(
     emit(ctx, {"ok": True, **built.as_json(), "out": str(result.out)}, human)
 
 
-@image.command("carry")
+@image.command(
+    "carry", example="ninfer-release image carry rtx5090 --release manifests/v0.13.1.yaml --offline"
+)
 @click.argument("lane")
 @click.option(
     "--release",
@@ -757,7 +957,11 @@ def image_carry(
 # --- publish (releases stage) ------------------------------------------------------------------
 
 
-@cli.command("publish")
+@cli.command(
+    "publish",
+    example='ninfer-release publish out/rtx4090 --to "oci://$REGISTRY/omp-ninfer/rtx4090" --draft\n'
+    "ninfer-release publish sealed/rtx4090 --to dir://store --release manifests/v0.13.1.yaml",
+)
 @click.argument("set_dir", metavar="SET_DIR")
 @click.option(
     "--to",
@@ -799,7 +1003,7 @@ def publish_cmd(
     )
 
 
-@cli.command("supersede")
+@cli.command("supersede", example="ninfer-release supersede manifests/v0.13.1.yaml --to dir://store")
 @click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
 @click.option("--to", "to", required=True, help="oci://HOST[:PORT]/REPO or dir://PATH holding the old tags.")
 @click.pass_obj
@@ -825,31 +1029,35 @@ def _terminate(signum: int, frame: object) -> None:
     raise _Terminated
 
 
-def _leading_options(args: list[str]) -> list[str]:
-    out = []
+def _global_flags_in(args: list[str]) -> set[str]:
+    """Global flags given anywhere before ``--``: they decide how an error is shown, even when
+    Click never got as far as the callback that resolves them (e.g. a usage error)."""
+    flags: set[str] = set()
     for a in args:
-        if not a.startswith("-"):
+        if a == "--":
             break
-        out.append(a)
-    return out
+        flags.add(a)
+    return flags
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI and map every error to its documented exit code."""
+    """Entry point: run the CLI and map every error to its documented exit code.
+
+    Runs through Click's own ``main`` so that its shell-completion hook (``_NINFER_RELEASE_COMPLETE``)
+    answers completion requests; ``standalone_mode=False`` hands every exception back to us.
+    """
     args = list(argv if argv is not None else sys.argv[1:])
-    # Global flags come before the sub-command; they decide how errors are shown even when
-    # the group callback never ran (e.g. a usage error).
-    leading = _leading_options(args)
-    debug = "--debug" in leading
-    ctx_obj = Context(json="--json" in leading, debug=debug, verbosity=0)
+    given = _global_flags_in(args)
+    debug = "--debug" in given
+    ctx_obj = Context(json="--json" in given, debug=debug, verbosity=0)
     # SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so staging directories are removed and
     # nothing partial is left behind.
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
-        ctx = cli.make_context("ninfer-release", args)
-        with ctx:
-            cli.invoke(ctx)
+        code = cli.main(args, prog_name=PROG_NAME, complete_var=COMPLETE_VAR, standalone_mode=False)
+        if isinstance(code, int) and code:  # --help / --version return Click's Exit code
+            sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -868,7 +1076,11 @@ def main(argv: list[str] | None = None) -> None:
                 + "\n"
             )
         sys.exit(ExitCode.USAGE)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        # Click turns Ctrl-C (and EOF on a prompt) into Abort; keep the conventional 130.
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            click.echo("interrupted", err=True)
+            sys.exit(130)
         click.echo("aborted", err=True)
         sys.exit(ExitCode.INTERNAL)
     except NinferError as exc:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ninfer_release import __version__, containers, packaging, profiles, sbom
-from ninfer_release.atomic import staged_directory, write_bytes
+from ninfer_release.atomic import check_target, staged_directory, write_bytes
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.manifests import LaneResult, assemble_release_manifest, lane_result_name
@@ -26,6 +26,8 @@ from ninfer_release.releases import (
     SealedSet,
     build_native_set,
     load_receipts,
+    names_for_tag,
+    package_plan,
     verify_set,
 )
 
@@ -35,6 +37,10 @@ RELEASE_MANIFEST_NAME = "release-manifest.json"
 SBOM_SUPPLIER = "OMP NInfer"
 #: Default base of a built container lane, under ``--inputs`` (what ``samples fetch`` lays out).
 DEFAULT_BASE_DIR = "base-layout"
+#: Written into every ``OUT`` a build creates; ``--clean`` replaces only a directory holding it
+#: (so it never deletes a directory that is not a build output of ours).
+OUTPUT_MARKER = ".ninfer-release-output"
+OUTPUT_MARKER_BYTES = b'{"written_by":"ninfer-release","kind":"build-output"}\n'
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,6 +142,29 @@ def _staged_dir(inputs: Path, lane_id: str) -> Path:
     )
 
 
+def _native_inputs(
+    release: profiles.Release, lane: profiles.Lane, inputs: Path
+) -> tuple[profiles.Profile, profiles.RenderedConfig, packaging.StagedTree, packaging.PackageRecipe]:
+    """Everything a native lane is built from: its profile, rendered config, staged tree, recipe."""
+    profile = release.profile_of(lane.id)
+    rendered = profiles.render_config(profile)
+    staged = packaging.load_staged_tree(
+        _staged_dir(inputs, lane.id),
+        lane_id=lane.id,
+        source_commit=lane.source_commit,
+        cuda_arch=lane.cuda_arch or "",
+        cuda_version=lane.cuda_version or "",
+    )
+    assert lane.package_recipe is not None  # the definition requires it for a windows-zip lane
+    recipe = packaging.load_recipe(release.repo_root / lane.package_recipe)
+    return profile, rendered, staged, recipe
+
+
+def lane_phase(lane_id: str, phase: str) -> str:
+    """The progress phase name of ``phase`` in lane ``lane_id``: ``"<lane>: <phase>"``."""
+    return f"{lane_id}: {phase}"
+
+
 def _native_lane(
     release: profiles.Release,
     lane: profiles.Lane,
@@ -147,17 +176,7 @@ def _native_lane(
     progress: ProgressFn | None,
     verify: bool,
 ) -> LaneOutcome:
-    profile = release.profile_of(lane.id)
-    rendered = profiles.render_config(profile)
-    staged = packaging.load_staged_tree(
-        _staged_dir(inputs, lane.id),
-        lane_id=lane.id,
-        source_commit=lane.source_commit,
-        cuda_arch=lane.cuda_arch or "",
-        cuda_version=lane.cuda_version or "",
-    )
-    assert lane.package_recipe is not None
-    recipe = packaging.load_recipe(release.repo_root / lane.package_recipe)
+    profile, rendered, staged, recipe = _native_inputs(release, lane, inputs)
     accepted = load_receipts(
         receipts / lane.id if receipts is not None and (receipts / lane.id).is_dir() else receipts,
         lane=lane,
@@ -177,7 +196,7 @@ def _native_lane(
         definition_sha256=facts["definition"]["sha256"],
         repo_root=release.repo_root,
         workers=workers,
-        progress=progress,
+        progress=(lambda phase, n: progress(lane_phase(lane.id, phase), n)) if progress else None,
     )
     verified = None
     if verify:
@@ -503,16 +522,20 @@ def build_lane(
     verify: bool = True,
     base: str | None = None,
     repo_root: Path | None = None,
+    clean: bool = False,
 ) -> LaneOutcome:
     """Build (or carry) one lane of the release ``manifest`` into the new directory ``out``.
 
     A container lane in ``build`` mode is built daemonlessly on ``base`` (an OCI layout or a
     reference pinned by digest; default ``<inputs>/base-layout``). ``repo_root`` (default: the
     manifest's parent's parent) holds ``profiles/``, ``packaging/``, ``containers/``, ``sbom/``.
+    ``out`` also receives the marker :data:`OUTPUT_MARKER`; with ``clean`` an existing ``out``
+    holding it is replaced once the new one is complete (atomically where the kernel can swap).
 
     Raises:
         DefinitionError: the release definition or a profile is invalid (exit 3).
-        InputError: staged inputs missing/invalid, or ``out`` exists (exit 4).
+        InputError: staged inputs missing/invalid, or ``out`` exists (without ``clean``, or
+            without the marker) (exit 4).
         IntegrityError: a receipt names other bytes, an SBOM fails, the set does not verify (exit 5).
     """
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
@@ -526,13 +549,9 @@ def build_lane(
         verify=verify,
         base=base,
     )
-    with staged_directory(out) as stage:
-        outcome = _one_lane(
-            release,
-            lane_id,
-            out=stage,
-            opts=opts,
-        )
+    with staged_directory(out, replace_marked=OUTPUT_MARKER if clean else None) as stage:
+        outcome = _one_lane(release, lane_id, out=stage, opts=opts)
+        write_bytes(stage / OUTPUT_MARKER, OUTPUT_MARKER_BYTES, overwrite=False)
     return _relocate(outcome, stage, out)
 
 
@@ -550,11 +569,12 @@ def build_release(
     verify: bool = True,
     base: str | None = None,
     repo_root: Path | None = None,
+    clean: bool = False,
 ) -> ReleaseOutcome:
     """Build every lane of ``manifest`` into ``out`` and assemble ``out/release-manifest.json``.
 
-    ``base`` and ``repo_root``: as :func:`build_lane` (``base`` is used by a container lane in
-    ``build`` mode only).
+    ``base``, ``repo_root`` and ``clean``: as :func:`build_lane` (``base`` is used by a container
+    lane in ``build`` mode only).
 
     Raises:
         as :func:`build_lane`, for any lane; nothing is left in ``out`` on failure.
@@ -571,18 +591,12 @@ def build_release(
         base=base,
     )
     outcomes: list[LaneOutcome] = []
-    with staged_directory(out) as stage:
+    with staged_directory(out, replace_marked=OUTPUT_MARKER if clean else None) as stage:
         for lane_id in release.lanes:
-            outcomes.append(
-                _one_lane(
-                    release,
-                    lane_id,
-                    out=stage,
-                    opts=opts,
-                )
-            )
+            outcomes.append(_one_lane(release, lane_id, out=stage, opts=opts))
         data = assemble_release_manifest([(o.result_path.name, o.result) for o in outcomes])
         write_bytes(stage / RELEASE_MANIFEST_NAME, data, overwrite=False)
+        write_bytes(stage / OUTPUT_MARKER, OUTPUT_MARKER_BYTES, overwrite=False)
     return ReleaseOutcome(
         out=out,
         lanes=tuple(_relocate(o, stage, out) for o in outcomes),
@@ -606,3 +620,155 @@ def _relocate(outcome: LaneOutcome, stage: Path, out: Path) -> LaneOutcome:
         sealed = replace(sealed, directory=move(sealed.directory))
     image_dir = move(outcome.image_dir) if outcome.image_dir is not None else None
     return replace(outcome, result_path=move(outcome.result_path), sealed=sealed, image_dir=image_dir)
+
+
+# --- the plan ``build --dry-run`` prints (and progress totals come from) ---------------------------
+
+#: What a built container lane writes under ``OUT/<lane>/``.
+IMAGE_OUTPUT_NAMES = ("layout/", "image.tar", "image.json", sbom.IMAGE_CDX_NAME, sbom.IMAGE_SPDX_NAME)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedMember:
+    """One input a lane's build consumes: a package member (native) or a staged file (image).
+
+    ``size`` in bytes; ``None`` for a member generated while building (the SPDX inventory inside
+    the zip, whose bytes depend on the digests of the others). ``origin``: ``staged`` or ``generated``.
+    """
+
+    name: str
+    size: int | None
+    origin: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LanePlan:
+    """What building one lane would read and write, without doing it.
+
+    ``records`` are the files the build writes, relative to ``OUT`` (a trailing ``/`` is a directory).
+    """
+
+    lane_id: str
+    kind: str
+    mode: str
+    members: tuple[PlannedMember, ...]
+    records: tuple[str, ...]
+
+    @property
+    def staged_bytes(self) -> int:
+        """Bytes read from the staged tree (the total of the lane's ``package`` progress)."""
+        return sum(m.size or 0 for m in self.members if m.origin == "staged")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "lane": self.lane_id,
+            "kind": self.kind,
+            "mode": self.mode,
+            "members": [{"name": m.name, "size": m.size, "origin": m.origin} for m in self.members],
+            "staged_bytes": self.staged_bytes,
+            "records": list(self.records),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildPlan:
+    """What ``build lane``/``build release`` would do: every lane's plan and the top-level records.
+
+    ``replaces`` is true when ``out`` exists and ``--clean`` would replace it.
+    """
+
+    out: Path
+    replaces: bool
+    lanes: tuple[LanePlan, ...]
+    records: tuple[str, ...]
+
+    def progress_totals(self) -> dict[str, int]:
+        """Total bytes per progress phase (:func:`lane_phase` names) for a progress bar."""
+        return {
+            lane_phase(p.lane_id, "package"): p.staged_bytes for p in self.lanes if p.kind == "windows-zip"
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "replaces": self.replaces,
+            "lanes": [p.as_json() for p in self.lanes],
+            "records": list(self.records),
+        }
+
+
+def _lane_plan(release: profiles.Release, lane: profiles.Lane, inputs: Path) -> LanePlan:
+    result = lane_result_name(lane.id)
+    if lane.mode == "carry":
+        return LanePlan(lane_id=lane.id, kind=lane.kind, mode=lane.mode, members=(), records=(result,))
+    if lane.kind == "windows-zip":
+        profile, rendered, staged, recipe = _native_inputs(release, lane, inputs)
+        plan = package_plan(lane=lane, profile=profile, rendered=rendered, staged=staged, recipe=recipe)
+        size_of = {f.path: f.size for f in staged.files}
+        members = tuple(
+            PlannedMember(
+                name=e.name,
+                size=size_of[e.staged_path]
+                if e.staged_path is not None
+                else (len(e.data) if e.data else None),
+                origin="generated" if e.generated else "staged",
+            )
+            for e in plan.entries
+        )
+        names = names_for_tag(lane.component_tag)
+        return LanePlan(
+            lane_id=lane.id,
+            kind=lane.kind,
+            mode=lane.mode,
+            members=members,
+            records=(*(f"{lane.id}/{n}" for n in names.all), result),
+        )
+    staged_root = _staged_dir(inputs, lane.id)
+    files = sorted(p for p in staged_root.rglob("*") if p.is_file())
+    return LanePlan(
+        lane_id=lane.id,
+        kind=lane.kind,
+        mode=lane.mode,
+        members=tuple(
+            PlannedMember(name=p.relative_to(staged_root).as_posix(), size=p.stat().st_size, origin="staged")
+            for p in files
+        ),
+        records=(*(f"{lane.id}/{n}" for n in IMAGE_OUTPUT_NAMES), result),
+    )
+
+
+def plan_build(
+    manifest: Path,
+    *,
+    inputs: Path,
+    out: Path,
+    env: Mapping[str, str],
+    lane_id: str | None = None,
+    clean: bool = False,
+    repo_root: Path | None = None,
+) -> BuildPlan:
+    """Plan ``build release`` (``lane_id`` None) or ``build lane lane_id`` without writing anything.
+
+    Reads the definition, profiles, staged trees and recipes exactly as the build does, so the
+    same input errors surface; the staged bytes themselves are not read (sizes come from ``stat``).
+
+    Raises:
+        DefinitionError: the definition or a profile is invalid (exit 3).
+        InputError: staged inputs missing or invalid; ``out`` exists and may not be replaced (exit 4).
+    """
+    release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    if lane_id is not None and lane_id not in release.lanes:
+        raise InputError(
+            problems=[
+                Problem(
+                    file=str(release.path),
+                    field="lanes",
+                    message=f"no lane {lane_id!r} (lanes: {', '.join(release.lanes)})",
+                )
+            ]
+        )
+    replaces = check_target(out, replace_marked=OUTPUT_MARKER if clean else None)
+    lane_ids = [lane_id] if lane_id is not None else list(release.lanes)
+    lanes = tuple(_lane_plan(release, release.lanes[i], inputs) for i in lane_ids)
+    top = (RELEASE_MANIFEST_NAME, OUTPUT_MARKER) if lane_id is None else (OUTPUT_MARKER,)
+    return BuildPlan(out=out, replaces=replaces, lanes=lanes, records=top)

@@ -38,7 +38,13 @@ from ninfer_release.releases._publish import (
     plan_publish,
 )
 from ninfer_release.releases._records import FileRef, LaneFacts, Receipt, release_instance_id
-from ninfer_release.releases._seal import SealedSet, build_native_set, load_receipts, profile_asset
+from ninfer_release.releases._seal import (
+    SealedSet,
+    build_native_set,
+    load_receipts,
+    package_plan,
+    profile_asset,
+)
 from ninfer_release.releases._verify import VerifyReport, verify_set
 
 __all__ = [
@@ -68,6 +74,7 @@ __all__ = [
     "load_receipts",
     "names_for_tag",
     "open_publisher",
+    "package_plan",
     "package_stem",
     "parse_target",
     "plan_publish",

@@ -93,6 +93,13 @@ def _verify_dir(
     return report
 
 
+def _looks_like_a_set(directory: Path) -> bool:
+    try:
+        return any(p.name == SUMS_NAME or p.name.endswith(".zip") for p in directory.iterdir())
+    except OSError:
+        return True  # let verify_set report why it cannot list it
+
+
 def verify_location(
     location: str,
     *,
@@ -115,6 +122,14 @@ def verify_location(
             # Nothing to verify is a missing input (exit 4), not a set that failed (exit 5).
             raise InputError(
                 problems=[Problem(file=location, message="not a directory, oci:// or dir:// reference")]
+            )
+        if not _looks_like_a_set(Path(location)):
+            # A directory with neither SHA256SUMS nor a package is the wrong input (exit 4); a set
+            # missing one of them is a set that fails (exit 5).
+            raise InputError(
+                problems=[
+                    Problem(file=location, message=f"not an asset set (no {SUMS_NAME}, no *.zip package)")
+                ]
             )
         report = _verify_dir(
             Path(location),

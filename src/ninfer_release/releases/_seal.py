@@ -286,6 +286,35 @@ def _stand_in_paths(staged: packaging.StagedTree, zip_name_of: Mapping[str, str]
     return sorted(zip_name_of[p] for p in paths)
 
 
+def package_plan(
+    *,
+    lane: Lane,
+    profile: Profile,
+    rendered: RenderedConfig,
+    staged: packaging.StagedTree,
+    recipe: packaging.PackageRecipe,
+) -> packaging.PackagePlan:
+    """The zip plan of ``lane``'s package: the staged members plus the generated config, public
+    profile and NOTICE (bytes known) and the SPDX inventory (bytes filled in while building).
+
+    Pure: no file is read beyond what ``staged`` already holds. ``build --dry-run`` prints it.
+
+    Raises:
+        InputError: as :func:`ninfer_release.packaging.plan_package` (unsafe or unaccounted paths).
+    """
+    return packaging.plan_package(
+        staged,
+        recipe,
+        {
+            ZIP_CONFIG_PATH: rendered.data,
+            zip_profile_path(profile.id): profile_asset(profile, rendered),
+            "NOTICE.txt": packaging.render_notice(staged.lock, engine_files=staged.build_info.engine_files),
+            zip_spdx_path(names_for_tag(lane.component_tag).stem): None,
+        },
+        component=lane.component_tag,
+    )
+
+
 def build_native_set(
     *,
     release: Release,
@@ -315,17 +344,7 @@ def build_native_set(
     facts = _lane_facts(release, lane, profile)
     profile_bytes = profile_asset(profile, rendered)
     spdx_member = zip_spdx_path(names.stem)
-    plan = packaging.plan_package(
-        staged,
-        recipe,
-        {
-            ZIP_CONFIG_PATH: rendered.data,
-            zip_profile_path(profile.id): profile_bytes,
-            "NOTICE.txt": packaging.render_notice(staged.lock, engine_files=staged.build_info.engine_files),
-            spdx_member: None,
-        },
-        component=lane.component_tag,
-    )
+    plan = package_plan(lane=lane, profile=profile, rendered=rendered, staged=staged, recipe=recipe)
 
     def bytes_done(n: int) -> None:
         if progress is not None:

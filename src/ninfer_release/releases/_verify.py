@@ -133,11 +133,12 @@ def verify_set(
             stem=None,
             checked=(),
             warnings=(),
-            failures=(f"{directory}: cannot list: {exc.strerror or exc}",),
+            failures=(f"cannot list: {exc.strerror or exc}",),
         )
     stem = stem_from_names(listing)
     if stem is None:
-        run.fail(str(directory), "expected exactly one package '*.zip' in the set")
+        # The caller names the directory; the line says only what is wrong with it.
+        run.failures.append("expected exactly one package '*.zip' in the set")
         return VerifyReport(
             directory=str(directory),
             stem=None,
