@@ -523,6 +523,42 @@ def _plan_or_print(
     return None
 
 
+def _build_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options ``build lane`` and ``build release`` share (after --inputs/--out)."""
+    options = [
+        click.option(
+            "--receipts",
+            type=click.Path(file_okay=False),
+            help="Qualification receipts (DIR or DIR/<lane>/).",
+        ),
+        click.option("--registry", help="Mirror registry HOST:PORT to verify a carried image against."),
+        click.option(
+            "--offline", is_flag=True, help="Record carried images as unverified; contact no registry."
+        ),
+        click.option(
+            "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Compression threads."
+        ),
+        click.option(
+            "--base",
+            help="Base of a built container lane: OCI layout or REF@sha256 (default DIR/base-layout).",
+        ),
+        click.option(
+            "--clean",
+            is_flag=True,
+            help="Replace OUT once the new one is complete (only a build output holding the marker).",
+        ),
+        click.option(
+            "--dry-run",
+            "dry_run",
+            is_flag=True,
+            help="Print the plan (members, sizes, records); write nothing.",
+        ),
+    ]
+    for option in reversed(options):  # decorators apply bottom-up; keep the listed order in --help
+        command = option(command)
+    return command
+
+
 @cli.group()
 def build() -> None:
     """Build one lane, or a whole release, into asset sets and a release manifest."""
@@ -544,23 +580,7 @@ def build() -> None:
     "--inputs", required=True, type=click.Path(file_okay=False), help="Staged inputs (DIR or DIR/<lane>)."
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
-@click.option("--receipts", type=click.Path(file_okay=False), help="Qualification receipts directory.")
-@click.option("--registry", help="Mirror registry HOST:PORT to verify a carried image against.")
-@click.option("--offline", is_flag=True, help="Record carried images as unverified; contact no registry.")
-@click.option(
-    "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Compression threads."
-)
-@click.option(
-    "--base", help="Base of a built container lane: OCI layout or REF@sha256 (default DIR/base-layout)."
-)
-@click.option(
-    "--clean",
-    is_flag=True,
-    help="Replace an existing OUT once the new one is complete (only a build output: it holds the marker).",
-)
-@click.option(
-    "--dry-run", "dry_run", is_flag=True, help="Print the plan (members, sizes, records); write nothing."
-)
+@_build_options
 @click.pass_obj
 def build_lane_cmd(
     ctx: Context,
@@ -613,25 +633,7 @@ def build_lane_cmd(
     "--inputs", required=True, type=click.Path(file_okay=False), help="Staged inputs: DIR/<lane>/ per lane."
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
-@click.option(
-    "--receipts", type=click.Path(file_okay=False), help="Qualification receipts (DIR or DIR/<lane>/)."
-)
-@click.option("--registry", help="Mirror registry HOST:PORT to verify a carried image against.")
-@click.option("--offline", is_flag=True, help="Record carried images as unverified; contact no registry.")
-@click.option(
-    "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Compression threads."
-)
-@click.option(
-    "--base", help="Base of a built container lane: OCI layout or REF@sha256 (default DIR/base-layout)."
-)
-@click.option(
-    "--clean",
-    is_flag=True,
-    help="Replace an existing OUT once the new one is complete (only a build output: it holds the marker).",
-)
-@click.option(
-    "--dry-run", "dry_run", is_flag=True, help="Print the plan (members, sizes, records); write nothing."
-)
+@_build_options
 @click.pass_obj
 def build_release_cmd(
     ctx: Context,

@@ -472,14 +472,10 @@ class _LaneOptions:
     base: str | None
 
 
-def _one_lane(
-    release: profiles.Release,
-    lane_id: str,
-    *,
-    out: Path,
-    opts: _LaneOptions,
-) -> LaneOutcome:
-    if lane_id not in release.lanes:
+def _lane_of(release: profiles.Release, lane_id: str) -> profiles.Lane:
+    """The lane ``lane_id`` of ``release``; InputError naming the known lanes otherwise."""
+    lane = release.lanes.get(lane_id)
+    if lane is None:
         raise InputError(
             problems=[
                 Problem(
@@ -489,7 +485,17 @@ def _one_lane(
                 )
             ]
         )
-    lane = release.lanes[lane_id]
+    return lane
+
+
+def _one_lane(
+    release: profiles.Release,
+    lane_id: str,
+    *,
+    out: Path,
+    opts: _LaneOptions,
+) -> LaneOutcome:
+    lane = _lane_of(release, lane_id)
     inputs, progress = opts.inputs, opts.progress
     if lane.mode == "carry":
         return _carried_lane(release, lane, out=out, registry=opts.registry, offline=opts.offline)
@@ -757,18 +763,8 @@ def plan_build(
         InputError: staged inputs missing or invalid; ``out`` exists and may not be replaced (exit 4).
     """
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
-    if lane_id is not None and lane_id not in release.lanes:
-        raise InputError(
-            problems=[
-                Problem(
-                    file=str(release.path),
-                    field="lanes",
-                    message=f"no lane {lane_id!r} (lanes: {', '.join(release.lanes)})",
-                )
-            ]
-        )
+    chosen = [_lane_of(release, lane_id)] if lane_id is not None else list(release.lanes.values())
     replaces = check_target(out, replace_marked=OUTPUT_MARKER if clean else None)
-    lane_ids = [lane_id] if lane_id is not None else list(release.lanes)
-    lanes = tuple(_lane_plan(release, release.lanes[i], inputs) for i in lane_ids)
+    lanes = tuple(_lane_plan(release, lane, inputs) for lane in chosen)
     top = (RELEASE_MANIFEST_NAME, OUTPUT_MARKER) if lane_id is None else (OUTPUT_MARKER,)
     return BuildPlan(out=out, replaces=replaces, lanes=lanes, records=top)
