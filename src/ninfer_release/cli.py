@@ -705,12 +705,88 @@ def manifest_assemble(ctx: Context, lane_results: tuple[str, ...], out: str) -> 
     )
 
 
+def _http_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of every command that downloads by URL (docs/publishing.md, "Fetching by URL")."""
+    for option in reversed(
+        (
+            click.option(
+                "--ca-file", "ca_file", type=click.Path(dir_okay=False), help="PEM CA bundle to trust."
+            ),
+            click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds."),
+            click.option("--read-timeout", type=float, default=60.0, show_default=True, help="Seconds."),
+            click.option(
+                "--deadline",
+                type=float,
+                default=6 * 3600.0,
+                show_default=True,
+                help="Seconds for the whole fetch.",
+            ),
+            click.option("--retries", type=click.IntRange(0, 20), default=4, show_default=True),
+            click.option(
+                "--no-cross-host-redirects",
+                "no_cross_host",
+                is_flag=True,
+                help="Refuse redirects to another host (GitHub downloads need them).",
+            ),
+        )
+    ):
+        f = option(f)
+    return f
+
+
+def _http_policy(options: dict[str, Any]) -> Any:
+    from ninfer_release.releases import HttpPolicy
+
+    ca = options.get("ca_file")
+    return HttpPolicy(
+        connect_timeout=options["connect_timeout"],
+        read_timeout=options["read_timeout"],
+        deadline=options["deadline"],
+        retries=options["retries"],
+        cross_host_redirects=not options["no_cross_host"],
+        ca_file=Path(ca) if ca else None,
+    )
+
+
+@contextlib.contextmanager
+def _fetch_progress(ctx: Context) -> Iterator[Callable[[str, str, int], None] | None]:
+    """Rich progress bars on stderr, one per file and one for the total, only on a terminal."""
+    if ctx.json or ctx.verbosity < 0 or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        total = bar.add_task("total", total=None)
+        tasks: dict[str, Any] = {}
+
+        def event(kind: str, name: str, n: int) -> None:
+            if kind == "total":
+                bar.update(total, total=n, completed=0)
+            elif kind == "start":
+                tasks[name] = bar.add_task(name, total=n)
+            elif kind == "advance" and name in tasks:
+                bar.advance(tasks[name], n)
+                bar.advance(total, n)
+
+        yield event
+
+
 @cli.command(
     "verify",
     example="ninfer-release verify out/rtx4090 --release-manifest out/release-manifest.json\n"
-    "ninfer-release verify dir://store:v0.7.0-qwen38-4090-beta.2 --json",
+    "ninfer-release verify dir://store:v0.7.0-qwen38-4090-beta.2 --json\n"
+    "ninfer-release verify https://github.com/alphastorm/omp-ninfer/releases/download/v0.7.0-qwen38-4090-beta.2/",
 )
-@click.argument("location", metavar="DIR_OR_OCI_REF")
+@click.argument("location", metavar="DIR_OR_REF_OR_URL")
 @click.option("--sums-sha256", "sums_sha256", help="SHA256SUMS digest the release manifest binds.")
 @click.option(
     "--release-manifest",
@@ -718,9 +794,13 @@ def manifest_assemble(ctx: Context, lane_results: tuple[str, ...], out: str) -> 
     type=click.Path(dir_okay=False),
     help="release-manifest.json: check SHA256SUMS against the digest it binds for this set.",
 )
+@_http_options
 @click.pass_obj
-def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_manifest: str | None) -> None:
-    """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG, dir://PATH:TAG or files://DIR:TAG.
+def verify_cmd(
+    ctx: Context, /, location: str, sums_sha256: str | None, release_manifest: str | None, **http: Any
+) -> None:
+    """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG, dir://PATH:TAG, files://DIR:TAG
+    or https://HOST/.../<tag>/ (fetched into a private temp dir; http:// only for loopback).
 
     Exit 0 when every check holds; exit 5 with one line per failure otherwise.
     """
@@ -728,12 +808,14 @@ def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_man
     from ninfer_release.releases import verify_location
 
     bound = _read_release_manifest(Path(release_manifest)) if release_manifest is not None else None
-    with _byte_progress(ctx, "verify") as progress:
+    with _byte_progress(ctx, "verify") as progress, _fetch_progress(ctx) as fetch_progress:
         located = verify_location(
             location,
             expected_sums_sha256=sums_sha256,
             release_manifest=bound,
             progress=(lambda n: progress("hashed", n)) if progress else None,
+            http=_http_policy(http),
+            fetch_progress=fetch_progress,
         )
     report = located.report
     for w in report.warnings:
@@ -743,6 +825,78 @@ def verify_cmd(ctx: Context, location: str, sums_sha256: str | None, release_man
     lines = [] if ctx.verbosity < 1 else list(report.checked)
     lines.append(f"{location}: OK ({report.stem}, {len(report.checked)} checks)")
     emit(ctx, {"ok": True, **located.as_dict()}, lines)
+
+
+@cli.command(
+    "fetch",
+    example="ninfer-release fetch https://127.0.0.1:8443/omp/v0.7.0-qwen38-4090-beta.2/ --out set\n"
+    "ninfer-release fetch --route ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64.route.json --out set --with-model",
+)
+@click.argument("url", required=False, metavar="[URL]")
+@click.option(
+    "--out", "out", required=True, type=click.Path(file_okay=False), help="Directory to fetch into."
+)
+@click.option(
+    "--route",
+    "route",
+    type=click.Path(dir_okay=False),
+    help="Route block: fetch the set its package.url names.",
+)
+@click.option("--with-model", is_flag=True, help="With --route: also fetch components.model into store_as.")
+@click.option(
+    "--model-dir",
+    type=click.Path(file_okay=False),
+    help="Where --with-model stores the model (default --out).",
+)
+@_http_options
+@click.pass_obj
+def fetch_cmd(
+    ctx: Context,
+    /,
+    url: str | None,
+    out: str,
+    route: str | None,
+    with_model: bool,
+    model_dir: str | None,
+    **http: Any,
+) -> None:
+    """Download a published set by URL (https://HOST/.../<tag>/) or by route block, then verify it.
+
+    Each file is read with its expected size and SHA-256 and appears in --out only once both
+    check; an interrupted fetch resumes (HTTP Range) onto the partial named by the same digest.
+    Exit 0 when the set verifies; 4 network/HTTP/input problems; 5 wrong size, digest or set.
+    """
+    from ninfer_release.errors import IntegrityError, Problem
+    from ninfer_release.releases import fetch_route, fetch_set
+
+    if (url is None) == (route is None):
+        raise click.UsageError("give either URL or --route ROUTE.json")
+    if with_model and route is None:
+        raise click.UsageError("--with-model needs --route (the model's URL, size and SHA-256 come from it)")
+    policy = _http_policy(http)
+    with _fetch_progress(ctx) as progress:
+        if route is not None:
+            result = fetch_route(
+                Path(route),
+                Path(out),
+                policy=policy,
+                with_model=with_model,
+                model_dir=Path(model_dir) if model_dir else None,
+                progress=progress,
+            )
+        else:
+            assert url is not None
+            result = fetch_set(url, Path(out), policy=policy, progress=progress)
+    report = result.report
+    for w in report.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if not report.ok:
+        raise IntegrityError(problems=[Problem(file=result.url, message=f) for f in report.failures])
+    lines = [f"{f.status}: {f.name} ({f.size} bytes)" for f in result.files] if ctx.verbosity >= 1 else []
+    if result.model is not None:
+        lines.append(f"model {result.model.status}: {result.model.name} ({result.model.size} bytes)")
+    lines.append(f"{result.url}: fetched into {out}, OK ({report.stem}, {len(report.checked)} checks)")
+    emit(ctx, {"ok": True, **result.as_dict()}, lines)
 
 
 def _read_release_manifest(path: Path) -> dict[str, Any]:

@@ -19,7 +19,9 @@ from ninfer_release.releases._contract import (
     package_stem,
     stem_from_names,
 )
+from ninfer_release.releases._fetch_flow import FetchReport, fetch_route, fetch_set
 from ninfer_release.releases._flows import LocatedReport, publish_set, supersede_tags, verify_location
+from ninfer_release.releases._http_fetch import Fetched, FetchProgress, HttpPolicy
 from ninfer_release.releases._publish import (
     ANN_REVISION,
     ARTIFACT_TYPE,
@@ -56,8 +58,12 @@ __all__ = [
     "ZIP_CONFIG_PATH",
     "AssetNames",
     "DirTarget",
+    "FetchProgress",
+    "FetchReport",
+    "Fetched",
     "FileRef",
     "FilesTarget",
+    "HttpPolicy",
     "LaneFacts",
     "LocatedReport",
     "OciTarget",
@@ -70,6 +76,8 @@ __all__ = [
     "SealedSet",
     "VerifyReport",
     "build_native_set",
+    "fetch_route",
+    "fetch_set",
     "is_prerelease",
     "load_receipts",
     "names_for_tag",

@@ -21,6 +21,8 @@ from typing import Any
 from ninfer_release.errors import InputError, Problem, PublishError
 from ninfer_release.profiles import Release
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
+from ninfer_release.releases._fetch_flow import fetch_set
+from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
 from ninfer_release.releases._publish import (
     ANN_REVISION,
     PublishRequest,
@@ -31,6 +33,7 @@ from ninfer_release.releases._publish import (
 from ninfer_release.releases._verify import VerifyReport, verify_set
 
 REMOTE_SCHEMES = ("oci://", "dir://", "files://")
+URL_SCHEMES = ("https://", "http://")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,8 +109,12 @@ def verify_location(
     expected_sums_sha256: str | None = None,
     release_manifest: Mapping[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
+    http: HttpPolicy | None = None,
+    fetch_progress: FetchProgress | None = None,
 ) -> LocatedReport:
-    """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG`` or ``dir://PATH:TAG``.
+    """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG``, ``dir://PATH:TAG``,
+    ``files://DIR:TAG`` or ``https://HOST/…/<tag>/`` (fetched by URL with ``http``, see
+    :func:`~._fetch_flow.fetch_set`, into a private temp dir).
 
     ``release_manifest`` (the parsed ``release-manifest.json``): the set's ``SHA256SUMS`` must be
     the digest it binds for the lane whose component tag names the set; a release manifest that
@@ -117,6 +124,14 @@ def verify_location(
         InputError: the reference is malformed or names nothing (exit 4).
         IntegrityError: a pulled blob does not match its digest (exit 5).
     """
+    if location.startswith(URL_SCHEMES):
+        return _verify_url(
+            location,
+            expected_sums_sha256=expected_sums_sha256,
+            release_manifest=release_manifest,
+            http=http or HttpPolicy(),
+            progress=fetch_progress,
+        )
     if not location.startswith(REMOTE_SCHEMES):
         if not Path(location).is_dir():
             # Nothing to verify is a missing input (exit 4), not a set that failed (exit 5).
@@ -164,6 +179,31 @@ def verify_location(
         sums_sha256=report.sums_sha256,
     )
     return LocatedReport(location=location, manifest_digest=pulled.manifest_digest, report=report)
+
+
+def _verify_url(
+    location: str,
+    *,
+    expected_sums_sha256: str | None,
+    release_manifest: Mapping[str, Any] | None,
+    http: HttpPolicy,
+    progress: FetchProgress | None,
+) -> LocatedReport:
+    def check(directory: Path) -> VerifyReport:
+        return _verify_dir(
+            directory,
+            expected_sums_sha256=expected_sums_sha256,
+            release_manifest=release_manifest,
+            progress=None,
+        )
+
+    with tempfile.TemporaryDirectory(prefix="ninfer-verify-") as tmp:
+        fetched = fetch_set(location, Path(tmp) / "set", policy=http, progress=progress, check=check)
+    report = replace(fetched.report, directory=location)
+    sums = next((f.sha256 for f in fetched.files if f.name == SUMS_NAME), None)
+    return LocatedReport(
+        location=location, manifest_digest=None if sums is None else "sha256:" + sums, report=report
+    )
 
 
 def _component_manifest(set_dir: Path, names: AssetNames) -> dict[str, Any]:

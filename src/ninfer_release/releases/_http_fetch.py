@@ -1,0 +1,514 @@
+"""Downloading a published set (or the model) from a plain web server, as an installer does.
+
+This is the HTTP client for *static file servers* (nginx, GitHub release downloads, an S3
+bucket): ``GET`` of ``{base}/{tag}/{name}``, nothing else. OCI registries speak another protocol
+and have their own client. One library: urllib3 (the HTTP layer of requests).
+
+Rules (docs/publishing.md, "Fetching by URL"):
+
+* **Schemes** — ``https://``; plain ``http://`` only for loopback hosts (``127.*``, ``localhost``,
+  ``[::1]``), as for registries. TLS is verified against the system CAs, or ``ca_file``.
+* **Bounded reads** — a file is read with its expected size (and SHA-256) known beforehand; at
+  most that many bytes are accepted (a longer answer is cut and refused). Files of unknown size
+  (``SHA256SUMS``, the component manifest) have a cap instead.
+* **Time** — connect and read timeouts per request, one overall deadline for the whole fetch,
+  bounded retries (connection errors, cut connections, read timeouts, 5xx, 429) with backoff.
+* **Resume** — HTTP ``Range``, but only onto a partial *named by the SHA-256 it must reach*
+  (``<partials>/<sha256>.partial``): the partial of another artifact has another name, so it is
+  never appended to (the release notes forbid resuming the version-3 model onto a version-2
+  file). A server that ignores ``Range`` (answers 200) restarts the file from byte 0.
+* **Redirects** — followed by hand, at most :attr:`HttpPolicy.max_redirects`; every hop must be
+  ``https://`` (``http://`` only between loopback hosts); a redirect to another host is followed
+  (GitHub release downloads redirect to ``objects.githubusercontent.com``) unless
+  ``cross_host_redirects`` is off. Integrity never rests on the host: every byte is checked
+  against the digests of ``SHA256SUMS``. Nothing is ever sent but the ``GET`` (no credentials).
+* **Atomic** — a file appears under its name only after its size and digest check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import ssl
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import urllib3
+
+from ninfer_release import __version__
+from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.releases._publish import is_bare_name, is_loopback_host
+
+_CHUNK = 1 << 20  # 1 MiB
+_T = TypeVar("_T")
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+#: ``progress(kind, name, n)``: ``"total"`` (n = bytes the whole fetch will read), ``"start"``
+#: (n = the file's size), ``"advance"`` (n = bytes just read, or skipped because already present).
+FetchProgress = Callable[[str, str, int], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpPolicy:
+    """Timeouts (seconds), retries, redirects and trust for one fetch."""
+
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+    #: The whole fetch (every file, every retry) must finish within this many seconds.
+    deadline: float = 6 * 3600.0
+    #: Extra attempts per file after the first (each resumes where the last stopped).
+    retries: int = 4
+    #: First backoff (seconds), doubled per retry, at most 10 s.
+    backoff: float = 0.5
+    max_redirects: int = 5
+    cross_host_redirects: bool = True
+    #: PEM CA bundle to trust instead of the system's (a private CA, the tests' CA).
+    ca_file: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wanted:
+    """One file to download: where from, its bare ``name``, expected ``size`` (bytes) and SHA-256."""
+
+    name: str
+    url: str
+    size: int
+    sha256: str
+    #: Who states the digest, for messages: "SHA256SUMS lists", "the route block lists".
+    listed_by: str = "expected"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fetched:
+    """A file now in place: ``status`` says whether it was read now or was already there."""
+
+    name: str
+    url: str
+    final_url: str
+    size: int
+    sha256: str
+    status: Literal["downloaded", "present"]
+    resumed_from: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form (``--json`` summary)."""
+        return {
+            "name": self.name,
+            "url": self.url,
+            "final_url": self.final_url,
+            "size": self.size,
+            "sha256": self.sha256,
+            "status": self.status,
+            "resumed_from": self.resumed_from,
+        }
+
+
+class _Retry(Exception):
+    """A transient failure: try again (resuming) while attempts and time remain."""
+
+
+def check_url(url: str) -> urllib3.util.Url:
+    """Parse ``url``: ``https://HOST/…``, or ``http://`` for a loopback host only.
+
+    Raises:
+        InputError: another scheme, no host, or plain HTTP to a non-loopback host (exit 4).
+    """
+    try:
+        parsed = urllib3.util.parse_url(url)
+    except urllib3.exceptions.LocationParseError:
+        parsed = None
+    if parsed is None or not parsed.host or parsed.scheme not in {"https", "http"}:
+        raise InputError(problems=[Problem(file=url, message="not an https:// URL")])
+    if parsed.scheme == "http" and not is_loopback_host(parsed.host):
+        raise InputError(
+            problems=[
+                Problem(file=url, message="plain http:// is allowed only for loopback hosts; use https://")
+            ]
+        )
+    if parsed.auth:
+        raise InputError(problems=[Problem(file=url, message="credentials in a URL are refused")])
+    return parsed
+
+
+def join_url(base: str, name: str) -> str:
+    """``base`` (ending in ``/``) + the percent-encoded bare ``name``."""
+    return base + urllib.parse.quote(name, safe="")
+
+
+class HttpFetcher:
+    """Downloads files by URL under one :class:`HttpPolicy` and one overall deadline."""
+
+    def __init__(self, policy: HttpPolicy, *, progress: FetchProgress | None = None) -> None:
+        self.policy = policy
+        self.progress = progress
+        self._deadline = time.monotonic() + policy.deadline
+        context = ssl.create_default_context(cafile=str(policy.ca_file) if policy.ca_file else None)
+        self._pool = urllib3.PoolManager(ssl_context=context, retries=False)
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._pool.clear()
+
+    def __enter__(self) -> HttpFetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- one request ---------------------------------------------------------------------------
+
+    def _remaining(self, url: str) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise InputError(
+                problems=[
+                    Problem(file=url, message=f"the fetch deadline of {self.policy.deadline:g} s passed")
+                ]
+            )
+        return left
+
+    def _note(self, kind: str, name: str, n: int) -> None:
+        if self.progress is not None:
+            self.progress(kind, name, n)
+
+    def open(self, url: str, *, start: int = 0) -> tuple[urllib3.BaseHTTPResponse, str]:
+        """``GET url`` (from byte ``start``), following redirects by the policy.
+
+        Returns the unread response (status 200 or 206) and the URL that answered.
+
+        Raises:
+            InputError: 404 and other 4xx, a refused redirect, TLS failure, too many redirects.
+            _Retry: a transient failure (connection, timeout, 5xx/429).
+        """
+        first = check_url(url)
+        current = url
+        for _hop in range(self.policy.max_redirects + 1):
+            left = self._remaining(url)
+            headers = {"Accept-Encoding": "identity", "User-Agent": f"ninfer-release/{__version__}"}
+            if start:
+                headers["Range"] = f"bytes={start}-"
+            timeout = urllib3.Timeout(
+                connect=min(self.policy.connect_timeout, left), read=min(self.policy.read_timeout, left)
+            )
+            try:
+                resp = self._pool.request(
+                    "GET",
+                    current,
+                    headers=headers,
+                    redirect=False,
+                    preload_content=False,
+                    decode_content=False,
+                    timeout=timeout,
+                )
+            except urllib3.exceptions.SSLError as exc:
+                raise InputError(
+                    problems=[Problem(file=current, message=f"TLS failure: {_reason(exc)}")]
+                ) from None
+            except urllib3.exceptions.HTTPError as exc:
+                raise _Retry(f"{current}: {_reason(exc)}") from None
+            if resp.status in _REDIRECTS:
+                location = resp.headers.get("Location")
+                resp.drain_conn()
+                resp.release_conn()
+                if not location:
+                    raise InputError(
+                        problems=[Problem(file=current, message=f"HTTP {resp.status} without Location")]
+                    )
+                target = urllib.parse.urljoin(current, location)
+                self._check_redirect(first, current, target)
+                current = target
+                continue
+            if resp.status in (200, 206):
+                return resp, current
+            resp.drain_conn()
+            resp.release_conn()
+            if resp.status in _RETRY_STATUS:
+                raise _Retry(f"{current}: HTTP {resp.status}")
+            reason = resp.reason or ""
+            raise InputError(
+                problems=[Problem(file=current, message=f"HTTP {resp.status} {reason}".rstrip())]
+            )
+        raise InputError(
+            problems=[Problem(file=url, message=f"more than {self.policy.max_redirects} redirects; refused")]
+        )
+
+    def _check_redirect(self, first: urllib3.util.Url, current: str, target: str) -> None:
+        try:
+            parsed = urllib3.util.parse_url(target)
+        except urllib3.exceptions.LocationParseError:
+            parsed = None
+        why = None
+        if parsed is None or not parsed.host:
+            why = "not a URL"
+        elif parsed.scheme == "http":
+            # Plain HTTP only between loopback hosts (tests, a local mirror): never a downgrade.
+            if not (first.scheme == "http" and is_loopback_host(parsed.host)):
+                why = "not https://"
+        elif parsed.scheme != "https":
+            why = "not https://"
+        elif not self.policy.cross_host_redirects and parsed.host != first.host:
+            why = f"another host ({parsed.host}) and cross-host redirects are off"
+        if why is not None:
+            raise InputError(problems=[Problem(file=current, message=f"redirect to {target} refused: {why}")])
+
+    # -- whole files ---------------------------------------------------------------------------
+
+    def read_capped(self, url: str, *, cap: int, name: str) -> tuple[bytes, str]:
+        """The whole body of ``url`` in memory, refused beyond ``cap`` bytes; and the final URL.
+
+        Raises:
+            InputError: as :meth:`open`, or retries/deadline exhausted.
+            IntegrityError: the body is longer than ``cap``.
+        """
+
+        def attempt() -> tuple[bytes, str]:
+            resp, final = self.open(url)
+            try:
+                data = bytearray()
+                for chunk in _stream(resp, url):
+                    data += chunk
+                    if len(data) > cap:
+                        raise IntegrityError(
+                            problems=[
+                                Problem(file=url, field=name, message=f"longer than its cap of {cap} bytes")
+                            ]
+                        )
+                return bytes(data), final
+            finally:
+                resp.release_conn()
+
+        return self._with_retries(url, attempt)
+
+    def _with_retries(self, url: str, attempt: Callable[[], _T]) -> _T:
+        last = ""
+        for n in range(self.policy.retries + 1):
+            try:
+                return attempt()
+            except _Retry as exc:
+                last = str(exc)
+                if n == self.policy.retries:
+                    break
+                time.sleep(min(self.policy.backoff * (2**n), 10.0, self._remaining(url)))
+        raise InputError(
+            problems=[Problem(file=url, message=f"failed after {self.policy.retries + 1} attempts: {last}")]
+        )
+
+    def fetch(self, wanted: Wanted, *, dest: Path, partials: Path) -> Fetched:
+        """Download ``wanted`` to ``dest`` (a new file), resuming ``partials/<sha256>.partial``.
+
+        An existing ``dest`` with the expected size and digest is kept (``present``); one with
+        other bytes is never overwritten. The partial is named by the digest it must reach, so
+        only bytes of the same artifact are ever resumed; a partial longer than the expected size
+        or not reaching the digest is discarded.
+
+        Raises:
+            InputError: ``dest`` holds other bytes; network failures after the retries; 404 etc.
+            IntegrityError: the server sent a wrong size or wrong bytes (the partial is removed).
+        """
+        if not is_bare_name(dest.name) or len(wanted.sha256) != 64:
+            raise InputError(
+                problems=[Problem(file=wanted.url, field="name", message="not a bare file name")]
+            )
+        self._note("start", wanted.name, wanted.size)
+        if dest.is_file() and not dest.is_symlink():
+            if dest.stat().st_size == wanted.size and _sha256_of(dest) == wanted.sha256:
+                self._note("advance", wanted.name, wanted.size)
+                return Fetched(
+                    name=wanted.name,
+                    url=wanted.url,
+                    final_url=wanted.url,
+                    size=wanted.size,
+                    sha256=wanted.sha256,
+                    status="present",
+                )
+            raise InputError(
+                problems=[
+                    Problem(file=str(dest), message="already exists with other bytes; refusing to overwrite")
+                ]
+            )
+        if dest.exists() or dest.is_symlink():
+            raise InputError(problems=[Problem(file=str(dest), message="exists and is not a regular file")])
+        partials.mkdir(parents=True, exist_ok=True)
+        partial = partials / f"{wanted.sha256}.partial"
+        state = _Partial.open(partial, wanted.size)
+        resumed_from = state.size
+        if state.size:
+            self._note("advance", wanted.name, state.size)
+        final_url = wanted.url
+
+        def attempt() -> str:
+            return self._download_into(wanted, state)
+
+        try:
+            if state.size < wanted.size:
+                final_url = self._with_retries(wanted.url, attempt)
+            state.close()
+            got = state.hexdigest()
+            if got != wanted.sha256:
+                partial.unlink()
+                raise IntegrityError(
+                    problems=[
+                        Problem(
+                            file=wanted.url,
+                            field=wanted.name,
+                            message=f"wrong digest: SHA-256 is {got}, {wanted.listed_by} {wanted.sha256}",
+                        )
+                    ]
+                )
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            partial.chmod(0o644)
+            os.link(partial, dest)  # never replaces a file that appeared meanwhile
+            partial.unlink()
+        finally:
+            state.close()
+        return Fetched(
+            name=wanted.name,
+            url=wanted.url,
+            final_url=final_url,
+            size=wanted.size,
+            sha256=wanted.sha256,
+            status="downloaded",
+            resumed_from=resumed_from,
+        )
+
+    def _download_into(self, wanted: Wanted, state: _Partial) -> str:
+        resp, final = self.open(wanted.url, start=state.size)
+        try:
+            if state.size and resp.status == 200:
+                # The server ignored Range: the body starts at byte 0 again.
+                self._note("advance", wanted.name, -state.size)
+                state.restart()
+            elif resp.status == 206:
+                want_range = f"bytes {state.size}-{wanted.size - 1}/{wanted.size}"
+                if resp.headers.get("Content-Range", "") != want_range:
+                    raise IntegrityError(
+                        problems=[
+                            Problem(
+                                file=wanted.url,
+                                field=wanted.name,
+                                message=f"wrong size: Content-Range {resp.headers.get('Content-Range')!r}, "
+                                f"expected {want_range!r}",
+                            )
+                        ]
+                    )
+            length = resp.headers.get("Content-Length")
+            if length is not None and length.isdigit() and int(length) != wanted.size - state.size:
+                raise IntegrityError(
+                    problems=[
+                        Problem(
+                            file=wanted.url,
+                            field=wanted.name,
+                            message=f"wrong size: the server announces {int(length) + state.size} bytes, "
+                            f"expected {wanted.size}",
+                        )
+                    ]
+                )
+            for chunk in _stream(resp, wanted.url):
+                self._remaining(wanted.url)
+                if state.size + len(chunk) > wanted.size:
+                    state.discard()
+                    raise IntegrityError(
+                        problems=[
+                            Problem(
+                                file=wanted.url,
+                                field=wanted.name,
+                                message=f"wrong size: longer than the expected {wanted.size} bytes; "
+                                "cut and refused",
+                            )
+                        ]
+                    )
+                state.append(chunk)
+                self._note("advance", wanted.name, len(chunk))
+            if state.size < wanted.size:
+                raise _Retry(f"{wanted.url}: connection closed at byte {state.size} of {wanted.size}")
+            return final
+        finally:
+            resp.release_conn()
+
+
+def _stream(resp: urllib3.BaseHTTPResponse, url: str) -> Iterator[bytes]:
+    """The body in chunks; a cut connection or read timeout is a :class:`_Retry`."""
+    try:
+        while True:
+            # read1: whatever one socket read returns (<= 1 MiB), so the bytes that arrived before
+            # a cut or a stall are kept in the partial, not lost in a half-filled buffer.
+            chunk = resp.read1(_CHUNK)
+            if not chunk:
+                return
+            yield chunk
+    except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError) as exc:
+        raise _Retry(f"{url}: {_reason(exc)}") from None
+    except urllib3.exceptions.SSLError as exc:
+        raise _Retry(f"{url}: TLS read failed: {_reason(exc)}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost reason of a urllib3 error, on one line."""
+    inner: BaseException = exc
+    while isinstance(getattr(inner, "reason", None), BaseException):
+        inner = inner.reason  # type: ignore[attr-defined]
+    return " ".join(str(inner).split()) or type(inner).__name__
+
+
+def _sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class _Partial:
+    """An append-only partial file and the running SHA-256 of its bytes."""
+
+    def __init__(self, path: Path, expected: int) -> None:
+        self.path = path
+        self.expected = expected
+        self._hash = hashlib.sha256()
+        self.size = 0
+        self._file = path.open("ab")
+
+    @classmethod
+    def open(cls, path: Path, expected: int) -> _Partial:
+        """Open (or create) ``path``; an existing partial's bytes are hashed first to resume."""
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise InputError(problems=[Problem(file=str(path), message="partial is not a regular file")])
+        if path.is_file() and path.stat().st_size > expected:
+            path.unlink()  # longer than the artifact: cannot be a prefix of it
+        state = cls(path, expected)
+        with path.open("rb") as f:
+            while chunk := f.read(_CHUNK):
+                state._hash.update(chunk)
+                state.size += len(chunk)
+        return state
+
+    def append(self, chunk: bytes) -> None:
+        self._file.write(chunk)
+        self._hash.update(chunk)
+        self.size += len(chunk)
+
+    def restart(self) -> None:
+        self._file.truncate(0)
+        self._file.seek(0)
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def discard(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()

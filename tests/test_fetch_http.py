@@ -1,0 +1,244 @@
+"""``verify https://…/<tag>/`` and ``fetch`` by URL against Debian's nginx over TLS (issue 12).
+
+Done-when: publish → nginx → ``verify https://127.0.0.1:PORT/<base>/<tag>/`` passes for both
+native sets, and flipping one byte of any served file fails it naming the file; a fetch cut
+half-way through the package resumes and ends byte-identical; a partial of another digest is
+never appended to; ``fetch --route`` fetches the package (and a stand-in model) by the route's
+URLs. The servers are started here, on loopback, and stopped by PID.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flow_support import (
+    NATIVE_LANES,
+    TAGS,
+    Result,
+    cli,
+    flip_byte,
+    ok,
+    qualified_out,
+    set_names,
+    stem,
+)
+from http_support import CuttingProxy, Nginx
+from ninfer_release.errors import InputError
+from ninfer_release.releases._http_fetch import check_url
+
+BASE = "omp"  # the path under which the files:// tree is served: https://127.0.0.1:P/omp/<tag>/
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nginx]:
+    """nginx serving a files:// store holding both sealed native sets under ``/omp/``."""
+    server = Nginx.start(tmp_path_factory.mktemp("nginx"))
+    try:
+        qual = qualified_out(tmp_path_factory)
+        for lane in NATIVE_LANES:
+            ok(cli("publish", qual / lane, "--to", f"files://{server.root / BASE}"))
+        yield server
+    finally:
+        server.stop()
+
+
+def _url(server: Nginx, lane: str, *, prefix: str = "") -> str:
+    return f"{server.base}/{prefix}{BASE}/{TAGS[lane]}/"
+
+
+def _run(server: Nginx, *args: str | Path) -> Result:
+    return cli("--json", *args, "--ca-file", server.ca, "--retries", "1")
+
+
+def _copy_tag(server: Nginx, lane: str, name: str) -> Path:
+    """A copy of ``lane``'s served set under ``/<name>/<tag>/`` (to tamper with)."""
+    dest = server.root / name / TAGS[lane]
+    shutil.copytree(server.root / BASE / TAGS[lane], dest)
+    return dest
+
+
+def _errors(res: Result) -> list[str]:
+    return [line for line in res.err.splitlines() if line.startswith("error: ")]
+
+
+def test_verify_https_passes_for_both_native_sets(nginx: Nginx) -> None:
+    for lane in NATIVE_LANES:
+        res = _run(nginx, "verify", _url(nginx, lane))
+        assert res.code == 0, res.text
+        doc = json.loads(res.out)
+        assert doc["ok"] is True and doc["stem"] == stem(lane)
+        assert (
+            doc["artifact_digest"]
+            == "sha256:"
+            + hashlib.sha256((nginx.root / BASE / TAGS[lane] / "SHA256SUMS").read_bytes()).hexdigest()
+        )
+
+
+@pytest.mark.parametrize("suffix", [s.removeprefix(stem("rtx4090")) for s in set_names("rtx4090")])
+def test_flipping_one_byte_of_any_served_file_fails_naming_it(nginx: Nginx, suffix: str) -> None:
+    name = stem("rtx4090") + suffix if suffix != "SHA256SUMS" else "SHA256SUMS"
+    where = re.sub(r"[^a-z0-9]+", "-", name.lower())
+    tree = _copy_tag(nginx, "rtx4090", where)
+    flip_byte(tree / name)
+    res = _run(nginx, "verify", f"{nginx.base}/{where}/{TAGS['rtx4090']}/")
+    assert res.code in (4, 5), res.text
+    assert res.code == 5 or name == "SHA256SUMS", res.text  # a flipped SHA256SUMS may stop parsing
+    named = name if name != "SHA256SUMS" else "SHA256SUMS"
+    assert any(named in line for line in _errors(res)), res.err
+
+
+def test_404_tls_failure_and_plain_http_are_one_line_exit_4(nginx: Nginx) -> None:
+    res = _run(nginx, "verify", f"{nginx.base}/{BASE}/v9.9.9-nothing/")
+    assert res.code == 4 and len(_errors(res)) == 1 and "HTTP 404" in res.err, res.text
+    res = cli("verify", _url(nginx, "rtx4090"))  # no --ca-file: the test CA is not trusted
+    assert res.code == 4 and len(_errors(res)) == 1 and "TLS failure" in res.err, res.text
+    assert "certificate verify failed" in res.err
+    with pytest.raises(InputError, match="loopback"):
+        check_url("http://example.org/omp/v1/")
+    res = cli("verify", f"{nginx.http_base}/{BASE}/{TAGS['rtx3090']}/")  # loopback: plain http allowed
+    assert res.code == 0, res.text
+
+
+def test_wrong_size_and_wrong_digest_are_exit_5_naming_the_file(nginx: Nginx) -> None:
+    zip_name = stem("rtx4090") + ".zip"
+    longer = _copy_tag(nginx, "rtx4090", "longer")
+    with (longer / zip_name).open("ab") as f:
+        f.write(b"\0")
+    res = _run(nginx, "verify", f"{nginx.base}/longer/{TAGS['rtx4090']}/")
+    assert res.code == 5 and "wrong size" in res.err and zip_name in res.err, res.text
+    flipped = _copy_tag(nginx, "rtx4090", "flipped")
+    flip_byte(flipped / zip_name)
+    res = _run(nginx, "verify", f"{nginx.base}/flipped/{TAGS['rtx4090']}/")
+    assert res.code == 5 and "wrong digest" in res.err and zip_name in res.err, res.text
+    assert len(_errors(res)) == 1
+
+
+def test_redirects_cross_host_followed_downgrade_and_loops_refused(nginx: Nginx) -> None:
+    # /to-secondary/ answers 302 to https://localhost:S/…: another host, followed by default
+    res = _run(nginx, "verify", _url(nginx, "rtx4090", prefix="to-secondary/"))
+    assert res.code == 0, res.text
+    res = _run(nginx, "verify", _url(nginx, "rtx4090", prefix="to-secondary/"), "--no-cross-host-redirects")
+    assert res.code == 4 and "refused" in res.err and "another host" in res.err, res.text
+    res = _run(nginx, "verify", _url(nginx, "rtx4090", prefix="to-http/"))
+    assert res.code == 4 and "redirect to http://example.invalid" in res.err and "not https" in res.err
+    res = _run(nginx, "verify", _url(nginx, "rtx4090", prefix="loop/"))
+    assert res.code == 4 and "more than 5 redirects" in res.err, res.text
+    assert all(len(_errors(r)) == 1 for r in [res])
+
+
+def test_fetch_writes_the_set_and_reports_json(nginx: Nginx, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = _run(nginx, "fetch", _url(nginx, "rtx3090"), "--out", out)
+    assert res.code == 0, res.text
+    doc = json.loads(res.out)
+    assert sorted(f["name"] for f in doc["files"]) == set_names("rtx3090")
+    assert {f["status"] for f in doc["files"]} == {"downloaded"}
+    assert doc["verify"]["ok"] is True
+    assert sorted(p.name for p in out.iterdir()) == set_names("rtx3090")  # no partials left
+    for name in set_names("rtx3090"):
+        assert (out / name).read_bytes() == (nginx.root / BASE / TAGS["rtx3090"] / name).read_bytes()
+    again = _run(nginx, "fetch", _url(nginx, "rtx3090"), "--out", out)
+    assert again.code == 0 and {f["status"] for f in json.loads(again.out)["files"]} == {"present"}
+
+
+def test_fetch_never_overwrites_a_file_with_other_bytes(nginx: Nginx, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    zip_name = stem("rtx4090") + ".zip"
+    (out / zip_name).write_bytes(b"mine")
+    res = _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", out)
+    assert res.code == 4 and "refusing to overwrite" in res.err, res.text
+    assert (out / zip_name).read_bytes() == b"mine"
+
+
+def _ranged(server: Nginx, lane: str, name: str) -> int:
+    """How many ``206 Partial Content`` answers nginx has logged for ``name`` of ``lane``."""
+    return (server.work / "access.log").read_text().count(f'/{BASE}/{TAGS[lane]}/{name} HTTP/1.1" 206')
+
+
+def _cutting_proxy(server: Nginx, lane: str) -> CuttingProxy:
+    """A proxy whose first connection is cut half-way through the package (the last file fetched;
+    one kept-alive connection carries every file before it)."""
+    tree = server.root / BASE / TAGS[lane]
+    zip_size = (tree / (stem(lane) + ".zip")).stat().st_size
+    before = sum(p.stat().st_size for p in tree.iterdir() if not p.name.endswith(".zip"))
+    return CuttingProxy(server.primary, after=before + zip_size // 2, cuts=1)
+
+
+def test_fetch_cut_half_way_resumes_with_range_in_the_same_run(nginx: Nginx, tmp_path: Path) -> None:
+    zip_name = stem("rtx4090") + ".zip"
+    proxy = _cutting_proxy(nginx, "rtx4090")
+    ranged = _ranged(nginx, "rtx4090", zip_name)
+    try:
+        url = f"https://127.0.0.1:{proxy.port}/{BASE}/{TAGS['rtx4090']}/"
+        res = _run(nginx, "fetch", url, "--out", tmp_path / "out", "--retries", "3")
+        assert res.code == 0, res.text
+    finally:
+        proxy.close()
+    assert proxy.cuts_left == 0 and proxy.connections >= 2  # it was cut, and a new connection resumed
+    assert _ranged(nginx, "rtx4090", zip_name) == ranged + 1
+    for name in set_names("rtx4090"):
+        assert (tmp_path / "out" / name).read_bytes() == (
+            nginx.root / BASE / TAGS["rtx4090"] / name
+        ).read_bytes()
+
+
+def test_fetch_interrupted_then_rerun_resumes_from_the_partial(nginx: Nginx, tmp_path: Path) -> None:
+    zip_name = stem("rtx4090") + ".zip"
+    served = nginx.root / BASE / TAGS["rtx4090"]
+    out = tmp_path / "out"
+    proxy = _cutting_proxy(nginx, "rtx4090")
+    try:
+        url = f"https://127.0.0.1:{proxy.port}/{BASE}/{TAGS['rtx4090']}/"
+        res = cli("fetch", url, "--out", out, "--ca-file", nginx.ca, "--retries", "0")
+    finally:
+        proxy.close()
+    assert res.code == 4 and len(_errors(res)) == 1 and "failed after 1 attempts" in res.err, res.text
+    sha = hashlib.sha256((served / zip_name).read_bytes()).hexdigest()
+    partial = out / ".ninfer-partial" / f"{sha}.partial"
+    assert 0 < partial.stat().st_size < (served / zip_name).stat().st_size
+    assert not (out / zip_name).exists()  # a file appears only once its digest checks
+    have = partial.stat().st_size
+    ranged = _ranged(nginx, "rtx4090", zip_name)
+    res = _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", out)
+    assert res.code == 0, res.text
+    entry = next(f for f in json.loads(res.out)["files"] if f["name"] == zip_name)
+    assert entry["resumed_from"] == have and entry["status"] == "downloaded"
+    assert _ranged(nginx, "rtx4090", zip_name) == ranged + 1
+    assert sorted(p.name for p in out.iterdir()) == set_names("rtx4090")
+    for name in set_names("rtx4090"):
+        assert (out / name).read_bytes() == (served / name).read_bytes()
+
+
+def test_a_partial_of_another_digest_is_never_appended_to(nginx: Nginx, tmp_path: Path) -> None:
+    zip_name = stem("rtx4090") + ".zip"
+    data = (nginx.root / BASE / TAGS["rtx4090"] / zip_name).read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    out = tmp_path / "out"
+    (out / ".ninfer-partial").mkdir(parents=True)
+    # An older artifact's partial: the same first half, but named by its own (other) digest.
+    old = data[: len(data) // 2]
+    other = out / ".ninfer-partial" / (hashlib.sha256(b"v2 model").hexdigest() + ".partial")
+    other.write_bytes(old)
+    res = _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", out)
+    assert res.code == 0, res.text
+    entry = next(f for f in json.loads(res.out)["files"] if f["name"] == zip_name)
+    assert entry["resumed_from"] == 0
+    assert other.read_bytes() == old  # untouched, never appended to
+    assert (out / zip_name).read_bytes() == data
+    # A partial under the right digest whose bytes are not a prefix: refused at the digest, removed.
+    out2 = tmp_path / "out2"
+    (out2 / ".ninfer-partial").mkdir(parents=True)
+    bad = out2 / ".ninfer-partial" / f"{sha}.partial"
+    bad.write_bytes(b"\0" * 1000)
+    res = _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", out2)
+    assert res.code == 5 and "wrong digest" in res.err, res.text
+    assert not bad.exists() and not (out2 / zip_name).exists()
+    assert _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", out2).code == 0

@@ -1,0 +1,140 @@
+"""The HTTP downloader against a misbehaving loopback server (plain http://, allowed on loopback):
+bodies longer than expected without a Content-Length, stalls, 5xx then success, servers that
+ignore Range, the overall deadline (releases/_http_fetch.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ninfer_release.errors import InputError, IntegrityError
+from ninfer_release.releases._http_fetch import HttpFetcher, HttpPolicy, Wanted, check_url
+
+BODY = bytes(range(256)) * 1024  # 256 KiB
+SHA = hashlib.sha256(BODY).hexdigest()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    counts: dict[str, int] = {}  # noqa: RUF012 - shared by the test server on purpose
+    ranges: list[str | None] = []  # noqa: RUF012
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def do_GET(self) -> None:
+        n = self.counts[self.path] = self.counts.get(self.path, 0) + 1
+        self.ranges.append(self.headers.get("Range"))
+        if self.path == "/longer":  # no Content-Length, more bytes than expected
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(BODY + b"extra")
+            self.close_connection = True
+        elif self.path == "/stall":
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            self.wfile.write(BODY[:1000])
+            self.wfile.flush()
+            time.sleep(1.5)
+            self.close_connection = True
+        elif self.path == "/flaky" and n == 1:
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/redirect-loop":
+            self.send_response(302)
+            self.send_header("Location", "/redirect-loop")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path in ("/flaky", "/no-range"):  # /no-range ignores Range: always 200, whole body
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            self.wfile.write(BODY)
+        else:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    _Handler.counts = {}
+    _Handler.ranges = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _fetch(url: str, tmp_path: Path, **policy: float) -> Path:
+    dest = tmp_path / "out" / "file.bin"
+    fast = {"retries": 2, "backoff": 0.01, "read_timeout": 0.5, **policy}
+    with HttpFetcher(HttpPolicy(**fast)) as http:  # type: ignore[arg-type]
+        http.fetch(Wanted(name="file.bin", url=url, size=len(BODY), sha256=SHA), dest=dest, partials=tmp_path / "p")
+    return dest
+
+
+def test_a_longer_answer_without_length_is_cut_and_refused(server: str, tmp_path: Path) -> None:
+    with pytest.raises(IntegrityError, match="longer than the expected 262144 bytes; cut and refused"):
+        _fetch(server + "/longer", tmp_path)
+    assert not (tmp_path / "out" / "file.bin").exists()
+    assert list((tmp_path / "p").iterdir()) == []  # the partial is discarded: it cannot be a prefix
+
+
+def test_a_stalled_server_hits_the_read_timeout_then_the_retry_bound(server: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="failed after 3 attempts") as info:
+        _fetch(server + "/stall", tmp_path)
+    assert len(info.value.lines) == 1
+    assert _Handler.counts["/stall"] == 3
+    # each retry asks for the rest of the partial (the 1000 bytes that arrived are kept); this
+    # server answers 200 (ignores Range), so each attempt restarts at byte 0 and stalls at 1000
+    assert _Handler.ranges == [None, "bytes=1000-", "bytes=1000-"]
+
+
+def test_a_503_is_retried(server: str, tmp_path: Path) -> None:
+    assert _fetch(server + "/flaky", tmp_path).read_bytes() == BODY
+    assert _Handler.counts["/flaky"] == 2
+
+
+def test_a_server_ignoring_range_restarts_from_byte_zero(server: str, tmp_path: Path) -> None:
+    partial = tmp_path / "p" / f"{SHA}.partial"
+    partial.parent.mkdir()
+    partial.write_bytes(BODY[:5000])
+    assert _fetch(server + "/no-range", tmp_path).read_bytes() == BODY
+    assert _Handler.ranges == ["bytes=5000-"]
+
+
+def test_the_overall_deadline_stops_retries(server: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="deadline of 1 s passed"):
+        _fetch(server + "/stall", tmp_path, deadline=1.0, retries=10)
+
+
+def test_redirect_loop_and_404(server: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="more than 5 redirects"):
+        _fetch(server + "/redirect-loop", tmp_path)
+    with pytest.raises(InputError, match="HTTP 404"):
+        _fetch(server + "/missing", tmp_path)
+    assert _Handler.counts["/redirect-loop"] == 6
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://127.0.0.1/x", "http://10.0.0.1/x", "http://example.org/x", "https://user:pw@127.0.0.1/x", "nonsense"],
+)
+def test_urls_refused(url: str) -> None:
+    with pytest.raises(InputError):
+        check_url(url)
