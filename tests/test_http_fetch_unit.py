@@ -26,7 +26,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     counts: dict[str, int] = {}  # noqa: RUF012 - shared by the test server on purpose
     ranges: list[str | None] = []  # noqa: RUF012
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def do_GET(self) -> None:
@@ -84,7 +84,9 @@ def _fetch(url: str, tmp_path: Path, **policy: float) -> Path:
     dest = tmp_path / "out" / "file.bin"
     fast = {"retries": 2, "backoff": 0.01, "read_timeout": 0.5, **policy}
     with HttpFetcher(HttpPolicy(**fast)) as http:  # type: ignore[arg-type]
-        http.fetch(Wanted(name="file.bin", url=url, size=len(BODY), sha256=SHA), dest=dest, partials=tmp_path / "p")
+        http.fetch(
+            Wanted(name="file.bin", url=url, size=len(BODY), sha256=SHA), dest=dest, partials=tmp_path / "p"
+        )
     return dest
 
 
@@ -133,7 +135,13 @@ def test_redirect_loop_and_404(server: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["ftp://127.0.0.1/x", "http://10.0.0.1/x", "http://example.org/x", "https://user:pw@127.0.0.1/x", "nonsense"],
+    [
+        "ftp://127.0.0.1/x",
+        "http://10.0.0.1/x",
+        "http://example.org/x",
+        "https://user:pw@127.0.0.1/x",
+        "nonsense",
+    ],
 )
 def test_urls_refused(url: str) -> None:
     with pytest.raises(InputError):
