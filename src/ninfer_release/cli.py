@@ -830,7 +830,8 @@ def verify_cmd(
 @cli.command(
     "fetch",
     example="ninfer-release fetch https://127.0.0.1:8443/omp/v0.7.0-qwen38-4090-beta.2/ --out set\n"
-    "ninfer-release fetch --route ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64.route.json --out set --with-model",
+    "ninfer-release fetch --route ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64.route.json --out set\n"
+    "ninfer-release fetch --route route.json --out set --with-model --model-dir models",
 )
 @click.argument("url", required=False, metavar="[URL]")
 @click.option(

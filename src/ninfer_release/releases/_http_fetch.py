@@ -352,14 +352,9 @@ class HttpFetcher:
             got = state.hexdigest()
             if got != wanted.sha256:
                 partial.unlink()
-                raise IntegrityError(
-                    problems=[
-                        Problem(
-                            file=wanted.url,
-                            field=wanted.name,
-                            message=f"wrong digest: SHA-256 is {got}, {wanted.listed_by} {wanted.sha256}",
-                        )
-                    ]
+                raise _wrong(
+                    wanted,
+                    f"wrong digest: SHA-256 is {got}, {wanted.listed_by} {wanted.sha256}",
                 )
             dest.parent.mkdir(parents=True, exist_ok=True)
             partial.chmod(0o644)
@@ -387,41 +382,25 @@ class HttpFetcher:
             elif resp.status == 206:
                 want_range = f"bytes {state.size}-{wanted.size - 1}/{wanted.size}"
                 if resp.headers.get("Content-Range", "") != want_range:
-                    raise IntegrityError(
-                        problems=[
-                            Problem(
-                                file=wanted.url,
-                                field=wanted.name,
-                                message=f"wrong size: Content-Range {resp.headers.get('Content-Range')!r}, "
-                                f"expected {want_range!r}",
-                            )
-                        ]
+                    raise _wrong(
+                        wanted,
+                        f"wrong size: Content-Range {resp.headers.get('Content-Range')!r}, "
+                        f"expected {want_range!r}",
                     )
             length = resp.headers.get("Content-Length")
             if length is not None and length.isdigit() and int(length) != wanted.size - state.size:
-                raise IntegrityError(
-                    problems=[
-                        Problem(
-                            file=wanted.url,
-                            field=wanted.name,
-                            message=f"wrong size: the server announces {int(length) + state.size} bytes, "
-                            f"expected {wanted.size}",
-                        )
-                    ]
+                raise _wrong(
+                    wanted,
+                    f"wrong size: the server announces {int(length) + state.size} bytes, "
+                    f"expected {wanted.size}",
                 )
             for chunk in _stream(resp, wanted.url):
                 self._remaining(wanted.url)
                 if state.size + len(chunk) > wanted.size:
                     state.discard()
-                    raise IntegrityError(
-                        problems=[
-                            Problem(
-                                file=wanted.url,
-                                field=wanted.name,
-                                message=f"wrong size: longer than the expected {wanted.size} bytes; "
-                                "cut and refused",
-                            )
-                        ]
+                    raise _wrong(
+                        wanted,
+                        f"wrong size: longer than the expected {wanted.size} bytes; cut and refused",
                     )
                 state.append(chunk)
                 self._note("advance", wanted.name, len(chunk))
@@ -430,6 +409,11 @@ class HttpFetcher:
             return final
         finally:
             resp.release_conn()
+
+
+def _wrong(wanted: Wanted, message: str) -> IntegrityError:
+    """A finding about the bytes served for ``wanted`` (exit 5), naming its URL and file."""
+    return IntegrityError(problems=[Problem(file=wanted.url, field=wanted.name, message=message)])
 
 
 def _stream(resp: urllib3.BaseHTTPResponse, url: str) -> Iterator[bytes]:
