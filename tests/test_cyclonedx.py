@@ -396,3 +396,90 @@ def test_prewarm_validators_loads_them_in_a_daemon_thread() -> None:
     thread.join(timeout=300)
     assert not thread.is_alive()
     assert validate_cyclonedx_bytes(make()) == []
+
+
+def _engine_with(n: int) -> list[DependencyRecord]:
+    files = tuple(ShippedFile(path=f"bin/extra/f{i:05d}.bin", sha256=sha(str(i))) for i in range(n))
+    return [dataclasses.replace(ENGINE, files=ENGINE.files + files), *DEPS[1:]]
+
+
+def test_output_is_the_librarys_json_writer_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ours skips the library's quadratic Bom.validate() / BomRefDiscriminator passes; the bytes
+    # must be what the library's own JsonV1Dot6.generate writes.
+    import ninfer_release.sbom._cyclonedx as cdx
+
+    ours = make(deps=_engine_with(5))
+    from cyclonedx.output.json import JsonV1Dot6
+
+    monkeypatch.setattr(cdx, "_json_v1_6", lambda: JsonV1Dot6)
+    assert make(deps=_engine_with(5)) == ours
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [1, True],
+        [0, False],
+        [1, 1.0],
+        ["1", 1],
+        [None, None],
+        [[1, 2], [2, 1]],
+        [{"a": 1}, {"a": 1}],
+        [{"a": 1}, {"a": True}],
+        [{"a": [1, {"b": True}]}, {"a": [1.0, {"b": True}]}],
+        [{"a": 1, "b": 2}, {"b": 2, "a": 1}],
+        [{"a": 1}, {"a": 1, "b": 2}],
+    ],
+)
+def test_linear_unique_items_has_jsonschemas_verdict(items: list[Any]) -> None:
+    from jsonschema._utils import uniq  # type: ignore[import-untyped]
+
+    from ninfer_release.sbom._cyclonedx import _frozen
+
+    assert (len({_frozen(i) for i in items}) == len(items)) == uniq(items)
+
+
+def test_duplicate_component_is_a_schema_error() -> None:
+    d = load(make())
+    d["components"].append(dict(d["components"][0]))
+    from ninfer_release.sbom._cyclonedx import _strict_validator
+
+    errors = list(_strict_validator().iter_errors(d))
+    assert [(e.validator, e.message.endswith("has non-unique elements")) for e in errors] == [
+        ("uniqueItems", True)
+    ]
+    assert validate_cyclonedx_bytes((json.dumps(d, indent=2) + "\n").encode())[0].startswith(
+        "schema: $.components:"
+    )
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    counter = [0]
+    original = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counter[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return counter
+
+
+def test_generation_and_validation_are_linear_in_components(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Operation counts, not time: doubling the components must not quadruple the equality tests
+    # (jsonschema's uniqueItems compared every pair; Bom.register_dependency scanned every entry).
+    import jsonschema._utils  # type: ignore[import-untyped]
+    from cyclonedx.model.bom_ref import BomRef
+
+    data = {n: make(deps=_engine_with(n)) for n in (150, 300)}
+    equal = _count_calls(monkeypatch, jsonschema._utils, "equal")
+    bom_ref_eq = _count_calls(monkeypatch, BomRef, "__eq__")
+    counts = {}
+    for n in (150, 300):
+        equal[0] = bom_ref_eq[0] = 0
+        assert validate_cyclonedx_bytes(data[n]) == []
+        validate_equal = equal[0]
+        assert make(deps=_engine_with(n)) == data[n]
+        counts[n] = (validate_equal, bom_ref_eq[0])
+    assert counts[300][0] <= 2.5 * counts[150][0] + 100, counts
+    assert counts[300][1] <= 2.5 * counts[150][1] + 100, counts

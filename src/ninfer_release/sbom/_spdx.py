@@ -28,6 +28,7 @@ from ninfer_release.sbom._ids import (
 )
 from ninfer_release.sbom._license import normalize_license_expression, parse_license, require_license_texts
 from ninfer_release.sbom._records import FileRecord
+from ninfer_release.sbom._spdx_validate import validate_full_document
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -230,8 +231,14 @@ def spdx_file_inventory(
         files=kept,
     )
 
+    parsed: dict[str, Any] = {}  # one parse per distinct expression (100k files share a few)
+
     def license_of(text: str | None) -> Any:
-        return SpdxNoAssertion() if text is None else parse_license(licenses.expressions[text])
+        if text is None:
+            return SpdxNoAssertion()
+        if text not in parsed:
+            parsed[text] = parse_license(licenses.expressions[text])
+        return parsed[text]
 
     package_id = spdx_package_id(package_name)
     spdx_files = []
@@ -319,9 +326,7 @@ def spdx_file_inventory(
 
 
 def _validate_model(document: Any) -> None:
-    from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
-
-    messages = validate_full_spdx_document(document, "SPDX-2.3")
+    messages = validate_full_document(document, "SPDX-2.3")
     if messages:
         raise IntegrityError(
             problems=[
@@ -368,9 +373,7 @@ def validate_spdx_bytes(data: bytes) -> list[str]:
     document, messages = _parse_document(data)
     if document is None:
         return messages
-    from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
-
-    out = [m.validation_message for m in validate_full_spdx_document(document, "SPDX-2.3")]
+    out = [m.validation_message for m in validate_full_document(document, "SPDX-2.3")]
     for f in document.files:
         if not f.name.startswith("./") or zip_path_problem(f.name[2:]) is not None:
             out.append(f"file {f.name!r}: not a './'-relative zip path")
@@ -388,22 +391,28 @@ def _verification_code_problems(document: Any) -> list[str]:
     from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
 
     out: list[str] = []
+    # Packages with the same exclusions share one computation: O(files) per distinct exclusion set.
+    expected_by_excluded: dict[frozenset[str], str | None] = {}
     for package in document.packages:
         code = package.verification_code
         if code is None:
             continue
-        excluded = set(code.excluded_files)
-        sha1s = [
-            c.value
-            for f in document.files
-            if f.name not in excluded
-            for c in f.checksums
-            if c.algorithm == ChecksumAlgorithm.SHA1
-        ]
-        try:
-            expected = package_verification_code(sha1s)
-        except InputError as exc:
-            out.extend(str(p) for p in exc.problems)
+        excluded = frozenset(code.excluded_files)
+        if excluded not in expected_by_excluded:
+            sha1s = [
+                c.value
+                for f in document.files
+                if f.name not in excluded
+                for c in f.checksums
+                if c.algorithm == ChecksumAlgorithm.SHA1
+            ]
+            try:
+                expected_by_excluded[excluded] = package_verification_code(sha1s)
+            except InputError as exc:
+                out.extend(str(p) for p in exc.problems)
+                expected_by_excluded[excluded] = None
+        expected = expected_by_excluded[excluded]
+        if expected is None:
             continue
         if code.value != expected:
             out.append(
