@@ -203,18 +203,24 @@ def _licenses(out: _Out, expressions: Any, index: _Index, parent_id: str, contex
         out.add(texts, ctx)
 
 
+def _element_context(document: Any, element: Any, kind: str) -> Any:
+    """The context spdx-tools gives an element's messages (``kind``: PACKAGE, FILE or SNIPPET)."""
+    from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
+
+    return ValidationContext(
+        spdx_id=element.spdx_id,
+        parent_id=document.creation_info.spdx_id,
+        element_type=SpdxElementType[kind],
+        full_element=element,
+    )
+
+
 def _packages(out: _Out, document: Any, version: str, index: _Index) -> None:
     from spdx_tools.spdx.model.relationship import RelationshipType
     from spdx_tools.spdx.validation.package_validator import validate_package
-    from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
 
     for package in document.packages:
-        ctx = ValidationContext(
-            spdx_id=package.spdx_id,
-            parent_id=document.creation_info.spdx_id,
-            element_type=SpdxElementType.PACKAGE,
-            full_element=package,
-        )
+        ctx = _element_context(document, package, "PACKAGE")
         out.add(_spdx_id_messages(package.spdx_id, index), ctx)
         if not package.files_analyzed:
             contains = index.by_type_origin.get((RelationshipType.CONTAINS, package.spdx_id), [])
@@ -246,15 +252,9 @@ def _packages(out: _Out, document: Any, version: str, index: _Index) -> None:
 
 def _files(out: _Out, document: Any, version: str, index: _Index) -> None:
     from spdx_tools.spdx.validation.file_validator import validate_file
-    from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
 
     for file in document.files:
-        ctx = ValidationContext(
-            spdx_id=file.spdx_id,
-            parent_id=document.creation_info.spdx_id,
-            element_type=SpdxElementType.FILE,
-            full_element=file,
-        )
+        ctx = _element_context(document, file, "FILE")
         out.add(_spdx_id_messages(file.spdx_id, index), ctx)
         _licenses(out, file.license_concluded, index, file.spdx_id)
         _licenses(out, file.license_info_in_file, index, file.spdx_id)
@@ -263,15 +263,9 @@ def _files(out: _Out, document: Any, version: str, index: _Index) -> None:
 
 def _snippets(out: _Out, document: Any, version: str, index: _Index) -> None:
     from spdx_tools.spdx.validation.snippet_validator import validate_snippet
-    from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
 
     for snippet in document.snippets:
-        ctx = ValidationContext(
-            spdx_id=snippet.spdx_id,
-            parent_id=document.creation_info.spdx_id,
-            element_type=SpdxElementType.SNIPPET,
-            full_element=snippet,
-        )
+        ctx = _element_context(document, snippet, "SNIPPET")
         out.add(_spdx_id_messages(snippet.spdx_id, index), ctx)
         out.add(_spdx_id_messages(snippet.file_spdx_id, index, check_files=True), ctx)
         _licenses(out, snippet.license_concluded, index, snippet.spdx_id)
