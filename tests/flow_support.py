@@ -205,26 +205,46 @@ def release_manifest(factory: pytest.TempPathFactory) -> dict[str, Any]:
     return doc
 
 
-def receipt(lane: str, config_sha256: str, **override: Any) -> dict[str, Any]:
-    """A qualification receipt for ``lane`` naming ``config_sha256`` (docs/staged-inputs.md)."""
+def receipt(lane: str, config_sha256: str, package_sha256: str, **override: Any) -> dict[str, Any]:
+    """A schema-2 qualification receipt for ``lane`` naming ``config_sha256`` and ``package_sha256``
+    (docs/staged-inputs.md); ``override`` replaces or adds fields."""
     doc: dict[str, Any] = {
-        "schema": 1,
+        "schema": 2,
         "lane": lane,
         "source_commit": SOURCE_COMMIT,
         "profile_id": PROFILE_IDS[lane],
         "config_sha256": config_sha256,
+        "package_sha256": package_sha256,
+        "gates": {"G1": "pass", "G2": "pass", "G22": "not_applicable"},
         "measurements": {"c1_decode_tok_s": 150.94 if lane == "rtx4090" else 84.06},
     }
     doc.update(override)
     return doc
 
 
-def write_receipts(directory: Path, factory: pytest.TempPathFactory) -> Path:
-    """``DIR/<lane>/run-1.json`` for both native lanes, each naming the config bytes this build renders."""
-    lanes = release_manifest(factory)["lanes"]
+def package_sha256(lane_entry: Mapping[str, Any]) -> str:
+    """The package zip's SHA-256 a release manifest's lane entry lists."""
+    (digest,) = [e["sha256"] for e in lane_entry["entries"] if e["name"].endswith(".zip")]
+    return str(digest)
+
+
+def draft_receipt(set_dir: Path, **override: Any) -> dict[str, Any]:
+    """A receipt for the draft set in ``set_dir``: its lane, config and package as its SHA256SUMS lists."""
+    from ninfer_release.releases import receipt_template
+
+    tmpl = receipt_template(set_dir)
+    return {**receipt(tmpl.lane, tmpl.config_sha256, tmpl.package_sha256), **override}
+
+
+def write_receipts(directory: Path, factory: pytest.TempPathFactory, drafts: Path | None = None) -> Path:
+    """``DIR/<lane>/run-1.json`` for both native lanes, each naming the config and package bytes of
+    the draft sets in ``drafts`` (default: :func:`release_out`)."""
+    drafts = release_out(factory) if drafts is None else drafts
     for lane in NATIVE_LANES:
+        if not (drafts / lane).is_dir():
+            continue
         (directory / lane).mkdir(parents=True, exist_ok=True)
-        doc = receipt(lane, lanes[lane]["config"]["sha256"])
+        doc = draft_receipt(drafts / lane)
         (directory / lane / "run-1.json").write_text(json.dumps(doc, indent=2) + "\n")
     return directory
 

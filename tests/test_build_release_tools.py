@@ -19,6 +19,7 @@ from flow_support import (
     RELEASE,
     TAGS,
     cli,
+    package_sha256,
     receipt,
     release_manifest,
     release_out,
@@ -123,7 +124,7 @@ def test_receipt_naming_other_config_bytes_fails_the_build(
     assert other != lanes[lane]["config"]["sha256"]
     rdir = tmp_path / "receipts" / lane
     rdir.mkdir(parents=True)
-    (rdir / "run-1.json").write_text(json.dumps(receipt(lane, other)))
+    (rdir / "run-1.json").write_text(json.dumps(receipt(lane, other, package_sha256(lanes[lane]))))
     out = tmp_path / "out"
     res = cli(
         "build",

@@ -81,26 +81,15 @@ def _sums(set_dir: Path) -> str:
 
 
 def _other_epoch_qualified(factory: pytest.TempPathFactory) -> Path:
-    """rtx4090 rebuilt with receipts and another SOURCE_DATE_EPOCH: valid, qualified, other bytes."""
+    """rtx4090 rebuilt under another SOURCE_DATE_EPOCH (a draft, then sealed with a receipt for that
+    draft's package): valid, qualified, other bytes."""
     work = factory.mktemp("other-epoch")
-    receipts = write_receipts(work / "receipts", factory)
+    env = {"SOURCE_DATE_EPOCH": OTHER_EPOCH}
+    common = ("build", "lane", "rtx4090", "--release", RELEASE, "--inputs", samples(factory))
+    ok(cli(*common, "--out", work / "draft", env=env))
+    receipts = write_receipts(work / "receipts", factory, drafts=work / "draft")
     out = work / "out"
-    ok(
-        cli(
-            "build",
-            "lane",
-            "rtx4090",
-            "--release",
-            RELEASE,
-            "--inputs",
-            samples(factory),
-            "--out",
-            out,
-            "--receipts",
-            receipts,
-            env={"SOURCE_DATE_EPOCH": OTHER_EPOCH},
-        )
-    )
+    ok(cli(*common, "--out", out, "--receipts", receipts, env=env))
     return out / "rtx4090"
 
 

@@ -36,7 +36,7 @@ def test_untouched_copy_verifies(copy: Path) -> None:
     """Control: the copy itself verifies (exit 0), so every failure below is the tamper's."""
     res = cli("verify", copy)
     assert res.code == 0, res.text
-    assert f"OK ({stem(LANE)}" in res.out
+    assert f"{copy}: OK (unqualified draft, not for release; {stem(LANE)}, " in res.out
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -794,15 +794,27 @@ def _fetch_progress(ctx: Context) -> Iterator[Callable[[str, str, int], None] | 
     type=click.Path(dir_okay=False),
     help="release-manifest.json: check SHA256SUMS against the digest it binds for this set.",
 )
+@click.option(
+    "--require-qualified",
+    is_flag=True,
+    help="Fail (exit 5) unless the set is qualified (receipts bound to these bytes, no failed gate).",
+)
 @_http_options
 @click.pass_obj
 def verify_cmd(
-    ctx: Context, /, location: str, sums_sha256: str | None, release_manifest: str | None, **http: Any
+    ctx: Context,
+    /,
+    location: str,
+    sums_sha256: str | None,
+    release_manifest: str | None,
+    require_qualified: bool,
+    **http: Any,
 ) -> None:
     """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG, dir://PATH:TAG, files://DIR:TAG
     or https://HOST/.../<tag>/ (fetched into a private temp dir; http:// only for loopback).
 
-    Exit 0 when every check holds; exit 5 with one line per failure otherwise.
+    Says whether the set is qualified or an unqualified draft. Exit 0 when every check holds;
+    exit 5 with one line per failure otherwise (with --require-qualified, also when unqualified).
     """
     from ninfer_release.errors import IntegrityError, Problem
     from ninfer_release.releases import verify_location
@@ -816,6 +828,7 @@ def verify_cmd(
             progress=(lambda n: progress("hashed", n)) if progress else None,
             http=_http_policy(http),
             fetch_progress=fetch_progress,
+            require_qualified=require_qualified,
         )
     report = located.report
     for w in report.warnings:
@@ -823,7 +836,7 @@ def verify_cmd(
     if not report.ok:
         raise IntegrityError(problems=[Problem(file=location, message=f) for f in report.failures])
     lines = [] if ctx.verbosity < 1 else list(report.checked)
-    lines.append(f"{location}: OK ({report.stem}, {len(report.checked)} checks)")
+    lines.append(located.summary())
     emit(ctx, {"ok": True, **located.as_dict()}, lines)
 
 

@@ -23,11 +23,12 @@ from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.manifests import LaneResult, assemble_release_manifest, lane_result_name
 from ninfer_release.releases import (
+    LoadedReceipt,
     SealedSet,
     build_native_set,
-    load_receipts,
     names_for_tag,
     package_plan,
+    read_receipts,
     verify_set,
 )
 
@@ -171,18 +172,12 @@ def _native_lane(
     *,
     inputs: Path,
     out: Path,
-    receipts: Path | None,
+    receipts: tuple[LoadedReceipt, ...],
     workers: int,
     progress: ProgressFn | None,
     verify: bool,
 ) -> LaneOutcome:
     profile, rendered, staged, recipe = _native_inputs(release, lane, inputs)
-    accepted = load_receipts(
-        receipts / lane.id if receipts is not None and (receipts / lane.id).is_dir() else receipts,
-        lane=lane,
-        config_bytes_sha256=rendered.bytes_sha256,
-        known_lanes=tuple(release.lanes),
-    )
     facts = release_facts(release)
     sealed = build_native_set(
         release=release,
@@ -192,7 +187,7 @@ def _native_lane(
         staged=staged,
         recipe=recipe,
         out=out / lane.id,
-        receipts=accepted,
+        receipts=receipts,
         definition_sha256=facts["definition"]["sha256"],
         repo_root=release.repo_root,
         workers=workers,
@@ -463,13 +458,21 @@ class _LaneOptions:
     """How to build each lane: the options :func:`build_lane` and :func:`build_release` share."""
 
     inputs: Path
-    receipts: Path | None
+    receipts: tuple[LoadedReceipt, ...]
     registry: str | None
     offline: bool
     workers: int
     progress: ProgressFn | None
     verify: bool
     base: str | None
+
+
+def _receipts(release: profiles.Release, receipts: Path | None) -> tuple[LoadedReceipt, ...]:
+    """Every receipt under ``--receipts`` (all lanes, checked before any lane is built)."""
+    if receipts is None:
+        return ()
+    native = [lane.id for lane in release.lanes.values() if lane.kind == "windows-zip"]
+    return read_receipts(receipts, lanes=native)
 
 
 def _lane_of(release: profiles.Release, lane_id: str) -> profiles.Lane:
@@ -547,7 +550,7 @@ def build_lane(
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
     opts = _LaneOptions(
         inputs=inputs,
-        receipts=receipts,
+        receipts=_receipts(release, receipts),
         registry=registry,
         offline=offline,
         workers=workers,
@@ -588,7 +591,7 @@ def build_release(
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
     opts = _LaneOptions(
         inputs=inputs,
-        receipts=receipts,
+        receipts=_receipts(release, receipts),
         registry=registry,
         offline=offline,
         workers=workers,

@@ -2,7 +2,9 @@
 
 Inputs: a lane's rendered config, loaded staged tree and package recipe (from the lower stages).
 Outputs: the 11-file asset set of DESIGN.md §4, written atomically (:func:`build_native_set`);
-consumer verification of a set on disk (:func:`verify_set`); publishing a sealed set as one
+qualification receipts, schema 2 (:class:`Receipt`: one strict ``parse``, one ``to_bytes``;
+:func:`read_receipts`, :func:`bind_receipts`, :func:`receipt_template`); consumer verification of
+a set on disk (:func:`verify_set`); publishing a sealed set as one
 immutable OCI artifact to a registry or a directory store (:func:`open_publisher`).
 
 Terms: *entry* — one of the 10 hashed files; *set* — the entries plus ``SHA256SUMS``;
@@ -39,11 +41,26 @@ from ninfer_release.releases._publish import (
     parse_target,
     plan_publish,
 )
-from ninfer_release.releases._records import FileRef, LaneFacts, Receipt, release_instance_id
+from ninfer_release.releases._receipts import (
+    RECEIPT_SCHEMA,
+    Binding,
+    BoundReceipt,
+    Equivalence,
+    GateLedger,
+    LoadedReceipt,
+    Qualification,
+    Receipt,
+    Scratch,
+    bind_receipts,
+    merge_gates,
+    read_receipt_file,
+    read_receipts,
+    receipt_template,
+)
+from ninfer_release.releases._records import FileRef, LaneFacts, release_instance_id
 from ninfer_release.releases._seal import (
     SealedSet,
     build_native_set,
-    load_receipts,
     package_plan,
     profile_asset,
 )
@@ -53,18 +70,24 @@ __all__ = [
     "ANN_REVISION",
     "ARTIFACT_TYPE",
     "ENTRY_SUFFIXES",
+    "RECEIPT_SCHEMA",
     "SUMS_NAME",
     "SUPERSESSION_TYPE",
     "ZIP_CONFIG_PATH",
     "AssetNames",
+    "Binding",
+    "BoundReceipt",
     "DirTarget",
+    "Equivalence",
     "FetchProgress",
     "FetchReport",
     "Fetched",
     "FileRef",
     "FilesTarget",
+    "GateLedger",
     "HttpPolicy",
     "LaneFacts",
+    "LoadedReceipt",
     "LocatedReport",
     "OciTarget",
     "PublishRequest",
@@ -72,14 +95,17 @@ __all__ = [
     "Publisher",
     "PulledFile",
     "PulledSet",
+    "Qualification",
     "Receipt",
+    "Scratch",
     "SealedSet",
     "VerifyReport",
+    "bind_receipts",
     "build_native_set",
     "fetch_route",
     "fetch_set",
     "is_prerelease",
-    "load_receipts",
+    "merge_gates",
     "names_for_tag",
     "open_publisher",
     "package_plan",
@@ -88,6 +114,9 @@ __all__ = [
     "plan_publish",
     "profile_asset",
     "publish_set",
+    "read_receipt_file",
+    "read_receipts",
+    "receipt_template",
     "release_instance_id",
     "stem_from_names",
     "supersede_tags",

@@ -25,6 +25,7 @@ from ninfer_release.releases._fetch_flow import fetch_set
 from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
 from ninfer_release.releases._publish import (
     ANN_REVISION,
+    DRAFT_SUFFIX,
     PublishRequest,
     PublishResult,
     open_publisher,
@@ -43,11 +44,43 @@ class LocatedReport:
     location: str
     manifest_digest: str | None
     report: VerifyReport
+    #: Read from a ``<tag>.draft`` reference (a replaceable draft publication).
+    draft_reference: bool = False
+
+    @property
+    def draft(self) -> bool:
+        """Whether this is a draft: unqualified bytes (publishable only as ``<tag>.draft``), or
+        read from a ``<tag>.draft`` reference."""
+        return self.draft_reference or self.report.qualification != "qualified"
+
+    def summary(self) -> str:
+        """The one-line verdict: a draft or unqualified set never reads as a plain ``OK``.
+
+        ``OK (qualified: 21 pass, 0 fail, 3 not applicable; <stem>, N checks)``,
+        ``OK (unqualified draft, not for release; <stem>, N checks)`` or ``FAILED (...)``.
+        """
+        r = self.report
+        state = r.qualification or "qualification unknown"
+        if r.qualification == "qualified":
+            counts = r.gate_counts
+            state += ": " + (
+                f"{counts.get('pass', 0)} pass, {counts.get('fail', 0)} fail, "
+                f"{counts.get('not_applicable', 0)} not applicable"
+                if counts and any(counts.values())
+                else "no gates reported"
+            )
+            if self.draft:
+                state = f"qualified draft ({state})"
+        else:
+            state += " draft, not for release"
+        verdict = "OK" if r.ok else f"FAILED ({len(r.failures)} failures)"
+        return f"{self.location}: {verdict} ({state}; {r.stem}, {len(r.checked)} checks)"
 
     def as_dict(self) -> dict[str, Any]:
         doc = self.report.as_dict()
         doc["location"] = self.location
         doc["artifact_digest"] = self.manifest_digest
+        doc["draft"] = self.draft
         return doc
 
 
@@ -111,6 +144,7 @@ def verify_location(
     progress: Callable[[int], None] | None = None,
     http: HttpPolicy | None = None,
     fetch_progress: FetchProgress | None = None,
+    require_qualified: bool = False,
 ) -> LocatedReport:
     """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG``, ``dir://PATH:TAG``,
     ``files://DIR:TAG`` or ``https://HOST/…/<tag>/`` (fetched by URL with ``http``, see
@@ -119,19 +153,21 @@ def verify_location(
     ``release_manifest`` (the parsed ``release-manifest.json``): the set's ``SHA256SUMS`` must be
     the digest it binds for the lane whose component tag names the set; a release manifest that
     binds no such lane is a failure (DESIGN.md §4: one digest pins everything).
+    ``require_qualified``: an ``unqualified`` set is a failure too (the CLI exits 5).
 
     Raises:
         InputError: the reference is malformed or names nothing (exit 4).
         IntegrityError: a pulled blob does not match its digest (exit 5).
     """
     if location.startswith(URL_SCHEMES):
-        return _verify_url(
+        located = _verify_url(
             location,
             expected_sums_sha256=expected_sums_sha256,
             release_manifest=release_manifest,
             http=http or HttpPolicy(),
             progress=fetch_progress,
         )
+        return _required(located, require_qualified)
     if not location.startswith(REMOTE_SCHEMES):
         if not Path(location).is_dir():
             # Nothing to verify is a missing input (exit 4), not a set that failed (exit 5).
@@ -152,7 +188,9 @@ def verify_location(
             release_manifest=release_manifest,
             progress=progress,
         )
-        return LocatedReport(location=location, manifest_digest=None, report=report)
+        return _required(
+            LocatedReport(location=location, manifest_digest=None, report=report), require_qualified
+        )
     target = parse_target(location)
     ref = target.reference
     if ref is None:
@@ -170,15 +208,25 @@ def verify_location(
             release_manifest=release_manifest,
             progress=progress,
         )
-    report = VerifyReport(
-        directory=location,
-        stem=report.stem,
-        checked=report.checked,
-        warnings=report.warnings,
-        failures=report.failures,
-        sums_sha256=report.sums_sha256,
+    located = LocatedReport(
+        location=location,
+        manifest_digest=pulled.manifest_digest,
+        report=replace(report, directory=location),
+        draft_reference=target.tag is not None and target.tag.endswith(DRAFT_SUFFIX),
     )
-    return LocatedReport(location=location, manifest_digest=pulled.manifest_digest, report=report)
+    return _required(located, require_qualified)
+
+
+def _required(located: LocatedReport, require_qualified: bool) -> LocatedReport:
+    """With ``require_qualified``, an unqualified set fails (qualification is part of the promise)."""
+    report = located.report
+    if not require_qualified or report.qualification == "qualified":
+        return located
+    where = f"{report.stem}.qualification.json" if report.stem else located.location
+    failure = (
+        f"{where}: status {report.qualification or 'unknown'}; --require-qualified needs a qualified set"
+    )
+    return replace(located, report=replace(report, failures=(*report.failures, failure)))
 
 
 def _verify_url(
@@ -202,7 +250,10 @@ def _verify_url(
     report = replace(fetched.report, directory=location)
     sums = next((f.sha256 for f in fetched.files if f.name == SUMS_NAME), None)
     return LocatedReport(
-        location=location, manifest_digest=None if sums is None else "sha256:" + sums, report=report
+        location=location,
+        manifest_digest=None if sums is None else "sha256:" + sums,
+        report=report,
+        draft_reference=location.rstrip("/").endswith(DRAFT_SUFFIX),
     )
 
 

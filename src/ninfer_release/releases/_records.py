@@ -8,10 +8,11 @@ No secret ever enters a record: the bearer key is described (length, how to gene
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ninfer_release import __version__
+from ninfer_release.releases._receipts import Binding, Qualification
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PROVENANCE_V1 = "https://slsa.dev/provenance/v1"
@@ -59,15 +60,6 @@ class LaneFacts:
     source_date_epoch: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class Receipt:
-    """One accepted qualification receipt: its file name, digest, and the figures it records."""
-
-    name: str
-    sha256: str
-    measurements: Mapping[str, Any] = field(default_factory=dict)
-
-
 def release_instance_id(component_tag: str, package_sha256: str) -> str:
     """The release-instance id: ``<component-tag>-<first 16 hex of the package SHA-256>``.
 
@@ -99,27 +91,24 @@ def model_record(model: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def qualification_record(
-    facts: LaneFacts, *, config_bytes_sha256: str, receipts: Sequence[Receipt]
+    facts: LaneFacts, *, qualification: Qualification, binding: Binding
 ) -> dict[str, Any]:
-    """Entry 7, ``<stem>.qualification.json``: receipts bound to these exact bytes, or ``unqualified``.
+    """Entry 7, ``<stem>.qualification.json`` (schema 2): receipts bound to these exact bytes.
 
-    Receipts have already been checked to name this source commit, profile id and config bytes
-    SHA-256 (DESIGN.md §3); prior measurements of other bytes are never carried over.
+    ``bound_to`` names source commit, profile id, config bytes SHA-256 and package SHA-256
+    (``binding``); each receipt is listed with its own SHA-256, what it bound and how
+    (``public``, or ``scratch_equivalence`` with its evidence), its gates and measurements; the
+    gate ledger merges every receipt's gates with pass / fail / not_applicable counts. ``status``
+    is ``qualified`` only with at least one receipt and no failed gate (DESIGN.md §3).
     """
     return {
-        "schema": 1,
+        "schema": 2,
         "lane": facts.lane_id,
         "component_tag": facts.component_tag,
-        "status": "qualified" if receipts else "unqualified",
-        "bound_to": {
-            "source_commit": facts.source_commit,
-            "profile_id": facts.profile_id,
-            "config_bytes_sha256": config_bytes_sha256,
-        },
-        "receipts": [
-            {"name": r.name, "sha256": r.sha256, "measurements": dict(r.measurements)}
-            for r in sorted(receipts, key=lambda r: r.name)
-        ],
+        "status": qualification.status,
+        "bound_to": binding.as_dict(),
+        "receipts": [r.as_dict() for r in qualification.receipts],
+        "gates": qualification.ledger.as_dict(),
         "rollback": {
             "state": facts.rollback,
             "directions": 0 if facts.rollback == "not_applicable" else None,

@@ -8,15 +8,14 @@ place atomically. Input digests come from the one read that compressed each stag
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import __version__, packaging, sbom, strictjson
+from ninfer_release import __version__, packaging, sbom
 from ninfer_release.atomic import staged_directory
 from ninfer_release.checksums import render_sha256sums
-from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.profiles import Lane, Profile, Release, RenderedConfig
@@ -27,10 +26,10 @@ from ninfer_release.releases._contract import (
     zip_profile_path,
     zip_spdx_path,
 )
+from ninfer_release.releases._receipts import Binding, LoadedReceipt, bind_receipts
 from ninfer_release.releases._records import (
     FileRef,
     LaneFacts,
-    Receipt,
     component_manifest,
     model_record,
     provenance_statement,
@@ -40,9 +39,6 @@ from ninfer_release.releases._records import (
 )
 
 PUBLISHER = "OMP NInfer"
-#: A receipt is a small JSON record (bindings and gate results, ~1 KiB); 256 KiB bounds it
-#: before reading, with room for long gate ledgers (docs/reliability.md).
-MAX_RECEIPT_BYTES = 256 << 10
 ProgressFn = Callable[[str, int], None]
 
 
@@ -91,77 +87,6 @@ def profile_asset(profile: Profile, rendered: RenderedConfig) -> bytes:
     doc = profile.public_dict()
     doc["config"] = {"path": ZIP_CONFIG_PATH, "hash_kind": "bytes", "bytes_sha256": rendered.bytes_sha256}
     return dumps_stable(doc)
-
-
-def load_receipts(
-    receipts_dir: Path | None,
-    *,
-    lane: Lane,
-    config_bytes_sha256: str,
-    known_lanes: Collection[str] = (),
-) -> list[Receipt]:
-    """Qualification receipts for ``lane`` from ``receipts_dir`` (``*.json``).
-
-    A receipt binds lane, source commit, profile id and config bytes SHA-256
-    (docs/staged-inputs.md). Receipts of the release's other lanes (``known_lanes``) are skipped;
-    a receipt naming no lane of the release is an error, so a misspelt lane never silently leaves
-    a set ``unqualified``.
-
-    Raises:
-        InputError: a receipt is not a readable JSON object, names no lane of the release, or
-            lacks a binding field (exit 4).
-        IntegrityError: a receipt for this lane names other bytes — evidence is never relabelled (exit 5).
-    """
-    if receipts_dir is None:
-        return []
-    if not receipts_dir.is_dir():
-        raise InputError(problems=[Problem(file=str(receipts_dir), message="receipts directory not found")])
-    out: list[Receipt] = []
-    bad: list[Problem] = []
-    for path in sorted(receipts_dir.glob("*.json")):
-        raw = strictjson.read_regular(path, limit=MAX_RECEIPT_BYTES)
-        doc = strictjson.parse_object(raw, source=str(path))
-        named = doc.get("lane")
-        if named != lane.id:
-            if named in known_lanes:
-                continue
-            raise InputError(
-                problems=[
-                    Problem(
-                        file=str(path),
-                        field="lane",
-                        message=f"{named!r} is not a lane of this release ({', '.join(sorted(known_lanes))})",
-                    )
-                ]
-            )
-        want = {
-            "source_commit": lane.source_commit,
-            "profile_id": lane.profile_id,
-            "config_sha256": config_bytes_sha256,
-        }
-        for key, value in want.items():
-            if key not in doc:
-                raise InputError(problems=[Problem(file=str(path), field=key, message="missing")])
-            if doc[key] != value:
-                bad.append(
-                    Problem(
-                        file=str(path),
-                        field=key,
-                        message=f"names {doc[key]!r}, but this build has {value!r}; "
-                        "a receipt is never relabelled onto other bytes",
-                    )
-                )
-        measurements = doc.get("measurements", {})
-        out.append(
-            Receipt(
-                name=path.name,
-                sha256=sha256_bytes(raw),
-                measurements=measurements if isinstance(measurements, dict) else {},
-            )
-        )
-    if bad:
-        raise IntegrityError(problems=bad)
-    return out
 
 
 def _lane_facts(release: Release, lane: Lane, profile: Profile) -> LaneFacts:
@@ -324,7 +249,7 @@ def build_native_set(
     staged: packaging.StagedTree,
     recipe: packaging.PackageRecipe,
     out: Path,
-    receipts: Sequence[Receipt],
+    receipts: Sequence[LoadedReceipt],
     definition_sha256: str,
     repo_root: Path,
     workers: int = 2,
@@ -333,11 +258,15 @@ def build_native_set(
     """Build the package of ``lane`` and seal its 11-file asset set into ``out`` (must not exist).
 
     Every staged byte is read once (hashing, lock check, SPDX and deflate share that read).
-    ``out`` appears complete or not at all.
+    ``out`` appears complete or not at all. ``receipts`` (any lane's; :func:`read_receipts`) are
+    bound once the package is built: those of ``lane`` must name its exact bytes, package
+    SHA-256 included (:func:`bind_receipts`). The package never depends on them — qualification
+    is an outer entry only — so a sealed zip is byte-identical to the draft's.
 
     Raises:
         InputError: staged files unaccounted for, unsafe paths, lock hash mismatch (exit 4).
-        IntegrityError: an SBOM does not validate, or a PE version disagrees with the lock (exit 5).
+        IntegrityError: an SBOM does not validate, a PE version disagrees with the lock, or a
+            receipt names other bytes (exit 5).
     """
     names = names_for_tag(lane.component_tag)
     epoch = release.source_date_epoch
@@ -446,7 +375,15 @@ def build_native_set(
             component_authors=(PUBLISHER,),
         )
         instance = release_instance_id(lane.component_tag, zres.sha256)
-        receipts_status = "qualified" if receipts else "unqualified"
+        binding = Binding(
+            lane=lane.id,
+            source_commit=lane.source_commit,
+            profile_id=lane.profile_id,
+            config_sha256=rendered.bytes_sha256,
+            package_sha256=zres.sha256,
+        )
+        qualification = bind_receipts(receipts, binding)
+        receipts_status = qualification.status
         blobs: dict[str, bytes] = {
             names.spdx: spdx_bytes,
             names.cdx: cdx_bytes,
@@ -454,7 +391,7 @@ def build_native_set(
             names.profile: profile_bytes,
             names.model: dumps_stable(model_record(release.model.as_dict())),
             names.qualification: dumps_stable(
-                qualification_record(facts, config_bytes_sha256=rendered.bytes_sha256, receipts=receipts)
+                qualification_record(facts, qualification=qualification, binding=binding)
             ),
         }
 

@@ -40,6 +40,7 @@ from ninfer_release.releases._contract import (
     stem_from_names,
     zip_spdx_path,
 )
+from ninfer_release.releases._receipts import merge_gates
 from ninfer_release.releases._records import release_instance_id
 
 #: Small JSON/TOML entries are read whole; anything bigger than this is not one of ours.
@@ -56,6 +57,11 @@ class VerifyReport:
     warnings: tuple[str, ...]
     failures: tuple[str, ...]
     sums_sha256: str | None = None
+    #: ``qualified`` / ``unqualified`` as the qualification record states it (checked against its
+    #: receipts and gate ledger), ``None`` when the record is unreadable.
+    qualification: str | None = None
+    #: The record's gate counts ``{"pass": n, "fail": n, "not_applicable": n}`` (empty if none).
+    gate_counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -66,6 +72,8 @@ class VerifyReport:
             "directory": self.directory,
             "stem": self.stem,
             "ok": self.ok,
+            "qualification": self.qualification,
+            "gates": dict(self.gate_counts),
             "sha256sums_sha256": self.sums_sha256,
             "checked": list(self.checked),
             "warnings": list(self.warnings),
@@ -255,6 +263,7 @@ def verify_set(
 
     # 4. SBOM validity and cross-bindings
     _check_bindings(run, names, small, digests, sizes, members, zip_path, schema_problems)
+    status, counts = _qualification_state(small.get(names.qualification))
     return VerifyReport(
         directory=str(directory),
         stem=stem,
@@ -262,6 +271,23 @@ def verify_set(
         warnings=tuple(run.warnings),
         failures=tuple(run.failures),
         sums_sha256=sums_sha,
+        qualification=status,
+        gate_counts=counts,
+    )
+
+
+def _qualification_state(data: bytes | None) -> tuple[str | None, dict[str, int]]:
+    """``(status, gate counts)`` as the qualification record states them (checked elsewhere)."""
+    try:
+        doc = json.loads(data.decode("utf-8")) if data is not None else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None, {}
+    status = _get(doc, "status")
+    counts = _get(doc, "gates", "counts")
+    good = isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values())
+    return (
+        status if status in ("qualified", "unqualified") else None,
+        {str(k): int(v) for k, v in counts.items()} if good and isinstance(counts, dict) else {},
     )
 
 
@@ -497,14 +523,7 @@ def _check_identity(
         if got != want:
             run.fail(doc_name, f"{'.'.join(path)} is {got!r}, but {names.manifest} has {key} {want!r}")
     if isinstance(qualification, dict):
-        status, receipts = qualification.get("status"), qualification.get("receipts")
-        if (
-            not isinstance(receipts, list)
-            or status not in ("qualified", "unqualified")
-            or ((status == "qualified") != bool(receipts))
-        ):
-            count = len(receipts) if isinstance(receipts, list) else "no"
-            run.fail(names.qualification, f"status {status!r} does not follow from its {count} receipts")
+        _check_qualification(run, names.qualification, qualification, zip_sha256)
     if isinstance(tag, str) and zip_sha256 is not None:
         instance = release_instance_id(tag, zip_sha256)
         if manifest.get("release_instance_id") != instance:
@@ -521,3 +540,42 @@ def _check_identity(
             f"{names.manifest}: tag, lane, profile, source, release instance and qualification agree "
             "with every record"
         )
+
+
+def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: str | None) -> None:
+    """The qualification record (schema 2) binds this package, and its status follows from its
+    receipts and gate ledger: ``qualified`` exactly when there is a receipt and no gate failed;
+    the ledger is the merge of the receipts' gates (docs/staged-inputs.md)."""
+    if doc.get("schema") != 2:
+        run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
+        return
+    bound = _get(doc, "bound_to", "package_sha256")
+    if zip_sha256 is not None and bound != zip_sha256:
+        run.fail(name, f"bound_to.package_sha256 is {bound!r}, but the package has {zip_sha256}")
+    config = _get(doc, "bound_to", "config_bytes_sha256")
+    receipts = doc.get("receipts")
+    if not isinstance(receipts, list) or not all(isinstance(r, dict) for r in receipts):
+        run.fail(name, "receipts is not a list of objects")
+        return
+    reports: list[dict[str, str]] = []
+    for i, r in enumerate(receipts):
+        kind = r.get("binding")
+        where = ("bound",) if kind == "public" else ("scratch", "equivalence")
+        key = "config_sha256"
+        if kind not in ("public", "scratch_equivalence"):
+            run.fail(name, f"receipts[{i}].binding {kind!r} is not public or scratch_equivalence")
+        elif _get(r, *where, "package_sha256") != bound or _get(r, *where, key) != config:
+            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) does not bind this package and config")
+        gates = r.get("gates")
+        if not isinstance(gates, dict) or not all(isinstance(v, str) for v in gates.values()):
+            run.fail(name, f"receipts[{i}].gates is not an object of gate -> result")
+            continue
+        reports.append(gates)
+    ledger = merge_gates(reports)
+    if _get(doc, "gates") != ledger.as_dict():
+        run.fail(name, "gates (merged, counts, failed) do not follow from the receipts' gates")
+    status = doc.get("status")
+    want = "qualified" if receipts and not ledger.failed else "unqualified"
+    if status != want:
+        failed = f", failed gates {', '.join(ledger.failed)}" if ledger.failed else ""
+        run.fail(name, f"status {status!r} does not follow from its {len(receipts)} receipts{failed}")

@@ -1,0 +1,123 @@
+"""``verify`` states the qualification of a set (issue 8 item 2): ``qualified`` or an unqualified
+draft, in text and ``--json``; ``--require-qualified`` fails an unqualified set (exit 5); the
+qualification record must bind this package and follow from its receipts and gate ledger."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_support import TAGS, cli, qualified_out, release_out, stem
+from test_verify_relabel import _dump, _rebind, _relabel
+
+LANE = "rtx4090"
+S = stem(LANE)
+
+
+def _verify_json(*args: str | Path) -> tuple[int, dict[str, Any]]:
+    res = cli("--json", "verify", *args)
+    return res.code, json.loads(res.out)
+
+
+def test_unqualified_set_reads_as_an_unqualified_draft(tmp_path_factory: pytest.TempPathFactory) -> None:
+    set_dir = release_out(tmp_path_factory) / LANE
+    res = cli("verify", set_dir)
+    assert res.code == 0, res.text
+    (line,) = res.out.splitlines()
+    assert line.startswith(f"{set_dir}: OK (unqualified draft, not for release; {S}, ")
+    assert f"OK ({S}" not in res.out
+    code, doc = _verify_json(set_dir)
+    assert code == 0 and doc["ok"] is True
+    assert doc["qualification"] == "unqualified" and doc["draft"] is True
+    assert doc["gates"] == {"pass": 0, "fail": 0, "not_applicable": 0}
+
+
+def test_qualified_set_reads_as_qualified_with_its_gate_counts(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    set_dir = qualified_out(tmp_path_factory) / LANE
+    res = cli("verify", set_dir, "--require-qualified")
+    assert res.code == 0, res.text
+    assert f"{set_dir}: OK (qualified: 2 pass, 0 fail, 1 not applicable; {S}, " in res.out
+    code, doc = _verify_json(set_dir)
+    assert code == 0
+    assert doc["qualification"] == "qualified" and doc["draft"] is False
+    assert doc["gates"] == {"pass": 2, "fail": 0, "not_applicable": 1}
+
+
+def test_require_qualified_fails_an_unqualified_set(tmp_path_factory: pytest.TempPathFactory) -> None:
+    set_dir = release_out(tmp_path_factory) / LANE
+    res = cli("verify", set_dir, "--require-qualified")
+    assert res.code == 5, res.text
+    assert f"{S}.qualification.json: status unqualified; --require-qualified needs a qualified set" in res.err
+    res = cli("--json", "verify", set_dir, "--require-qualified")
+    assert res.code == 5 and json.loads(res.out)["exit_code"] == 5
+
+
+def test_qualified_set_read_from_a_draft_tag_is_a_draft(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A qualified set published with ``--draft``, verified from ``<tag>.draft``: qualified, a draft."""
+    store = tmp_path / "store"
+    res = cli("publish", qualified_out(tmp_path_factory) / LANE, "--to", f"dir://{store}", "--draft")
+    assert res.code == 0, res.text
+    ref = f"dir://{store}:{TAGS[LANE]}.draft"
+    res = cli("verify", ref)
+    assert res.code == 0, res.text
+    assert f"{ref}: OK (qualified draft (qualified: 2 pass, 0 fail, 1 not applicable); {S}, " in res.out
+    code, doc = _verify_json(ref)
+    assert code == 0 and doc["qualification"] == "qualified" and doc["draft"] is True
+
+
+@pytest.fixture
+def qualified_copy(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    dst = tmp_path / LANE
+    shutil.copytree(qualified_out(tmp_path_factory) / LANE, dst)
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("bound_to", "package_sha256"), "ab" * 32, "bound_to.package_sha256 is"),
+        (("receipts", 0, "bound", "package_sha256"), "ab" * 32, "does not bind this package and config"),
+        (("receipts", 0, "binding"), "scratch", "is not public or scratch_equivalence"),
+        (("receipts", 0, "gates", "G1"), "fail", "gates (merged, counts, failed) do not follow"),
+        (("gates", "counts", "not_applicable"), 0, "gates (merged, counts, failed) do not follow"),
+        (("schema",), 1, "schema 1: only schema 2 binds the package bytes"),
+    ],
+)
+def test_forged_qualification_record_is_caught(
+    qualified_copy: Path, path: tuple[Any, ...], value: Any, message: str
+) -> None:
+    """Edit one field of the qualification record and re-bind every digest around it: verify still
+    fails naming the record (a failed gate can never hide behind ``qualified``)."""
+    _relabel(qualified_copy, ".qualification.json", path, value)  # type: ignore[arg-type]
+    res = cli("verify", qualified_copy)
+    assert res.code == 5, res.text
+    assert any(
+        line.startswith(f"error: {qualified_copy}: {S}.qualification.json: ") and message in line
+        for line in res.err.splitlines()
+    ), res.err
+
+
+def test_failed_gate_with_status_qualified_is_caught(qualified_copy: Path) -> None:
+    """A forger who fails a gate consistently (receipt, merged ledger, counts, failed list) but keeps
+    ``qualified``: the status does not follow from the ledger."""
+    record = qualified_copy / f"{S}.qualification.json"
+    doc = json.loads(record.read_bytes())
+    doc["receipts"][0]["gates"]["G1"] = "fail"
+    doc["gates"] = {
+        "merged": {"G1": "fail", "G2": "pass", "G22": "not_applicable"},
+        "counts": {"pass": 1, "fail": 1, "not_applicable": 1},
+        "failed": ["G1"],
+    }
+    record.write_bytes(_dump(doc))
+    _rebind(qualified_copy)
+    res = cli("verify", qualified_copy)
+    assert res.code == 5, res.text
+    assert "status 'qualified' does not follow from its 1 receipts, failed gates G1" in res.err
