@@ -45,6 +45,24 @@ def _seal_lane(factory: pytest.TempPathFactory, tmp_path: Path, receipts: Path, 
     )  # fmt: skip
 
 
+def _scratch_receipt(draft: Path, **equivalence: str) -> dict[str, Any]:
+    """A port-only scratch run of ``draft`` (its own bytes), with equivalence evidence naming the
+    draft's public package and config; ``equivalence`` overrides its fields."""
+    public = draft_receipt(draft)
+    evidence = {
+        "package_sha256": public["package_sha256"],
+        "config_sha256": public["config_sha256"],
+        "evidence": "config differs from the public one only in endpoint.port (18181 vs 18080)",
+        **equivalence,
+    }
+    return draft_receipt(
+        draft,
+        config_sha256="ab" * 32,
+        package_sha256="cd" * 32,
+        scratch={"variant": "port-only", "equivalence": evidence},
+    )
+
+
 def _qualification(set_dir: Path, lane: str = "rtx4090") -> dict[str, Any]:
     doc = json.loads((set_dir / f"{stem(lane)}.qualification.json").read_bytes())
     assert isinstance(doc, dict)
@@ -276,17 +294,7 @@ def test_scratch_receipt_with_equivalence_is_shown_as_such(
     keeps it distinct: binding ``scratch_equivalence``, its own bytes, the evidence."""
     draft = release_out(tmp_path_factory) / "rtx4090"
     public = draft_receipt(draft)
-    equivalence = {
-        "package_sha256": public["package_sha256"],
-        "config_sha256": public["config_sha256"],
-        "evidence": "config differs from the public one only in endpoint.port (18181 vs 18080)",
-    }
-    doc = draft_receipt(
-        draft,
-        config_sha256="ab" * 32,
-        package_sha256="cd" * 32,
-        scratch={"variant": "port-only", "equivalence": equivalence},
-    )
+    doc = _scratch_receipt(draft)
     _write(tmp_path / "receipts" / "rtx4090", "scratch.json", doc)
     ok(_seal_lane(tmp_path_factory, tmp_path, tmp_path / "receipts"))
     rec = _qualification(tmp_path / "out" / "rtx4090")
@@ -294,7 +302,8 @@ def test_scratch_receipt_with_equivalence_is_shown_as_such(
     (entry,) = rec["receipts"]
     assert entry["binding"] == "scratch_equivalence"
     assert entry["bound"]["package_sha256"] == "cd" * 32 and entry["bound"]["config_sha256"] == "ab" * 32
-    assert entry["scratch"] == {"variant": "port-only", "equivalence": equivalence}
+    assert entry["scratch"] == doc["scratch"]
+    assert entry["scratch"]["equivalence"]["package_sha256"] == public["package_sha256"]
     assert rec["bound_to"]["package_sha256"] == public["package_sha256"]
     assert cli("verify", tmp_path / "out" / "rtx4090", "--require-qualified").code == 0
 
@@ -302,19 +311,7 @@ def test_scratch_receipt_with_equivalence_is_shown_as_such(
 def test_scratch_equivalence_naming_other_public_bytes_is_refused(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    draft = release_out(tmp_path_factory) / "rtx4090"
-    public = draft_receipt(draft)
-    equivalence = {
-        "package_sha256": "ef" * 32,
-        "config_sha256": public["config_sha256"],
-        "evidence": "port only",
-    }
-    doc = draft_receipt(
-        draft,
-        config_sha256="ab" * 32,
-        package_sha256="cd" * 32,
-        scratch={"variant": "port-only", "equivalence": equivalence},
-    )
+    doc = _scratch_receipt(release_out(tmp_path_factory) / "rtx4090", package_sha256="ef" * 32)
     _write(tmp_path / "receipts" / "rtx4090", "scratch.json", doc)
     res = _seal_lane(tmp_path_factory, tmp_path, tmp_path / "receipts")
     assert res.code == 5, res.text
