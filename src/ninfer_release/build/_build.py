@@ -143,6 +143,32 @@ def _staged_dir(inputs: Path, lane_id: str) -> Path:
     )
 
 
+def _check_release_inputs(release: profiles.Release, inputs: Path) -> None:
+    """``build release`` reads ``inputs/<lane>/`` per lane: refuse one lane's tree given instead.
+
+    Without this, the first other lane would load that tree and fail on a field of it (e.g. its
+    ``cuda_arch``), which says nothing about the real mistake.
+
+    Raises:
+        InputError: ``inputs`` holds ``build-info.json`` and lacks a built lane's directory (exit 4).
+    """
+    if not (inputs / "build-info.json").is_file():
+        return
+    missing = [i for i, lane in release.lanes.items() if lane.mode != "carry" and not (inputs / i).is_dir()]
+    if missing:
+        built = ", ".join(i for i, lane in release.lanes.items() if lane.mode != "carry")
+        raise InputError(
+            problems=[
+                Problem(
+                    file=str(inputs),
+                    message=f"is one lane's staged tree (it holds build-info.json); build release needs "
+                    f"DIR/<lane>/ for each lane ({built}): give the directory holding them, or use "
+                    f"'build lane LANE --inputs {inputs}'",
+                )
+            ]
+        )
+
+
 def _native_inputs(
     release: profiles.Release, lane: profiles.Lane, inputs: Path
 ) -> tuple[profiles.Profile, profiles.RenderedConfig, packaging.StagedTree, packaging.PackageRecipe]:
@@ -589,6 +615,7 @@ def build_release(
         as :func:`build_lane`, for any lane; nothing is left in ``out`` on failure.
     """
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    _check_release_inputs(release, inputs)
     opts = _LaneOptions(
         inputs=inputs,
         receipts=_receipts(release, receipts),
@@ -766,6 +793,8 @@ def plan_build(
         InputError: staged inputs missing or invalid; ``out`` exists and may not be replaced (exit 4).
     """
     release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    if lane_id is None:
+        _check_release_inputs(release, inputs)
     chosen = [_lane_of(release, lane_id)] if lane_id is not None else list(release.lanes.values())
     replaces = check_target(out, replace_marked=OUTPUT_MARKER if clean else None)
     lanes = tuple(_lane_plan(release, lane, inputs) for lane in chosen)

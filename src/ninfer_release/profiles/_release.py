@@ -280,7 +280,13 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
     lanes = _lanes(c, d, root_dir)
     for lane in lanes:
         # Reference: "Native packages use CUDA 13.3" — one CUDA version for the whole native line.
-        if native_cuda is not None and lane.kind == "windows-zip" and lane.cuda_version != native_cuda:
+        # A lane without a (valid) cuda_version was reported where it was read; no "None differs".
+        if (
+            native_cuda is not None
+            and lane.kind == "windows-zip"
+            and lane.cuda_version is not None
+            and lane.cuda_version != native_cuda
+        ):
             c.add(
                 f"lanes.{lane.id}.cuda_version",
                 f"{lane.cuda_version} differs from native_line.cuda_version {native_cuda}",
@@ -626,6 +632,11 @@ def _load_record(c: Checker, path: Path, field: str) -> CarriedImage | None:
         return None
 
 
+def _shown(value: object) -> str:
+    """A definition value for a message: its repr, or ``not set`` (never the word ``None``)."""
+    return "not set" if value is None else repr(value)
+
+
 def _cross_check(file: str, where: str, lane: Lane, p: Profile, model: ModelBinding | None) -> list[Problem]:
     out: list[Problem] = []
 
@@ -635,9 +646,10 @@ def _cross_check(file: str, where: str, lane: Lane, p: Profile, model: ModelBind
     if p.lane != lane.id:
         bad("profile", f"profile {p.id} is for lane {p.lane!r}, not {lane.id!r}")
     if p.gpu != lane.gpu:
-        bad("gpu", f"{lane.gpu!r} differs from profile {p.id}'s gpu {p.gpu!r}")
-    if p.cuda_arch != lane.cuda_arch:
-        bad("cuda_arch", f"{lane.cuda_arch!r} differs from profile {p.id}'s cuda_arch {p.cuda_arch!r}")
+        bad("gpu", f"{_shown(lane.gpu)} differs from profile {p.id}'s gpu {p.gpu!r}")
+    # A native lane's missing or invalid cuda_arch was already reported as such where it was read.
+    if p.cuda_arch != lane.cuda_arch and not (lane.cuda_arch is None and lane.kind == "windows-zip"):
+        bad("cuda_arch", f"{_shown(lane.cuda_arch)} differs from profile {p.id}'s cuda_arch {p.cuda_arch!r}")
     want_kind = "native" if lane.kind == "windows-zip" else "container"
     if p.kind != want_kind:
         bad("profile", f"a {lane.kind} lane needs a {want_kind} profile; {p.id} is {p.kind}")

@@ -35,6 +35,30 @@ from ninfer_release.releases._publish import (
 _CHUNK = 1 << 20  # 1 MiB
 
 
+def _request_failure(host: str, method: str, exc: requests.RequestException) -> str:
+    """One line for a failed registry request: the host and the cause the person can act on
+    (``connection refused``, ``timed out``, a TLS error), not the HTTP library's retry internals."""
+    if isinstance(exc, requests.Timeout):
+        return f"registry {host} did not answer {method} in time (timed out)"
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    cause: OSError | None = None
+    while pending:  # the innermost OS error in the chain (urllib3 wraps it two or three times)
+        e = pending.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.strerror:
+            cause = e
+        linked = (e.__cause__, e.__context__, getattr(e, "reason", None), *e.args)
+        pending += [x for x in linked if isinstance(x, BaseException)]
+    if isinstance(exc, requests.ConnectionError) and cause is not None:
+        return f"registry {host} unreachable: {cause.strerror}"
+    if isinstance(exc, requests.ConnectionError):
+        return f"registry {host} unreachable"
+    return f"registry request {method} to {host} failed: {exc.__class__.__name__}"
+
+
 class OciPublisher(StorePublisher):
     """Publisher over an OCI distribution registry repository ``host/repository``.
 
@@ -65,12 +89,7 @@ class OciPublisher(StorePublisher):
             return self._do(url, method, **kwargs)
         except requests.RequestException as exc:
             raise PublishError(
-                problems=[
-                    Problem(
-                        file=self.url(),
-                        message=f"registry request {method} failed: {exc.__class__.__name__}: {exc}",
-                    )
-                ]
+                problems=[Problem(file=self.url(), message=_request_failure(self.host, method, exc))]
             ) from exc
 
     def _fail(self, what: str, response: requests.Response) -> PublishError:
