@@ -34,6 +34,7 @@ _GNU = re.compile(rb"^([0-9A-Fa-f]+) ([ *])(.*)$", re.DOTALL)
 #: BSD / ``--tag`` form. The name group is greedy so a name containing ") = " still parses.
 _TAG = re.compile(rb"^([A-Za-z0-9-]+) \((.*)\) = ([0-9A-Fa-f]+)$", re.DOTALL)
 _SHA256_TAGS = frozenset({b"SHA256", b"SHA2-256"})
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,8 +198,9 @@ def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
     ``source`` names the file in messages (e.g. ``SHA256SUMS`` or a path). Entries keep file order.
 
     Warnings (the entry still counts): CRLF endings (a lone CR before LF is not part of the name;
-    "not portable"), blank lines, comment lines, the ``*`` binary flag or the BSD tag form,
-    uppercase hex, a ``./`` prefix, a line listed twice identically.
+    "not portable"), a leading UTF-8 BOM (not part of the first name), blank lines, comment lines,
+    the ``*`` binary flag or the BSD tag form, uppercase hex, a ``./`` prefix, a line listed twice
+    identically.
 
     Errors (the entry does not count): a tag naming another algorithm (SHA512, MD5...), a digest
     that is not 64 hex, a malformed line, a name that is not UTF-8, a backslash (non-portable path,
@@ -215,6 +217,13 @@ def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
     crlf_lines: list[int] = []
     conflicted: set[str] = set()
 
+    if data.startswith(_UTF8_BOM):
+        # Windows tools (PowerShell Out-File, Notepad) write a BOM; it is not part of the first
+        # name. Tolerated on read like CRLF, never written (the writer emits none).
+        data = data[len(_UTF8_BOM) :]
+        warnings.append(
+            Problem(file=source, field="line 1", message="UTF-8 BOM ignored; the file is not portable (C01)")
+        )
     raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()  # the final LF ends the last line; it does not start an empty one

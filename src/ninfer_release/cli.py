@@ -913,6 +913,26 @@ def fetch_cmd(
     emit(ctx, {"ok": True, **result.as_dict()}, lines)
 
 
+@cli.command(
+    "export-verifier",
+    example="ninfer-release export-verifier --out ninfer-verify.py\n"
+    "python3 -I ninfer-verify.py set/   # on the installer host: Python >= 3.9, nothing installed",
+)
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="File to write (0755).")
+@click.pass_obj
+def export_verifier_cmd(ctx: Context, out: str) -> None:
+    """Write a one-file set verifier that needs only Python >= 3.9 and its standard library.
+
+    It checks the exact 11 files, SHA256SUMS (GNU text/binary/BSD, CRLF and BOM tolerated), every
+    size and digest, the package zip, and every cross-binding that needs no SBOM library; it
+    agrees with verify on every accept and reject (docs/publishing.md, "The standalone verifier").
+    """
+    from ninfer_release.releases import export_verifier
+
+    digest = export_verifier(Path(out))
+    emit(ctx, {"ok": True, "out": out, "sha256": digest}, [f"{out}: standalone verifier (sha256 {digest})"])
+
+
 def _read_release_manifest(path: Path) -> dict[str, Any]:
     from ninfer_release import strictjson
     from ninfer_release.errors import InputError, Problem

@@ -21,6 +21,7 @@ from ninfer_release.releases._contract import (
     package_stem,
     stem_from_names,
 )
+from ninfer_release.releases._export import export_verifier, verifier_source
 from ninfer_release.releases._fetch_flow import FetchReport, fetch_route, fetch_set
 from ninfer_release.releases._flows import LocatedReport, publish_set, supersede_tags, verify_location
 from ninfer_release.releases._http_fetch import Fetched, FetchProgress, HttpPolicy
@@ -102,6 +103,7 @@ __all__ = [
     "VerifyReport",
     "bind_receipts",
     "build_native_set",
+    "export_verifier",
     "fetch_route",
     "fetch_set",
     "is_prerelease",
@@ -120,6 +122,7 @@ __all__ = [
     "release_instance_id",
     "stem_from_names",
     "supersede_tags",
+    "verifier_source",
     "verify_location",
     "verify_set",
 ]

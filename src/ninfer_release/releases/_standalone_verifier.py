@@ -1,0 +1,854 @@
+#!/usr/bin/env python3
+"""Verify an OMP NInfer native asset set with nothing but Python >= 3.9 and its standard library.
+
+Written out verbatim by ``ninfer-release export-verifier --out FILE`` for installer hosts where
+ninfer-release and its SBOM libraries are not installed. Usage::
+
+    python3 -I ninfer-verify.py SET_DIR [--sums-sha256 HEX] [--json]
+
+Exit 0: every check holds. Exit 5: the set fails (one ``FAIL:`` line per finding on stderr).
+Exit 2: usage. Exit 4: SET_DIR is not a directory.
+
+It checks what ``ninfer-release verify`` checks, except the SBOM libraries' schema validation:
+the exact 11 files; ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms; CRLF and a
+UTF-8 BOM tolerated, as Windows tooling writes them) listing exactly the 10 entries with every
+digest holding; the package zip's structure (central directory, local headers, overlaps, unsafe
+names, bomb ratios, CRC-32 and sizes of every member, inflated with zlib); the cross-bindings
+that need no SBOM library (config asset = zip copy = profile = manifest = qualification = route;
+SPDX asset = zip copy; SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; manifest
+sizes and digests = entries 1-9; provenance subjects = entries 1-7; route package = zip; route
+model = model entry) and the identity every record states (component tag, lane, profile, source,
+release, release-instance id, qualification). For the SBOMs it checks the fields that identify the
+format (SPDX-2.3, CycloneDX 1.6) instead of the full schema. A differential test runs this file
+beside ``ninfer-release verify`` over tampered sets: they agree on every accept and reject.
+
+This file is the package module ``ninfer_release.releases._standalone_verifier``: it imports
+nothing from the package, and the export writes its bytes unchanged, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import struct
+import sys
+import zlib
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+#: One central-directory entry: name, flags, method, crc32, compressed size, size, header offset,
+#: data offset.
+Member = tuple[str, int, int, int, int, int, int, int]
+
+SUMS_NAME = "SHA256SUMS"
+ENTRY_SUFFIXES = (
+    ".zip",
+    ".spdx.json",
+    ".cdx.json",
+    ".config.toml",
+    ".profile.json",
+    ".model.json",
+    ".qualification.json",
+    ".provenance.json",
+    ".route.json",
+    ".manifest.json",
+)
+ZIP_CONFIG_PATH = "config/ninfer.toml"
+#: Small JSON/TOML entries are read whole; anything bigger than this is not one of ours.
+MAX_SMALL_ENTRY = 64 << 20
+#: Deflate cannot exceed a ratio of about 1032:1, so a larger declared ratio is a lie.
+MAX_RATIO = 1100
+MAX_TOTAL = 64 << 30
+MAX_CENTRAL_DIRECTORY = 64 << 20
+_CHUNK = 4 << 20
+_PROP_PATH = "ninfer:path"
+
+_GNU = re.compile(rb"^([0-9A-Fa-f]+) ([ *])(.*)$", re.DOTALL)
+_TAG = re.compile(rb"^([A-Za-z0-9-]+) \((.*)\) = ([0-9A-Fa-f]+)$", re.DOTALL)
+_SHA256_TAGS = (b"SHA256", b"SHA2-256")
+_BOM = b"\xef\xbb\xbf"
+
+
+class Finding(Exception):
+    """A structural failure that stops one check (reported as one line)."""
+
+
+class Run:
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+        self.warnings: list[str] = []
+        self.failures: list[str] = []
+
+    def fail(self, name: str, message: str) -> None:
+        self.failures.append(f"{name}: {message}")
+
+    def expect(self, cond: bool, name: str, message: str, passed: str) -> bool:
+        if cond:
+            self.checked.append(passed)
+        else:
+            self.fail(name, message)
+        return cond
+
+
+# --- SHA256SUMS ---------------------------------------------------------------------------------
+
+
+def _unescape(raw: bytes) -> bytes | None:
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        b = raw[i]
+        if b == 0x5C:
+            if i + 1 >= len(raw):
+                return None
+            mapped = {0x5C: 0x5C, 0x6E: 0x0A, 0x72: 0x0D}.get(raw[i + 1])
+            if mapped is None:
+                return None
+            out.append(mapped)
+            i += 2
+        else:
+            out.append(b)
+            i += 1
+    return bytes(out)
+
+
+def _name_problem(spelling: str, name: str) -> str:
+    if "\\" in spelling:
+        return f"non-portable path {spelling!r}: backslash separator"
+    if "\x00" in spelling or "\n" in spelling or "\r" in spelling:
+        return f"name {spelling!r} contains a control character"
+    if name == "":
+        return "empty name"
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return f"absolute path {spelling!r}"
+    parts = name.split("/")
+    if ".." in parts:
+        return f"path {spelling!r} leaves the directory ('..')"
+    if name.startswith("./"):
+        return f"path {spelling!r}: only one leading './' is accepted"
+    if any(p in ("", ".") for p in parts[:-1]) or parts[-1] in ("", "."):
+        return f"path {spelling!r} has an empty or '.' component"
+    return ""
+
+
+def parse_sums(data: bytes) -> tuple[dict[str, str], list[str], list[str]]:
+    """``(name -> lowercase hex, warnings, errors)`` of SHA256SUMS bytes (GNU text/binary, BSD tag)."""
+    warnings: list[str] = []
+    errors: list[str] = []
+    listed: dict[str, str] = {}
+    spellings: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    conflicted: set[str] = set()
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+        warnings.append("UTF-8 BOM ignored")
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    for number, body in enumerate(raw_lines, start=1):
+        where = f"{SUMS_NAME}: line {number}"
+        if body.endswith(b"\r"):
+            body = body[:-1]
+            warnings.append(where + ": CRLF line ending")
+        if body == b"" or body.startswith(b"#"):
+            warnings.append(where + ": blank or comment line ignored")
+            continue
+        escaped = body.startswith(b"\\")
+        if escaped:
+            body = body[1:]
+        m = _TAG.match(body)
+        if m is not None and not _GNU.match(body):
+            algo, name_b, digest_b = m.group(1), m.group(2), m.group(3)
+            if algo.upper() not in _SHA256_TAGS:
+                errors.append(where + ": algorithm {} is not SHA-256".format(algo.decode("ascii")))
+                continue
+        else:
+            m = _GNU.match(body)
+            if m is None:
+                errors.append(where + ": not a checksum line")
+                continue
+            digest_b, name_b = m.group(1), m.group(3)
+        if len(digest_b) != 64:
+            errors.append(f"{where}: digest has {len(digest_b)} hex characters; SHA-256 has 64")
+            continue
+        if escaped:
+            name_b = _unescape(name_b)
+            if name_b is None:
+                errors.append(where + ": bad escape sequence in the name")
+                continue
+        try:
+            spelling = name_b.decode("utf-8")
+        except UnicodeDecodeError:
+            errors.append(where + ": name is not valid UTF-8")
+            continue
+        name = spelling[2:] if spelling.startswith("./") else spelling
+        problem = _name_problem(spelling, name)
+        if problem:
+            errors.append(where + ": " + problem)
+            continue
+        digest = digest_b.decode("ascii").lower()
+        if name in listed or name in conflicted:
+            if name in listed and spellings[name] == spelling and listed[name] == digest:
+                continue  # listed again identically: a warning in the full verifier
+            first = lines.get(name, 0)
+            errors.append(f"{where}: {spelling!r} names the same file as line {first}; conflicting entries")
+            conflicted.add(name)
+            listed.pop(name, None)
+            continue
+        listed[name], spellings[name], lines[name] = digest, spelling, number
+    return listed, warnings, errors
+
+
+# --- the package zip ----------------------------------------------------------------------------
+
+_EOCD = struct.Struct("<IHHHHIIH")
+_Z64_LOCATOR = struct.Struct("<IIQI")
+_Z64_EOCD = struct.Struct("<IQHHIIQQQQ")
+_CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")
+_LOCAL = struct.Struct("<IHHHHHIIIHH")
+
+
+def _read_at(f: BinaryIO, offset: int, n: int) -> bytes:
+    f.seek(offset)
+    return f.read(n)
+
+
+def _zip64(extra: bytes, want: list[str]) -> dict[str, int] | None:
+    i = 0
+    while i + 4 <= len(extra):
+        hid, size = struct.unpack_from("<HH", extra, i)
+        body = extra[i + 4 : i + 4 + size]
+        if hid == 0x0001:
+            if len(body) < 8 * len(want):
+                return None
+            return {k: struct.unpack_from("<Q", body, 8 * j)[0] for j, k in enumerate(want)}
+        i += 4 + size
+    return None
+
+
+def zip_index(f: BinaryIO, file_size: int) -> list[Member]:
+    """Central-directory entries cross-checked with their local headers; raises :class:`Finding`."""
+    tail_len = min(file_size, _EOCD.size + 0xFFFF)
+    tail = _read_at(f, file_size - tail_len, tail_len)
+    search = len(tail)
+    while True:
+        pos = tail.rfind(struct.pack("<I", 0x06054B50), 0, search)
+        if pos < 0:
+            raise Finding("not a zip archive: no end-of-central-directory record")
+        fits = pos + _EOCD.size <= len(tail)
+        if fits and pos + _EOCD.size + struct.unpack_from("<H", tail, pos + 20)[0] == len(tail):
+            break
+        search = pos
+    _, disk, cd_disk, n_disk, count, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, pos)
+    if disk != 0 or cd_disk != 0 or n_disk != count:
+        raise Finding("multi-disk archives are not supported")
+    loc_at = file_size - tail_len + pos - _Z64_LOCATOR.size
+    zip64 = False
+    if loc_at >= 0:
+        sig, _, z64_at, _ = _Z64_LOCATOR.unpack(_read_at(f, loc_at, _Z64_LOCATOR.size))
+        if sig == 0x07064B50:
+            rec = _read_at(f, z64_at, _Z64_EOCD.size)
+            if len(rec) != _Z64_EOCD.size or _Z64_EOCD.unpack(rec)[0] != 0x06064B50:
+                raise Finding("zip64 end-of-central-directory locator points at garbage")
+            fields = _Z64_EOCD.unpack(rec)
+            count, cd_size, cd_offset = fields[7], fields[8], fields[9]
+            zip64 = True
+    if not zip64 and (count == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF):
+        raise Finding("end record needs zip64 values but there is no zip64 locator")
+    if cd_size > MAX_CENTRAL_DIRECTORY or cd_offset + cd_size > file_size:
+        raise Finding("central directory is outside the archive or too big")
+    cd = _read_at(f, cd_offset, cd_size)
+    members = []
+    i = 0
+    for n in range(count):
+        if i + _CENTRAL.size > len(cd):
+            raise Finding(f"central directory ends after {n} of {count} entries")
+        fields = _CENTRAL.unpack_from(cd, i)
+        sig, flags, method, crc, csize, usize = (
+            fields[0],
+            fields[3],
+            fields[4],
+            fields[7],
+            fields[8],
+            fields[9],
+        )
+        nlen, xlen, clen, offset = fields[10], fields[11], fields[12], fields[16]
+        if sig != 0x02014B50:
+            raise Finding(f"central directory entry {n} has a bad signature")
+        j = i + _CENTRAL.size
+        raw_name, extra = cd[j : j + nlen], cd[j + nlen : j + nlen + xlen]
+        i = j + nlen + xlen + clen
+        want = [k for k, v in (("size", usize), ("csize", csize), ("offset", offset)) if v == 0xFFFFFFFF]
+        if want:
+            z64 = _zip64(extra, want)
+            if z64 is None:
+                raise Finding(f"entry {n} needs a zip64 extra field but has none")
+            usize, csize, offset = z64.get("size", usize), z64.get("csize", csize), z64.get("offset", offset)
+        name = raw_name.decode("utf-8", "replace") if flags & 0x800 else raw_name.decode("cp437")
+        local = _read_at(f, offset, _LOCAL.size)
+        if len(local) != _LOCAL.size or _LOCAL.unpack(local)[0] != 0x04034B50:
+            raise Finding(f"{name!r}: no local header at offset {offset}")
+        lfields = _LOCAL.unpack(local)
+        if _read_at(f, offset + _LOCAL.size, lfields[9]) != raw_name:
+            raise Finding(f"{name!r}: local header names another member")
+        data_offset = offset + _LOCAL.size + lfields[9] + lfields[10]
+        if data_offset + csize > cd_offset:
+            raise Finding(f"{name!r}: data runs past the member area")
+        members.append((name, flags, method, crc, csize, usize, offset, data_offset))
+    spans = sorted((m[6], m[7] + m[4], m[0]) for m in members)
+    for a, b in zip(spans, spans[1:]):
+        if b[0] < a[1]:
+            raise Finding(f"members {a[2]!r} and {b[2]!r} overlap (zip bomb or corrupt archive)")
+    return members
+
+
+def unsafe_name(name: str) -> str:
+    if "\\" in name:
+        return "backslash in member name"
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+        return "absolute member name"
+    if any(ord(c) < 32 for c in name):
+        return "control character in member name"
+    parts = name.split("/")
+    if ".." in parts:
+        return "'..' in member name"
+    if any(p in ("", ".") for p in parts):
+        return "empty or '.' component in member name"
+    return ""
+
+
+def _member_problems(member: Member) -> list[str]:
+    name, flags, method, _crc, csize, usize = member[:6]
+    problems = []
+    why = unsafe_name(name)
+    if why:
+        problems.append(why + "; not read")
+    if flags & 0x1:
+        problems.append("encrypted member")
+    if method not in (0, 8):
+        problems.append(f"compression method {method} is not stored (0) or deflate (8)")
+    if method == 0 and usize != csize:
+        problems.append("stored member with different compressed and uncompressed sizes")
+    if usize > max(csize, 1) * MAX_RATIO:
+        problems.append(f"declares {usize} bytes from {csize} compressed; not inflated")
+    return problems
+
+
+def _inflate(f: BinaryIO, member: Member, keep: bool) -> tuple[str, list[str], bytes | None]:
+    """(sha256 hex, problems, bytes if ``keep``) of one member, inflated with zlib."""
+    _name, _flags, method, crc32, csize, usize, _off, data_offset = member
+    f.seek(data_offset)
+    left = csize
+    h = hashlib.sha256()
+    crc = 0
+    size = 0
+    kept = bytearray() if keep else None
+    inflater = zlib.decompressobj(-15) if method == 8 else None
+    try:
+        while left:
+            block = f.read(min(_CHUNK, left))
+            if not block:
+                return h.hexdigest(), ["cannot be read: archive ends inside the member data"], None
+            left -= len(block)
+            chunks = [block]
+            if inflater is not None:
+                chunks = [inflater.decompress(block, _CHUNK)]
+                while inflater.unconsumed_tail:
+                    chunks.append(inflater.decompress(inflater.unconsumed_tail, _CHUNK))
+            for chunk in chunks:
+                size += len(chunk)
+                if size > usize:
+                    return h.hexdigest(), [f"inflates past {usize} bytes"], None
+                h.update(chunk)
+                crc = zlib.crc32(chunk, crc)
+                if kept is not None:
+                    kept += chunk
+        if inflater is not None:
+            rest = inflater.flush()
+            size += len(rest)
+            if size > usize:
+                return h.hexdigest(), [f"inflates past {usize} bytes"], None
+            h.update(rest)
+            crc = zlib.crc32(rest, crc)
+            if kept is not None:
+                kept += rest
+            if not inflater.eof:
+                return h.hexdigest(), ["cannot be read: deflate stream is truncated"], None
+            if inflater.unused_data:
+                return h.hexdigest(), ["cannot be read: data after the end of the deflate stream"], None
+    except zlib.error as exc:
+        return h.hexdigest(), [f"cannot be read: {exc}"], None
+    problems = []
+    if size != usize:
+        problems.append(f"inflates to {size} bytes, header declares {usize}")
+    elif crc != crc32:
+        problems.append(f"CRC-32 {crc:08x} does not match the header's {crc32:08x}")
+    return h.hexdigest(), problems, (bytes(kept) if kept is not None and not problems else None)
+
+
+def scan_zip(path: str, keep: tuple[str, ...]) -> tuple[dict[str, str], list[str], dict[str, bytes]]:
+    """``(members name -> sha256, problems, kept name -> bytes)``; raises :class:`Finding`."""
+    members: dict[str, str] = {}
+    problems: list[str] = []
+    kept: dict[str, bytes] = {}
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        index = zip_index(f, f.tell())
+        seen = set()
+        total = 0
+        for member in index:
+            name = member[0]
+            checks = _member_problems(member)
+            if name in seen:
+                checks.append("member name appears more than once in the archive")
+            seen.add(name)
+            total += member[5]
+            if total > MAX_TOTAL:
+                checks.append(f"archive declares more than {MAX_TOTAL} bytes in total; not inflated")
+            if checks:
+                members[name] = hashlib.sha256().hexdigest()
+            else:
+                sha, checks, data = _inflate(f, member, name in keep and member[5] <= MAX_SMALL_ENTRY)
+                members[name] = sha
+                if data is not None and name not in kept:
+                    kept[name] = data
+            problems.extend(f"member {name!r}: {p}" for p in checks)
+        counts: dict[str, int] = {}
+        for member in index:
+            counts[member[0]] = counts.get(member[0], 0) + 1
+        for name in keep:
+            if counts.get(name, 0) != 1:
+                kept.pop(name, None)
+    return members, problems, kept
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(_CHUNK)
+            if not chunk:
+                return h.hexdigest()
+            h.update(chunk)
+
+
+# --- the set ------------------------------------------------------------------------------------
+
+
+def _get(doc: Any, *path: str) -> Any:
+    cur = doc
+    for p in path:
+        if not isinstance(cur, dict) or p not in cur:
+            return None
+        cur = cur[p]
+    return cur
+
+
+def _load_json(run: Run, name: str, data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        run.fail(name, f"not valid UTF-8 JSON: {exc}")
+        return None
+
+
+def verify(directory: str, expected_sums_sha256: str | None = None) -> Run:
+    """Verify the set in ``directory``; returns a :class:`Run` (ok when it has no failures)."""
+    run = Run()
+    try:
+        _verify(run, directory, expected_sums_sha256)
+    except Exception as exc:  # noqa: BLE001 - any crash on hostile input is a rejection
+        run.fail(directory, f"cannot be verified: {type(exc).__name__}: {exc}")
+    return run
+
+
+def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
+    try:
+        listing = sorted(os.listdir(directory))
+    except OSError as exc:
+        run.fail(directory, "cannot list: %s" % (exc.strerror or exc))
+        return
+    zips = [n for n in listing if n.endswith(".zip")]
+    if len(zips) != 1:
+        run.fail(directory, "expected exactly one package '*.zip' in the set")
+        return
+    stem = zips[0][: -len(".zip")]
+    entries = [stem + s for s in ENTRY_SUFFIXES]
+    every = [*entries, SUMS_NAME]
+    n_zip, n_spdx, n_cdx, n_config, n_profile, n_model, n_qual, n_prov, n_route, n_manifest = entries
+    for n in every:
+        p = os.path.join(directory, n)
+        if not os.path.isfile(p) or os.path.islink(p):
+            run.fail(n, "missing from the set (or not a regular file)")
+    for n in listing:
+        if n not in every:
+            run.fail(n, "not part of the asset set (exactly 10 entries + SHA256SUMS)")
+    if not run.failures:
+        run.checked.append(f"set: exactly the 11 files of {stem}")
+
+    digests: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    small: dict[str, bytes] = {}
+    members: dict[str, str] = {}
+    kept: dict[str, bytes] = {}
+    zip_path = os.path.join(directory, n_zip)
+    spdx_member = f"sbom/{stem}.spdx.json"
+    for n in every:
+        p = os.path.join(directory, n)
+        if not os.path.isfile(p):
+            continue
+        sizes[n] = os.stat(p).st_size
+        if n != n_zip and sizes[n] <= MAX_SMALL_ENTRY:
+            with open(p, "rb") as f:
+                small[n] = f.read()
+            digests[n] = hashlib.sha256(small[n]).hexdigest()
+        else:
+            digests[n] = _sha256_file(p)
+    if os.path.isfile(zip_path):
+        try:
+            members, problems, kept = scan_zip(zip_path, (ZIP_CONFIG_PATH, spdx_member))
+        except (Finding, OSError) as exc:
+            members, problems = {}, [str(exc)]
+        for msg in problems:
+            run.fail(n_zip, msg)
+
+    sums = small.get(SUMS_NAME)
+    if sums is not None:
+        listed, warnings, errors = parse_sums(sums)
+        run.warnings.extend(warnings)
+        run.failures.extend(errors)
+        for n in entries:
+            if n not in listed:
+                run.fail(SUMS_NAME, f"does not list {n!r}")
+            elif n in digests:
+                run.expect(
+                    listed[n] == digests[n],
+                    n,
+                    f"SHA-256 mismatch: SHA256SUMS lists {listed[n]}, file has {digests[n]}",
+                    f"{n}: OK",
+                )
+        for n in listed:
+            if n not in entries:
+                run.fail(SUMS_NAME, f"lists {n!r}, which is not one of the 10 entries")
+    if expected_sums_sha256 is not None and SUMS_NAME in digests:
+        run.expect(
+            digests[SUMS_NAME] == expected_sums_sha256.lower(),
+            SUMS_NAME,
+            f"digest {digests[SUMS_NAME]} is not the expected {expected_sums_sha256}",
+            "SHA256SUMS: matches the expected digest",
+        )
+
+    have_zip = os.path.isfile(zip_path) and bool(members)
+    spdx = small.get(n_spdx)
+    if spdx is not None:
+        doc = _load_json(run, n_spdx, spdx)
+        valid = (
+            isinstance(doc, dict)
+            and doc.get("spdxVersion") == "SPDX-2.3"
+            and doc.get("SPDXID") == "SPDXRef-DOCUMENT"
+        )
+        if not valid and doc is not None:
+            run.fail(n_spdx, "not an SPDX 2.3 document")
+        if have_zip:
+            inner = _member(run, n_zip, kept, members, spdx_member)
+            if inner is not None:
+                run.expect(
+                    inner == spdx, n_spdx, "differs from the copy inside the package", f"{n_spdx}: copy"
+                )
+            if valid:
+                listed_files = _spdx_files(doc)
+                inside = {k: v for k, v in members.items() if k != spdx_member}
+                for path in sorted(set(inside) - set(listed_files)):
+                    run.fail(n_spdx, f"package member {path!r} is not in the file inventory")
+                for path in sorted(set(listed_files) - set(inside)):
+                    run.fail(n_spdx, f"lists {path!r}, which is not in the package")
+                for path in sorted(set(listed_files) & set(inside)):
+                    if listed_files[path] != inside[path]:
+                        run.fail(n_spdx, f"SHA-256 of {path!r} differs from the package member")
+    cdx = small.get(n_cdx)
+    if cdx is not None:
+        doc = _load_json(run, n_cdx, cdx)
+        problems = _cdx_problems(doc, cdx) if doc is not None else []
+        valid = not problems
+        for msg in problems:
+            run.fail(n_cdx, msg)
+        if valid and have_zip:
+            hashes = _cdx_hashes(doc)
+            for path, sha in sorted(hashes.items()):
+                if path not in members:
+                    run.fail(n_cdx, f"names {path!r}, which is not in the package")
+                elif members[path] != sha:
+                    run.fail(n_cdx, f"SHA-256 of {path!r} differs from the package member")
+            for path in sorted(m for m in members if m.lower().endswith(".dll") and m not in hashes):
+                run.fail(n_cdx, f"package DLL {path!r} has no component")
+
+    config = small.get(n_config)
+    profile = _load_json(run, n_profile, small.get(n_profile))
+    manifest = _load_json(run, n_manifest, small.get(n_manifest))
+    qualification = _load_json(run, n_qual, small.get(n_qual))
+    provenance = _load_json(run, n_prov, small.get(n_prov))
+    route = _load_json(run, n_route, small.get(n_route))
+    model = _load_json(run, n_model, small.get(n_model))
+    if config is not None:
+        config_sha = digests[n_config]
+        if have_zip:
+            inner = _member(run, n_zip, kept, members, ZIP_CONFIG_PATH)
+            if inner is not None:
+                run.expect(
+                    inner == config, n_config, "differs from the package's config/ninfer.toml", "config copy"
+                )
+        for doc_name, doc, field_path in (
+            (n_profile, profile, ("config", "bytes_sha256")),
+            (n_manifest, manifest, ("config", "sha256")),
+            (n_qual, qualification, ("bound_to", "config_bytes_sha256")),
+            (n_route, route, ("install", "config_bytes_sha256")),
+        ):
+            if doc is not None:
+                bound = _get(doc, *field_path)
+                run.expect(
+                    bound == config_sha, doc_name, f"binds config SHA-256 {bound}, not {config_sha}", doc_name
+                )
+    if manifest is not None:
+        listed_entries = _get(manifest, "entries")
+        want = entries[:9]
+        got = [e.get("name") for e in listed_entries] if isinstance(listed_entries, list) else None
+        if run.expect(
+            got == want, n_manifest, f"entries are {got}, expected entries 1-9", "manifest entries"
+        ):
+            for e in listed_entries:
+                n = e["name"]
+                if n in digests and (e.get("sha256") != digests[n] or e.get("size") != sizes[n]):
+                    run.fail(n_manifest, f"size/SHA-256 recorded for {n!r} differ from the file")
+    if provenance is not None:
+        subj = {
+            s.get("name"): _get(s, "digest", "sha256")
+            for s in provenance.get("subject", [])
+            if isinstance(s, dict)
+        }
+        want_subj = {n: digests.get(n) for n in entries[:7]}
+        run.expect(subj == want_subj, n_prov, "subjects do not match entries 1-7", "provenance subjects")
+        run.expect(
+            provenance.get("_type") == "https://in-toto.io/Statement/v1",
+            n_prov,
+            "is not an in-toto Statement v1",
+            "provenance type",
+        )
+    _identity(run, stem, entries, manifest, qualification, route, profile, provenance, digests.get(n_zip))
+    if route is not None and n_zip in digests:
+        pkg = _get(route, "package") or {}
+        run.expect(
+            pkg.get("sha256") == digests[n_zip]
+            and pkg.get("size") == sizes[n_zip]
+            and pkg.get("name") == n_zip,
+            n_route,
+            "package name/size/SHA-256 differ from the zip",
+            "route package",
+        )
+        if model is not None:
+            rm = _get(route, "model") or {}
+            run.expect(
+                rm.get("sha256") == model.get("sha256")
+                and rm.get("size") == model.get("size")
+                and rm.get("store_as") == model.get("local_name"),
+                n_route,
+                "model binding differs from the model entry",
+                "route model",
+            )
+
+
+def _member(
+    run: Run, zip_name: str, kept: dict[str, bytes], members: dict[str, str], name: str
+) -> bytes | None:
+    if name in kept:
+        return kept[name]
+    run.fail(zip_name, f"cannot read member {name!r}" if name in members else f"member {name!r} is missing")
+    return None
+
+
+def _spdx_files(doc: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    files = doc.get("files", [])
+    if not isinstance(files, list):
+        raise Finding("SPDX files is not a list")
+    for entry in files:
+        name = str(entry.get("fileName", "")) if isinstance(entry, dict) else ""
+        checks = entry.get("checksums") or [] if isinstance(entry, dict) else []
+        sums = {
+            str(c.get("algorithm")): str(c.get("checksumValue")).lower()
+            for c in checks
+            if isinstance(c, dict)
+        }
+        path = name[2:] if name.startswith("./") else name
+        if "SHA1" not in sums or "SHA256" not in sums:
+            raise Finding(f"SPDX file {name!r} needs SHA1 and SHA256")
+        if path in out:
+            raise Finding(f"SPDX file {name!r} listed twice")
+        out[path] = sums["SHA256"]
+    return out
+
+
+def _walk(components: Any) -> Iterator[dict[str, Any]]:
+    for c in components if isinstance(components, list) else []:
+        if isinstance(c, dict):
+            yield c
+            yield from _walk(c.get("components") or [])
+
+
+_URN_UUID = re.compile(r"^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _cdx_problems(doc: Any, data: bytes) -> list[str]:
+    """What ``verify`` checks of a CycloneDX document besides its JSON schema."""
+    if not isinstance(doc, dict):
+        return ["top level is not a JSON object"]
+    out = []
+    if doc.get("bomFormat") != "CycloneDX" or doc.get("specVersion") != "1.6":
+        out.append("not a CycloneDX 1.6 document")
+    if not _URN_UUID.match(str(doc.get("serialNumber", ""))):
+        out.append("serialNumber is not a lowercase urn:uuid")
+    refs = []
+    component = _get(doc, "metadata", "component")
+    if isinstance(component, dict) and "bom-ref" in component:
+        refs.append(str(component["bom-ref"]))
+    for c in _walk(doc.get("components") or []):
+        if "bom-ref" in c:
+            refs.append(str(c["bom-ref"]))
+        else:
+            out.append(f"component {c.get('name')!r} has no bom-ref")
+    out.extend(
+        f"bom-ref {r!r} is used more than once" for r in sorted({r for r in refs if refs.count(r) > 1})
+    )
+    known = set(refs)
+    for dep in doc.get("dependencies") or []:
+        for target in [dep.get("ref"), *(dep.get("dependsOn") or [])]:
+            if target not in known:
+                out.append(f"dependency names unknown bom-ref {target!r}")
+    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+def _cdx_hashes(doc: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for c in _walk(doc.get("components") or []):
+        props = {
+            str(p.get("name")): str(p.get("value")) for p in c.get("properties") or [] if isinstance(p, dict)
+        }
+        sha = next(
+            (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"), None
+        )
+        key = props.get(_PROP_PATH) or (str(c["bom-ref"]) if sha is not None and "bom-ref" in c else None)
+        if key is None:
+            continue
+        if sha is None:
+            raise Finding(f"CycloneDX component {key!r} has no SHA-256")
+        if key in out:
+            raise Finding(f"CycloneDX component {key!r} listed twice")
+        out[key] = sha
+    return out
+
+
+def _identity(
+    run: Run,
+    stem: str,
+    entries: list[str],
+    manifest: Any,
+    qualification: Any,
+    route: Any,
+    profile: Any,
+    provenance: Any,
+    zip_sha256: str | None,
+) -> None:
+    if not isinstance(manifest, dict):
+        return
+    n_profile, n_qual, n_prov, n_route, n_manifest = (
+        entries[4],
+        entries[6],
+        entries[7],
+        entries[8],
+        entries[9],
+    )
+    tag = manifest.get("component_tag")
+    if not isinstance(tag, str) or f"ninfer-{tag}-windows-x64" != stem:
+        run.fail(n_manifest, f"component_tag {tag!r} does not name this set")
+    external = ("predicate", "buildDefinition", "externalParameters")
+    pairs = [
+        (n_qual, qualification, ("component_tag",), "component_tag"),
+        (n_qual, qualification, ("lane",), "lane"),
+        (n_qual, qualification, ("status",), "qualification"),
+        (n_qual, qualification, ("bound_to", "source_commit"), "source_commit"),
+        (n_qual, qualification, ("bound_to", "profile_id"), "profile_id"),
+        (n_route, route, ("component_tag",), "component_tag"),
+        (n_route, route, ("lane",), "lane"),
+        (n_route, route, ("release",), "release"),
+        (n_route, route, ("release_instance_id",), "release_instance_id"),
+        (n_profile, profile, ("profile_id",), "profile_id"),
+        (n_profile, profile, ("lane",), "lane"),
+        (n_prov, provenance, (*external, "component_tag"), "component_tag"),
+        (n_prov, provenance, (*external, "lane"), "lane"),
+        (n_prov, provenance, (*external, "profile_id"), "profile_id"),
+        (n_prov, provenance, (*external, "release"), "release"),
+    ]
+    for doc_name, doc, path, key in pairs:
+        if isinstance(doc, dict) and _get(doc, *path) != manifest.get(key):
+            run.fail(doc_name, "{} does not equal {} {}".format(".".join(path), n_manifest, key))
+    if isinstance(qualification, dict):
+        status, receipts = qualification.get("status"), qualification.get("receipts")
+        if (
+            not isinstance(receipts, list)
+            or status not in ("qualified", "unqualified")
+            or ((status == "qualified") != bool(receipts))
+        ):
+            run.fail(n_qual, f"status {status!r} does not follow from its receipts")
+    if isinstance(tag, str) and zip_sha256 is not None:
+        instance = f"{tag}-{zip_sha256[:16]}"
+        if manifest.get("release_instance_id") != instance:
+            run.fail(n_manifest, f"release_instance_id is not {instance!r}")
+        checkpoint = _get(route, "install", "checkpoint_dir") if isinstance(route, dict) else None
+        if route is not None and checkpoint != f"cache/{instance}/session-checkpoints-v3":
+            run.fail(n_route, f"install.checkpoint_dir {checkpoint!r} is not under cache/{instance}/")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    args = [a for a in args if a != "--json"]
+    expected = None
+    if "--sums-sha256" in args:
+        i = args.index("--sums-sha256")
+        if i + 1 >= len(args):
+            sys.stderr.write("usage: ninfer-verify SET_DIR [--sums-sha256 HEX] [--json]\n")
+            return 2
+        expected = args[i + 1]
+        del args[i : i + 2]
+    if len(args) != 1 or args[0].startswith("-"):
+        sys.stderr.write("usage: ninfer-verify SET_DIR [--sums-sha256 HEX] [--json]\n")
+        return 2
+    directory = args[0]
+    if not os.path.isdir(directory):
+        sys.stderr.write(f"error: {directory}: not a directory\n")
+        return 4
+    run = verify(directory, expected)
+    for w in run.warnings:
+        sys.stderr.write(f"warning: {w}\n")
+    for f in run.failures:
+        sys.stderr.write(f"FAIL: {f}\n")
+    if as_json:
+        doc = {
+            "ok": not run.failures,
+            "directory": directory,
+            "checked": run.checked,
+            "failures": run.failures,
+        }
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    elif not run.failures:
+        sys.stdout.write(f"{directory}: OK ({len(run.checked)} checks)\n")
+    return 5 if run.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
