@@ -477,3 +477,29 @@ def test_member_pin_mismatch_fails_the_whole_fetch_exit_5(tmp_path: Path, run_cl
     assert code == 5
     assert "msvc_runtime-14.44.35112.data/data/Scripts/vcruntime140.dll: member SHA-256 d5e4d9a3" in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]  # no output, no staging leftovers
+
+
+def test_without_busybox_native_samples_still_work_and_the_container_lane_says_what_is_missing(
+    tmp_path: Path, run_cli, wheel_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """busybox-static is needed only for the container lane's sample base (issue 15)."""
+    import ninfer_release.containers._samples as container_samples
+
+    missing = tmp_path / "no-busybox"
+    monkeypatch.setattr(container_samples, "BUSYBOX", missing)
+    out = tmp_path / "inputs"
+    code, stdout, stderr = run_cli("samples", "fetch", "--out", str(out), "--cache", str(wheel_cache))
+    assert code == 4
+    assert stderr.splitlines() == [
+        f"error: {missing}: not found: the rtx5090 container lane's sample base is built from Debian's "
+        "busybox-static (apt-get install busybox-static); the native lanes do not need it "
+        "(samples fetch --native-only)"
+    ]
+    assert not out.exists()
+    code, stdout, stderr = run_cli(
+        "--json", "samples", "fetch", "--out", str(out), "--cache", str(wheel_cache), "--native-only"
+    )
+    assert code == 0, stderr
+    doc = json.loads(stdout)
+    assert [ln["lane"] for ln in doc["lanes"]] == ["rtx4090", "rtx3090"] and doc["extra"] == []
+    assert sorted(p.name for p in out.iterdir()) == [".ninfer-samples.json", "rtx3090", "rtx4090"]

@@ -368,7 +368,11 @@ def samples() -> None:
     """Sample inputs: staged engine builds for the native lanes (docs/samples.md)."""
 
 
-@samples.command("fetch", example="ninfer-release samples fetch --out staged")
+@samples.command(
+    "fetch",
+    example="ninfer-release samples fetch --out staged\n"
+    "ninfer-release samples fetch --out staged --native-only",
+)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--full", is_flag=True, help="Also fetch cuBLAS (a few hundred MB; used by benchmarks).")
 @click.option(
@@ -383,13 +387,30 @@ def samples() -> None:
     type=click.Path(file_okay=False),
     help="Checkout holding samples/ (default: the one this tool runs from).",
 )
+@click.option(
+    "--native-only",
+    "native_only",
+    is_flag=True,
+    help="Only the native lanes (rtx4090, rtx3090): no container sample, no busybox-static needed.",
+)
 @click.pass_obj
-def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, repo: str | None) -> None:
-    """Download pinned wheels and lay out DIR/rtx4090/ and DIR/rtx3090/ staged trees."""
+def samples_fetch(
+    ctx: Context, out: str, full: bool, cache: str | None, repo: str | None, native_only: bool
+) -> None:
+    """Download pinned wheels and lay out DIR/rtx4090/ and DIR/rtx3090/ staged trees.
+
+    Also DIR/rtx5090/ and DIR/base-layout/ (the container lane's stand-in inputs and sample base,
+    built from Debian's busybox-static) unless --native-only.
+    """
     import os
     from pathlib import Path
 
     from ninfer_release.samples import default_wheel_cache, fetch_samples
+
+    if not native_only:
+        from ninfer_release.containers import check_sample_base_tool
+
+        check_sample_base_tool()  # before any download: say what is missing and how to do without it
 
     def progress(message: str) -> None:
         if ctx.verbosity >= 0:
@@ -402,7 +423,7 @@ def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, repo: s
         cache=Path(cache) if cache else default_wheel_cache(os.environ),
         repo_root=repo_root,
         progress=progress,
-        extra_steps=tuple(SAMPLES_EXTRA_STEPS),
+        extra_steps=() if native_only else tuple(SAMPLES_EXTRA_STEPS),
     )
     mib = 2**20
     human = [

@@ -59,6 +59,7 @@ from ninfer_release.containers._registry import (
 )
 from ninfer_release.containers._samples import (
     SAMPLE_EPOCH,
+    check_sample_base_tool,
     make_sample_base_layout,
     make_sample_rtx5090_inputs,
     sample_layout_step,
@@ -105,6 +106,7 @@ __all__ = [
     "check_inputs",
     "check_labels",
     "check_layer_path",
+    "check_sample_base_tool",
     "docker_host",
     "gzip_bytes",
     "gzip_header",

@@ -16,7 +16,7 @@ import hashlib
 from pathlib import Path
 
 from ninfer_release.atomic import staged_directory, write_bytes
-from ninfer_release.errors import InputError
+from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.reproducible import iso8601
 
@@ -67,7 +67,29 @@ def stand_in_commit(label: str) -> str:
     return hashlib.sha1(label.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def make_sample_base_layout(out: Path, *, epoch: int, busybox: Path = BUSYBOX) -> str:
+def check_sample_base_tool(busybox: Path | None = None) -> None:
+    """Check that Debian's ``busybox-static`` is there (default :data:`BUSYBOX`, read at call time).
+
+    Only the container lane's sample base needs it; the native lanes' samples do not.
+
+    Raises:
+        InputError: the file is missing, naming it and what to do (exit 4).
+    """
+    path = BUSYBOX if busybox is None else busybox
+    if not path.is_file():
+        raise InputError(
+            problems=[
+                Problem(
+                    file=str(path),
+                    message="not found: the rtx5090 container lane's sample base is built from Debian's "
+                    "busybox-static (apt-get install busybox-static); the native lanes do not need it "
+                    "(samples fetch --native-only)",
+                )
+            ]
+        )
+
+
+def make_sample_base_layout(out: Path, *, epoch: int, busybox: Path | None = None) -> str:
     """Write a one-layer busybox base image as an OCI layout at ``out``; returns its manifest digest.
 
     ``out`` must not exist (written atomically). The layout's ``index.json`` names the image
@@ -76,8 +98,8 @@ def make_sample_base_layout(out: Path, *, epoch: int, busybox: Path = BUSYBOX) -
     Raises:
         InputError: ``busybox`` is missing (``apt-get install busybox-static``) or ``out`` exists.
     """
-    if not busybox.is_file():
-        raise InputError(f"{busybox}: not found; install Debian's busybox-static")
+    check_sample_base_tool(busybox)
+    busybox = BUSYBOX if busybox is None else busybox
     entries = [
         LayerEntry(path="bin/busybox", kind="file", mode=EXEC_MODE, source=busybox, origin=str(busybox)),
         *(LayerEntry(path=f"bin/{a}", kind="symlink", target="busybox") for a in APPLETS),
