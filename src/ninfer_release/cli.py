@@ -847,7 +847,8 @@ def verify_cmd(
             expected_sums_sha256=sums_sha256,
             release_manifest=bound,
             progress=(lambda n: progress("hashed", n)) if progress else None,
-            http=_http_policy(http),
+            # Only a URL needs the HTTP client; a directory never loads it (verify start-up cost).
+            http=_http_policy(http) if location.startswith(("https://", "http://")) else None,
             fetch_progress=fetch_progress,
             require_qualified=require_qualified,
         )

@@ -34,41 +34,97 @@ are reproducible given the same engine, and building refuses to run without it. 
 works with any zlib.
 """
 
-from ninfer_release.packaging._compress import DEFAULT_CHUNK, CompressedMember, compress_members
-from ninfer_release.packaging._paths import DEFAULT_INSTALL_ROOT, MAX_PATH, check_windows_paths
-from ninfer_release.packaging._recipe import (
-    IncludeRule,
-    PackagePlan,
-    PackageRecipe,
-    PlanEntry,
-    load_recipe,
-    plan_package,
-    render_notice,
-)
-from ninfer_release.packaging._staged import (
-    BuildInfo,
-    DependencyLock,
-    EngineFile,
-    Redistributable,
-    StagedFile,
-    StagedTree,
-    VendoredSource,
-    check_lock_digests,
-    check_stand_in_claims,
-    load_staged_tree,
-)
-from ninfer_release.packaging._zipread import (
-    MemberDigest,
-    ZipMember,
-    ZipScan,
-    iter_member_digests,
-    read_member,
-    read_zip_index,
-    scan_zip,
-    unsafe_name,
-)
-from ninfer_release.packaging._zipwrite import ZipEntryDigest, ZipResult, write_zip
-from ninfer_release.packaging._zlib import DEFLATE_ENGINE
+from typing import TYPE_CHECKING
+
+from ninfer_release.lazyexports import lazy_exports
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.packaging._compress import DEFAULT_CHUNK, CompressedMember, compress_members
+    from ninfer_release.packaging._paths import DEFAULT_INSTALL_ROOT, MAX_PATH, check_windows_paths
+    from ninfer_release.packaging._recipe import (
+        IncludeRule,
+        PackagePlan,
+        PackageRecipe,
+        PlanEntry,
+        load_recipe,
+        plan_package,
+        render_notice,
+    )
+    from ninfer_release.packaging._staged import (
+        BuildInfo,
+        DependencyLock,
+        EngineFile,
+        Redistributable,
+        StagedFile,
+        StagedTree,
+        VendoredSource,
+        check_lock_digests,
+        check_stand_in_claims,
+        load_staged_tree,
+    )
+    from ninfer_release.packaging._zipread import (
+        MemberDigest,
+        ZipMember,
+        ZipScan,
+        iter_member_digests,
+        read_member,
+        read_zip_index,
+        scan_zip,
+        unsafe_name,
+    )
+    from ninfer_release.packaging._zipwrite import ZipEntryDigest, ZipResult, write_zip
+    from ninfer_release.packaging._zlib import DEFLATE_ENGINE
+
+_EXPORTS = {
+    "._compress": (
+        "DEFAULT_CHUNK",
+        "CompressedMember",
+        "compress_members",
+    ),
+    "._paths": (
+        "DEFAULT_INSTALL_ROOT",
+        "MAX_PATH",
+        "check_windows_paths",
+    ),
+    "._recipe": (
+        "IncludeRule",
+        "PackagePlan",
+        "PackageRecipe",
+        "PlanEntry",
+        "load_recipe",
+        "plan_package",
+        "render_notice",
+    ),
+    "._staged": (
+        "BuildInfo",
+        "DependencyLock",
+        "EngineFile",
+        "Redistributable",
+        "StagedFile",
+        "StagedTree",
+        "VendoredSource",
+        "check_lock_digests",
+        "check_stand_in_claims",
+        "load_staged_tree",
+    ),
+    "._zipread": (
+        "MemberDigest",
+        "ZipMember",
+        "ZipScan",
+        "iter_member_digests",
+        "read_member",
+        "read_zip_index",
+        "scan_zip",
+        "unsafe_name",
+    ),
+    "._zipwrite": (
+        "ZipEntryDigest",
+        "ZipResult",
+        "write_zip",
+    ),
+    "._zlib": ("DEFLATE_ENGINE",),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DEFAULT_CHUNK",

@@ -12,60 +12,146 @@ Terms: *entry* — one of the 10 hashed files; *set* — the entries plus ``SHA2
 package bytes do (:func:`release_instance_id`).
 """
 
-from ninfer_release.releases._contract import (
-    ENTRY_SUFFIXES,
-    SUMS_NAME,
-    ZIP_CONFIG_PATH,
-    AssetNames,
-    names_for_tag,
-    package_stem,
-    stem_from_names,
-)
-from ninfer_release.releases._export import export_verifier, verifier_source
-from ninfer_release.releases._fetch_flow import FetchReport, fetch_route, fetch_set
-from ninfer_release.releases._flows import LocatedReport, publish_set, supersede_tags, verify_location
-from ninfer_release.releases._http_fetch import Fetched, FetchProgress, HttpPolicy
-from ninfer_release.releases._publish import (
-    ANN_REVISION,
-    ARTIFACT_TYPE,
-    SUPERSESSION_TYPE,
-    DirTarget,
-    FilesTarget,
-    OciTarget,
-    Publisher,
-    PublishRequest,
-    PublishResult,
-    PulledFile,
-    PulledSet,
-    is_prerelease,
-    open_publisher,
-    parse_target,
-    plan_publish,
-)
-from ninfer_release.releases._receipts import (
-    RECEIPT_SCHEMA,
-    Binding,
-    BoundReceipt,
-    Equivalence,
-    GateLedger,
-    LoadedReceipt,
-    Qualification,
-    Receipt,
-    Scratch,
-    bind_receipts,
-    merge_gates,
-    read_receipt_file,
-    read_receipts,
-    receipt_template,
-)
-from ninfer_release.releases._records import FileRef, LaneFacts, release_instance_id
-from ninfer_release.releases._seal import (
-    SealedSet,
-    build_native_set,
-    package_plan,
-    profile_asset,
-)
-from ninfer_release.releases._verify import VerifyReport, verify_set
+from typing import TYPE_CHECKING
+
+from ninfer_release.lazyexports import lazy_exports
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.releases._contract import (
+        ENTRY_SUFFIXES,
+        SUMS_NAME,
+        ZIP_CONFIG_PATH,
+        AssetNames,
+        names_for_tag,
+        package_stem,
+        stem_from_names,
+    )
+    from ninfer_release.releases._export import export_verifier, verifier_source
+    from ninfer_release.releases._fetch_flow import FetchReport, fetch_route, fetch_set
+    from ninfer_release.releases._flows import LocatedReport, publish_set, supersede_tags, verify_location
+    from ninfer_release.releases._http_fetch import Fetched, FetchProgress, HttpPolicy
+    from ninfer_release.releases._publish import (
+        ANN_REVISION,
+        ARTIFACT_TYPE,
+        SUPERSESSION_TYPE,
+        DirTarget,
+        FilesTarget,
+        OciTarget,
+        Publisher,
+        PublishRequest,
+        PublishResult,
+        PulledFile,
+        PulledSet,
+        is_prerelease,
+        open_publisher,
+        parse_target,
+        plan_publish,
+    )
+    from ninfer_release.releases._receipts import (
+        RECEIPT_SCHEMA,
+        Binding,
+        BoundReceipt,
+        Equivalence,
+        GateLedger,
+        LoadedReceipt,
+        Qualification,
+        Receipt,
+        Scratch,
+        bind_receipts,
+        merge_gates,
+        read_receipt_file,
+        read_receipts,
+        receipt_template,
+    )
+    from ninfer_release.releases._records import FileRef, LaneFacts, release_instance_id
+    from ninfer_release.releases._seal import (
+        SealedSet,
+        build_native_set,
+        package_plan,
+        profile_asset,
+    )
+    from ninfer_release.releases._verify import VerifyReport, verify_set
+
+_EXPORTS = {
+    "._contract": (
+        "ENTRY_SUFFIXES",
+        "SUMS_NAME",
+        "ZIP_CONFIG_PATH",
+        "AssetNames",
+        "names_for_tag",
+        "package_stem",
+        "stem_from_names",
+    ),
+    "._export": (
+        "export_verifier",
+        "verifier_source",
+    ),
+    "._fetch_flow": (
+        "FetchReport",
+        "fetch_route",
+        "fetch_set",
+    ),
+    "._flows": (
+        "LocatedReport",
+        "publish_set",
+        "supersede_tags",
+        "verify_location",
+    ),
+    "._http_fetch": (
+        "Fetched",
+        "FetchProgress",
+        "HttpPolicy",
+    ),
+    "._publish": (
+        "ANN_REVISION",
+        "ARTIFACT_TYPE",
+        "SUPERSESSION_TYPE",
+        "DirTarget",
+        "FilesTarget",
+        "OciTarget",
+        "Publisher",
+        "PublishRequest",
+        "PublishResult",
+        "PulledFile",
+        "PulledSet",
+        "is_prerelease",
+        "open_publisher",
+        "parse_target",
+        "plan_publish",
+    ),
+    "._receipts": (
+        "RECEIPT_SCHEMA",
+        "Binding",
+        "BoundReceipt",
+        "Equivalence",
+        "GateLedger",
+        "LoadedReceipt",
+        "Qualification",
+        "Receipt",
+        "Scratch",
+        "bind_receipts",
+        "merge_gates",
+        "read_receipt_file",
+        "read_receipts",
+        "receipt_template",
+    ),
+    "._records": (
+        "FileRef",
+        "LaneFacts",
+        "release_instance_id",
+    ),
+    "._seal": (
+        "SealedSet",
+        "build_native_set",
+        "package_plan",
+        "profile_asset",
+    ),
+    "._verify": (
+        "VerifyReport",
+        "verify_set",
+    ),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "ANN_REVISION",

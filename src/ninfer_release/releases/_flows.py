@@ -16,22 +16,19 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ninfer_release.errors import InputError, Problem, PublishError
-from ninfer_release.profiles import Release
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
-from ninfer_release.releases._fetch_flow import fetch_set
-from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
-from ninfer_release.releases._publish import (
-    ANN_REVISION,
-    DRAFT_SUFFIX,
-    PublishRequest,
-    PublishResult,
-    open_publisher,
-    parse_target,
-)
 from ninfer_release.releases._verify import VerifyReport, verify_set
+
+if TYPE_CHECKING:
+    from ninfer_release.profiles import Release
+    from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
+    from ninfer_release.releases._publish import PublishResult
+
+# The publisher, the HTTP client and the release definition load only in the flows that use them:
+# verifying a directory must not pay for them (DESIGN §11, docs/benchmarks.md).
 
 REMOTE_SCHEMES = ("oci://", "dir://", "files://")
 URL_SCHEMES = ("https://", "http://")
@@ -160,6 +157,8 @@ def verify_location(
         IntegrityError: a pulled blob does not match its digest (exit 5).
     """
     if location.startswith(URL_SCHEMES):
+        from ninfer_release.releases._http_fetch import HttpPolicy
+
         located = _verify_url(
             location,
             expected_sums_sha256=expected_sums_sha256,
@@ -191,6 +190,8 @@ def verify_location(
         return _required(
             LocatedReport(location=location, manifest_digest=None, report=report), require_qualified
         )
+    from ninfer_release.releases._publish import DRAFT_SUFFIX, open_publisher, parse_target
+
     target = parse_target(location)
     ref = target.reference
     if ref is None:
@@ -245,6 +246,9 @@ def _verify_url(
             progress=None,
         )
 
+    from ninfer_release.releases._fetch_flow import fetch_set
+    from ninfer_release.releases._publish import DRAFT_SUFFIX
+
     with tempfile.TemporaryDirectory(prefix="ninfer-verify-") as tmp:
         fetched = fetch_set(location, Path(tmp) / "set", policy=http, progress=progress, check=check)
     report = replace(fetched.report, directory=location)
@@ -276,6 +280,8 @@ def publish_set(
             ``release``, the target names another tag, or the store refuses (immutability) (exit 7).
         InputError: the target is malformed (exit 4).
     """
+    from ninfer_release.releases._publish import ANN_REVISION, PublishRequest, open_publisher, parse_target
+
     parsed = parse_target(target)  # a malformed target is exit 4 before any work
     where = str(set_dir)
     report = verify_set(set_dir)
@@ -359,6 +365,8 @@ def supersede_tags(release: Release, target: str) -> list[tuple[str, PublishResu
         InputError: malformed target (exit 4).
         PublishError: a tag is already recorded as superseded by another successor (exit 7).
     """
+    from ninfer_release.releases._publish import open_publisher, parse_target
+
     parsed = parse_target(target)
     publisher = open_publisher(parsed)
     return [

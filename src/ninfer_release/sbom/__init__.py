@@ -30,60 +30,138 @@ redistributable, always flagged (``ninfer:stand-in=true``); *bom-ref* — ``file
 ``vendored:<name>@<version>``, ``package:<name>@<version>``, ``tool:<name>@<version>``.
 """
 
-from ninfer_release.sbom._catalog import CatalogEntry, apply_catalog, check_against_catalog, load_catalog
-from ninfer_release.sbom._cyclonedx import (
-    PROP_PATH,
-    PROP_STAND_IN,
-    cross_check_cyclonedx,
-    cyclonedx_dependency_inventory,
-    file_bom_ref,
-    parse_cyclonedx_hashes,
-    prewarm_validators,
-    validate_cyclonedx_bytes,
-    vendored_bom_ref,
-)
-from ninfer_release.sbom._ids import check_base_uri, spdx_file_id, spdx_package_id, uri_part, uuid5_url
-from ninfer_release.sbom._image import (
-    IMAGE_CDX_NAME,
-    IMAGE_SPDX_NAME,
-    ImageSboms,
-    image_cyclonedx,
-    image_purl,
-    image_sbom_digests,
-    image_sboms,
-    image_spdx,
-)
-from ninfer_release.sbom._license import (
-    license_refs_of,
-    license_text_path,
-    load_license_texts,
-    normalize_license_expression,
-)
-from ninfer_release.sbom._pe import (
-    check_pe_against_lock,
-    cuda_version_from_strings,
-    pe_component_version,
-    pe_version_summary,
-    read_pe,
-    read_pe_bytes,
-    stand_in_marker,
-)
-from ninfer_release.sbom._purl import canonical_purl, normalize_purl, purls_equal
-from ninfer_release.sbom._records import (
-    DependencyRecord,
-    FileRecord,
-    NormalizedLicense,
-    PeInfo,
-    ShippedFile,
-)
-from ninfer_release.sbom._spdx import (
-    cross_check_spdx,
-    package_verification_code,
-    parse_spdx_files,
-    spdx_file_inventory,
-    spdx_namespace,
-    validate_spdx_bytes,
-)
+from typing import TYPE_CHECKING
+
+from ninfer_release.lazyexports import lazy_exports
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.sbom._catalog import CatalogEntry, apply_catalog, check_against_catalog, load_catalog
+    from ninfer_release.sbom._cyclonedx import (
+        PROP_PATH,
+        PROP_STAND_IN,
+        cross_check_cyclonedx,
+        cyclonedx_dependency_inventory,
+        file_bom_ref,
+        parse_cyclonedx_hashes,
+        prewarm_validators,
+        validate_cyclonedx_bytes,
+        vendored_bom_ref,
+    )
+    from ninfer_release.sbom._ids import check_base_uri, spdx_file_id, spdx_package_id, uri_part, uuid5_url
+    from ninfer_release.sbom._image import (
+        IMAGE_CDX_NAME,
+        IMAGE_SPDX_NAME,
+        ImageSboms,
+        image_cyclonedx,
+        image_purl,
+        image_sbom_digests,
+        image_sboms,
+        image_spdx,
+    )
+    from ninfer_release.sbom._license import (
+        license_refs_of,
+        license_text_path,
+        load_license_texts,
+        normalize_license_expression,
+    )
+    from ninfer_release.sbom._pe import (
+        check_pe_against_lock,
+        cuda_version_from_strings,
+        pe_component_version,
+        pe_version_summary,
+        read_pe,
+        read_pe_bytes,
+        stand_in_marker,
+    )
+    from ninfer_release.sbom._purl import canonical_purl, normalize_purl, purls_equal
+    from ninfer_release.sbom._records import (
+        DependencyRecord,
+        FileRecord,
+        NormalizedLicense,
+        PeInfo,
+        ShippedFile,
+    )
+    from ninfer_release.sbom._spdx import (
+        cross_check_spdx,
+        package_verification_code,
+        parse_spdx_files,
+        spdx_file_inventory,
+        spdx_namespace,
+        validate_spdx_bytes,
+    )
+
+_EXPORTS = {
+    "._catalog": (
+        "CatalogEntry",
+        "apply_catalog",
+        "check_against_catalog",
+        "load_catalog",
+    ),
+    "._cyclonedx": (
+        "PROP_PATH",
+        "PROP_STAND_IN",
+        "cross_check_cyclonedx",
+        "cyclonedx_dependency_inventory",
+        "file_bom_ref",
+        "parse_cyclonedx_hashes",
+        "prewarm_validators",
+        "validate_cyclonedx_bytes",
+        "vendored_bom_ref",
+    ),
+    "._ids": (
+        "check_base_uri",
+        "spdx_file_id",
+        "spdx_package_id",
+        "uri_part",
+        "uuid5_url",
+    ),
+    "._image": (
+        "IMAGE_CDX_NAME",
+        "IMAGE_SPDX_NAME",
+        "ImageSboms",
+        "image_cyclonedx",
+        "image_purl",
+        "image_sbom_digests",
+        "image_sboms",
+        "image_spdx",
+    ),
+    "._license": (
+        "license_refs_of",
+        "license_text_path",
+        "load_license_texts",
+        "normalize_license_expression",
+    ),
+    "._pe": (
+        "check_pe_against_lock",
+        "cuda_version_from_strings",
+        "pe_component_version",
+        "pe_version_summary",
+        "read_pe",
+        "read_pe_bytes",
+        "stand_in_marker",
+    ),
+    "._purl": (
+        "canonical_purl",
+        "normalize_purl",
+        "purls_equal",
+    ),
+    "._records": (
+        "DependencyRecord",
+        "FileRecord",
+        "NormalizedLicense",
+        "PeInfo",
+        "ShippedFile",
+    ),
+    "._spdx": (
+        "cross_check_spdx",
+        "package_verification_code",
+        "parse_spdx_files",
+        "spdx_file_inventory",
+        "spdx_namespace",
+        "validate_spdx_bytes",
+    ),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "IMAGE_CDX_NAME",

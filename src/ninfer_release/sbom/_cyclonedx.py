@@ -643,10 +643,14 @@ def prewarm_validators() -> threading.Thread:
     """
 
     def load() -> None:
-        # The imports are the work: spdx-tools' parser and validators (beartype-decorated models).
+        # The imports are the work: spdx-tools' parser, licence list and the element validators
+        # the linear validator calls (beartype-decorated models).
         from spdx_tools.common.spdx_licensing import spdx_licensing  # noqa: F401
         from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser  # noqa: F401
-        from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document  # noqa: F401
+
+        from ninfer_release.sbom._spdx_validate import prewarm_imports
+
+        prewarm_imports()
 
         _strict_validator()
 

@@ -389,3 +389,15 @@ def _all_ids_in_order(document: Any) -> Iterable[str]:
     yield from (f.spdx_id for f in document.files)
     yield from (p.spdx_id for p in document.packages)
     yield from (s.spdx_id for s in document.snippets)
+
+
+def prewarm_imports() -> None:
+    """Import the spdx-tools validators :func:`validate_full_document` uses (for a prewarm thread)."""
+    from spdx_tools.spdx.validation import (  # noqa: F401
+        actor_validator,
+        creation_info_validator,
+        extracted_licensing_info_validator,
+        file_validator,
+        package_validator,
+        snippet_validator,
+    )
