@@ -1,0 +1,95 @@
+"""``verify`` imports only what it uses (issue 13: start-up cost), and the lazy stage exports hold.
+
+Measured as module sets, never as time: a ``verify`` of a directory must not load the publisher,
+the HTTP client, the release-definition loader (Jinja2, YAML) or the CLI-only libraries of other
+commands; the lazy ``__init__`` of each stage must export exactly the names it lists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flow_support import release_out
+
+LANE = "rtx4090"
+#: Modules a directory verify has no use for (each was imported by verify before issue 13).
+NOT_FOR_VERIFY = (
+    "ninfer_release.releases._publish",
+    "ninfer_release.releases._http_fetch",
+    "ninfer_release.releases._seal",
+    "ninfer_release.profiles",
+    "ninfer_release.packaging._recipe",
+    "ninfer_release.build",
+    "urllib3",
+    "jinja2",
+    "yaml",
+)
+
+_PROBE = """
+import json, sys
+from ninfer_release.cli import main
+try:
+    main(sys.argv[1:])
+finally:
+    sys.stdout.flush()
+    sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+"""
+
+
+def _modules_of(*args: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, check=False)
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("MODULES "))
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(line.removeprefix("MODULES ")))
+
+
+def test_verify_of_a_directory_loads_no_publisher_http_client_or_templates(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    set_dir = release_out(tmp_path_factory) / LANE
+    modules = _modules_of("verify", str(set_dir))
+    assert "ninfer_release.releases._verify" in modules  # the probe really ran verify
+    assert "ninfer_release.sbom._spdx_validate" in modules
+    loaded = [m for m in NOT_FOR_VERIFY if m in modules]
+    assert loaded == []
+
+
+@pytest.mark.parametrize(
+    "package", ["ninfer_release.releases", "ninfer_release.packaging", "ninfer_release.sbom"]
+)
+def test_lazy_exports_are_the_listed_names_and_resolve(package: str) -> None:
+    pkg = importlib.import_module(package)
+    listed = {name for names in pkg._EXPORTS.values() for name in names}
+    assert set(pkg.__all__) == listed
+    assert set(dir(pkg)) >= listed
+    for module, names in pkg._EXPORTS.items():
+        source = importlib.import_module(module, package)
+        for name in names:
+            assert getattr(pkg, name) is getattr(source, name)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        pkg.nothing_here  # noqa: B018
+
+
+def test_the_type_checking_imports_match_the_exports() -> None:
+    # The TYPE_CHECKING block (what mypy sees) and _EXPORTS (what runs) list the same names.
+    import ast
+
+    for package in ("releases", "packaging", "sbom"):
+        init = Path(importlib.import_module(f"ninfer_release.{package}").__file__ or "")
+        tree = ast.parse(init.read_bytes())
+        guarded = next(n for n in tree.body if isinstance(n, ast.If))
+        imported = {
+            (f".{n.module.rsplit('.', 1)[-1]}", a.name)
+            for n in guarded.body
+            if isinstance(n, ast.ImportFrom) and n.module
+            for a in n.names
+        }
+        pkg = importlib.import_module(f"ninfer_release.{package}")
+        exported = {(m, name) for m, names in pkg._EXPORTS.items() for name in names}
+        assert imported == exported, package
