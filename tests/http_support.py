@@ -19,10 +19,31 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from conftest import need_tool, unavailable
+
+#: A name with a TLD (spdx-tools refuses download locations on bare IPs or ``localhost``) that the
+#: tests resolve to 127.0.0.1 themselves (:func:`resolving_test_host`); never looked up in DNS.
+TEST_HOST = "releases.ninfer.test"
+
+
+@contextlib.contextmanager
+def resolving_test_host() -> Iterator[None]:
+    """Resolve :data:`TEST_HOST` to 127.0.0.1 in this process (a stand-in for DNS)."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: object, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == TEST_HOST else host, *args, **kwargs)  # type: ignore[arg-type]
+
+    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = real
 
 
 def free_port() -> int:
@@ -46,7 +67,9 @@ def make_ca(work: Path) -> tuple[Path, Path, Path]:
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
         "-subj", "/CN=127.0.0.1")  # fmt: skip
     (work / "ext.cnf").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:"
+        + TEST_HOST
+        + "\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
     )
     run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
         "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")  # fmt: skip

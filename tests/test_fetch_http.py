@@ -26,10 +26,11 @@ from flow_support import (
     flip_byte,
     ok,
     qualified_out,
+    samples,
     set_names,
     stem,
 )
-from http_support import CuttingProxy, Nginx
+from http_support import TEST_HOST, CuttingProxy, Nginx, resolving_test_host
 from ninfer_release.errors import InputError
 from ninfer_release.releases._http_fetch import check_url
 
@@ -242,3 +243,142 @@ def test_a_partial_of_another_digest_is_never_appended_to(nginx: Nginx, tmp_path
     assert res.code == 5 and "wrong digest" in res.err, res.text
     assert not bad.exists() and not (out2 / zip_name).exists()
     assert _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", out2).code == 0
+
+
+# --- fetch --route, with a stand-in model binding ------------------------------------------------
+
+STANDIN_REVISION = "0123456789abcdef0123456789abcdef01234567"
+#: A small stand-in for the 20 GB model: deterministic bytes, never the real artifact.
+STANDIN_MODEL = hashlib.sha256(b"stand-in model").digest() * 20000  # 640,000 bytes
+
+
+def _named(server: Nginx) -> str:
+    return f"https://{TEST_HOST}:{server.primary}"
+
+
+@pytest.fixture
+def test_host() -> Iterator[None]:
+    with resolving_test_host():
+        yield
+
+
+def _route_release(root: Path, server: Nginx) -> Path:
+    """A repo root whose definition publishes under this nginx and binds the stand-in model."""
+    repo = Path(__file__).resolve().parent.parent
+    root.mkdir(parents=True)
+    for name in ("packaging", "containers", "sbom"):
+        (root / name).symlink_to(repo / name, target_is_directory=True)
+    real = "81f924d440c27261d820c19a9f8d45794c5aee410f8a68bd358133fa8c0375da"  # the 20 GB model
+    for name in ("profiles", "releases"):  # every record that binds the model, rebound to the stand-in
+        shutil.copytree(repo / name, root / name)
+        for record in (root / name).rglob("*.yaml"):
+            record.write_text(record.read_text().replace(real, hashlib.sha256(STANDIN_MODEL).hexdigest()))
+    text = (repo / "manifests" / "v0.13.1.yaml").read_text()
+    text, n = re.subn(
+        r"(?m)^publication_base_url: .*$", f"publication_base_url: {_named(server)}/route-{BASE}", text
+    )
+    assert n == 1
+    model = (
+        "  model:\n"
+        f"    repository: {_named(server)}/hf/standin\n"
+        f"    revision: {STANDIN_REVISION}\n"
+        "    artifact: standin.ninfer\n"
+        f"    size: {len(STANDIN_MODEL)}\n"
+        f"    sha256: {hashlib.sha256(STANDIN_MODEL).hexdigest()}\n"
+        "    local_name: qwen3_8_27b-v3.ninfer\n"
+        "    container_version: 3\n"
+    )
+    text, n = re.subn(r"(?m)^  model:\n(?:    .*\n)+", model, text)
+    assert n == 1
+    (root / "manifests").mkdir()
+    (root / "manifests" / "v0.13.1.yaml").write_text(text)
+    return root / "manifests" / "v0.13.1.yaml"
+
+
+@pytest.fixture(scope="module")
+def route_set(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The rtx4090 set built with the test definition, published where its route says; returns
+    the route block (what an installer holds)."""
+    from flow_support import write_receipts
+
+    work = tmp_path_factory.mktemp("route")
+    definition = _route_release(work / "repo", nginx)
+    build = ("build", "lane", "rtx4090", "--release", definition, "--inputs", samples(tmp_path_factory))
+    ok(cli(*build, "--out", work / "draft", "--offline"))
+    receipts = write_receipts(work / "receipts", tmp_path_factory, drafts=work / "draft")
+    out = work / "out"
+    ok(cli(*build, "--out", out, "--receipts", receipts, "--offline"))
+    ok(cli("publish", out / "rtx4090", "--to", f"files://{nginx.root / f'route-{BASE}'}"))
+    model_dir = nginx.root / "hf" / "standin" / "resolve" / STANDIN_REVISION
+    model_dir.mkdir(parents=True)
+    (model_dir / "standin.ninfer").write_bytes(STANDIN_MODEL)
+    return out / "rtx4090" / (stem("rtx4090") + ".route.json")
+
+
+@pytest.mark.usefixtures("test_host")
+def test_fetch_route_takes_every_url_from_the_route_block(
+    nginx: Nginx, route_set: Path, tmp_path: Path
+) -> None:
+    route = json.loads(route_set.read_bytes())
+    assert route["package"]["url"].startswith(f"{_named(nginx)}/route-{BASE}/{TAGS['rtx4090']}/")
+    res = _run(nginx, "fetch", "--route", route_set, "--out", tmp_path / "install")
+    assert res.code == 0, res.text
+    doc = json.loads(res.out)
+    assert doc["url"] == route["package"]["url"].rsplit("/", 1)[0] + "/" and doc["model"] is None
+    assert sorted(p.name for p in (tmp_path / "install").iterdir()) == set_names("rtx4090")
+    pkg = (tmp_path / "install" / route["package"]["name"]).read_bytes()
+    assert (
+        hashlib.sha256(pkg).hexdigest() == route["package"]["sha256"] and len(pkg) == route["package"]["size"]
+    )
+    # a route block that differs from the published one is refused
+    edited = tmp_path / "edited.route.json"
+    edited.write_bytes(route_set.read_bytes().replace(b'"lane": "rtx4090"', b'"lane": "rtx4090" '))
+    res = _run(nginx, "fetch", "--route", edited, "--out", tmp_path / "other")
+    assert res.code == 5 and "differs from the published" in res.err, res.text
+
+
+@pytest.mark.usefixtures("test_host")
+@pytest.mark.usefixtures("test_host")
+def test_fetch_route_with_model_resumes_onto_the_same_digest_only(
+    nginx: Nginx, route_set: Path, tmp_path: Path
+) -> None:
+    route = json.loads(route_set.read_bytes())
+    model = route["model"]
+    assert model["url"] == f"{_named(nginx)}/hf/standin/resolve/{STANDIN_REVISION}/standin.ninfer"
+    models = tmp_path / "models"
+    (models / ".ninfer-partial").mkdir(parents=True)
+    half = len(STANDIN_MODEL) // 2
+    (models / ".ninfer-partial" / f"{model['sha256']}.partial").write_bytes(STANDIN_MODEL[:half])
+    old = models / ".ninfer-partial" / (hashlib.sha256(b"the v2 model").hexdigest() + ".partial")
+    old.write_bytes(b"v2" * 1000)
+    res = _run(
+        nginx,
+        "fetch",
+        "--route",
+        route_set,
+        "--out",
+        tmp_path / "install",
+        "--with-model",
+        "--model-dir",
+        models,
+    )
+    assert res.code == 0, res.text
+    got = json.loads(res.out)["model"]
+    assert got["name"] == model["store_as"] == "qwen3_8_27b-v3.ninfer"
+    assert got["resumed_from"] == half and got["size"] == len(STANDIN_MODEL)
+    assert (models / "qwen3_8_27b-v3.ninfer").read_bytes() == STANDIN_MODEL
+    assert old.read_bytes() == b"v2" * 1000  # another digest's partial: never appended to
+    assert _ranged_path(nginx, f"/hf/standin/resolve/{STANDIN_REVISION}/standin.ninfer") >= 1
+    # a second run finds everything present
+    again = _run(nginx, "fetch", "--route", route_set, "--out", tmp_path / "install", "--with-model",
+                 "--model-dir", models)  # fmt: skip
+    assert again.code == 0 and json.loads(again.out)["model"]["status"] == "present"
+
+
+def test_with_model_needs_route(tmp_path: Path) -> None:
+    res = cli("fetch", "https://127.0.0.1:1/x/", "--out", tmp_path, "--with-model")
+    assert res.code == 2 and "--route" in res.err
+
+
+def _ranged_path(server: Nginx, path: str) -> int:
+    return (server.work / "access.log").read_text().count(f'{path} HTTP/1.1" 206')
