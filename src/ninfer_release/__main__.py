@@ -1,5 +1,5 @@
-"""``python -m ninfer_release`` runs the CLI."""
+"""``python -m ninfer_release`` runs the CLI (``--help``/``--version`` without loading it)."""
 
-from ninfer_release.cli import main
+from ninfer_release.fastcli import main
 
 main()
