@@ -66,7 +66,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     """A fresh repository prefix in the session registry, or a fresh directory store."""
     name = request.node.name.split("[")[0].removeprefix("test_").replace("_", "-")[:40]
     if request.param == "oci":
-        prefix = registry_namespace(request.getfixturevalue("tmp_path_factory"), f"omp-ninfer-{name}")
+        # <namespace>/omp-ninfer/<lane>: each lane's publication repository under a private namespace.
+        prefix = registry_namespace(request.getfixturevalue("tmp_path_factory"), name) + "/omp-ninfer"
         return Store(kind="oci", base=request.getfixturevalue("registry"), prefix=prefix)
     return Store(kind="dir", base=str(tmp_path / "store"), prefix="omp-ninfer")
 

@@ -1215,22 +1215,49 @@ def publish_cmd(
     )
 
 
-@cli.command("supersede", example="ninfer-release supersede manifests/v0.13.1.yaml --to dir://store")
+@cli.command(
+    "supersede",
+    example='ninfer-release supersede manifests/v0.13.1.yaml --to "oci://$REGISTRY/omp-ninfer/rtx4090" '
+    '--to "oci://$REGISTRY/omp-ninfer/rtx3090"',
+)
 @click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
-@click.option("--to", "to", required=True, help="oci://HOST[:PORT]/REPO or dir://PATH holding the old tags.")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    multiple=True,
+    help="A store holding old tags: a lane's publication repository oci://HOST[:PORT]/[NS/]REPO, or a "
+    "shared dir://PATH. Repeatable; each lane's marker goes only to its own lane's store.",
+)
 @click.pass_obj
-def supersede_cmd(ctx: Context, manifest_path: str, to: str) -> None:
-    """Record MANIFEST's superseded tags (e.g. beta.1) in a store: kept, never reused."""
+def supersede_cmd(ctx: Context, manifest_path: str, to: tuple[str, ...]) -> None:
+    """Record MANIFEST's superseded tags (e.g. beta.1), each in its own lane's store: kept, never reused.
+
+    A store is a lane's when its repository (or directory) path ends in the lane's
+    publication_repository; a dir:// or files:// store that is no lane's is shared by all lanes.
+    """
     from ninfer_release.profiles import load_release
     from ninfer_release.releases import supersede_tags
 
     release = load_release(Path(manifest_path), env=os.environ)
     results = supersede_tags(release, to)
-    emit(
-        ctx,
-        {"ok": True, "superseded": [{"tag": t, "status": r.status, "ref": r.ref} for t, r in results]},
-        [f"{r.status}: {t} superseded ({r.ref})" for t, r in results] or ["no superseded tags"],
-    )
+    docs = [
+        {
+            "tag": p.tag,
+            "lane": p.lane,
+            "successor": p.successor,
+            "status": "skipped" if r is None else r.status,
+            "ref": None if r is None else r.ref,
+        }
+        for p, r in results
+    ]
+    lines = [
+        f"skipped: {d['tag']} (lane {d['lane']}: none of the stores given is its lane's)"
+        if d["ref"] is None
+        else f"{d['status']}: {d['tag']} superseded by {d['successor']} ({d['ref']})"
+        for d in docs
+    ]
+    emit(ctx, {"ok": True, "superseded": docs}, lines or ["no superseded tags"])
 
 
 class _Terminated(BaseException):

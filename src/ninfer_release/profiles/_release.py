@@ -34,6 +34,8 @@ VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?")
 COMPONENT_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-[0-9a-z][0-9a-z.-]*[0-9a-z]")
 CUDA_VERSION = re.compile(r"[0-9]+\.[0-9]+")
 REL_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*")
+#: A registry repository path (OCI distribution spec grammar), e.g. ``omp-ninfer/rtx4090``.
+REPOSITORY = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*")
 IMAGE_REF = re.compile(r"[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+@sha256:[0-9a-f]{64}")
 
 LaneKind = Literal["windows-zip", "oci-image"]
@@ -151,6 +153,17 @@ class Lane:
     carried_from: str | None
     carried: CarriedImage | None
     rollback: str | None
+    #: Where this lane's sets are published (ours): a registry repository path such as
+    #: ``omp-ninfer/rtx4090``, host-independent. A store whose repository (or directory) path is
+    #: it, or ends in ``/`` + it, belongs to this lane; ``None`` when the definition names none.
+    publication_repository: str | None = None
+
+    def owns_store_path(self, path: str) -> bool:
+        """Whether a store's repository or directory path ``path`` is this lane's repository:
+        equal to it or ending in ``/<repository>`` (a registry namespace or store root may precede it)."""
+        repo = self.publication_repository
+        path = path.rstrip("/")
+        return repo is not None and (path == repo or path.endswith("/" + repo))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,6 +206,16 @@ class Release:
     def profile_of(self, lane_id: str) -> Profile:
         """The profile of lane ``lane_id``."""
         return self.profiles[self.lanes[lane_id].profile_id]
+
+    def lane_of_tag(self, component_tag: str) -> Lane | None:
+        """The lane whose component tag is ``component_tag``, if any."""
+        return next((lane for lane in self.lanes.values() if lane.component_tag == component_tag), None)
+
+    def store_owner(self, path: str) -> Lane | None:
+        """The lane whose publication repository a store's repository or directory ``path`` is
+        (:meth:`Lane.owns_store_path`), or ``None`` when it is no lane's (e.g. a shared store).
+        Unambiguous: the loader refuses a repository that ends another one's."""
+        return next((lane for lane in self.lanes.values() if lane.owns_store_path(path)), None)
 
 
 def check_base_url(url: str) -> str | None:
@@ -341,6 +364,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
             continue
         profiles[profile.id] = profile
         problems.extend(_cross_check(str(path), where, lane, profile, model))
+    problems.extend(_repository_problems(str(path), lanes))
     for s in superseded:
         if s.successor not in seen_tags:
             problems.append(
@@ -371,6 +395,25 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         lanes=MappingProxyType({lane.id: lane for lane in sorted(lanes, key=lambda x: x.id)}),
         profiles=MappingProxyType(dict(sorted(profiles.items()))),
     )
+
+
+def _repository_problems(file: str, lanes: list[Lane]) -> list[Problem]:
+    """Each lane's publication repository is its own: no two equal, none ending in ``/`` + another
+    (so a store path names at most one lane, :meth:`Release.store_owner`)."""
+    problems: list[Problem] = []
+    named = sorted((lane for lane in lanes if lane.publication_repository), key=lambda x: x.id)
+    for lane in named:
+        for other in named:
+            if other.id != lane.id and lane.owns_store_path(str(other.publication_repository)):
+                problems.append(
+                    Problem(
+                        file=file,
+                        field=f"lanes.{other.id}.publication_repository",
+                        message=f"{other.publication_repository} would also be lane {lane.id}'s store "
+                        f"({lane.publication_repository}); each lane publishes to its own repository",
+                    )
+                )
+    return problems
 
 
 def _components(c: Checker, d: dict[str, Any]) -> tuple[ModelBinding | None, ClientBinding | None]:
@@ -461,6 +504,7 @@ _LANE_OPTIONAL = (
     "container_recipe",
     "carried_from",
     "rollback",
+    "publication_repository",
 )
 
 
@@ -512,6 +556,10 @@ def _lanes(c: Checker, d: dict[str, Any], root_dir: Path) -> list[Lane]:
             ld, f, "carried_from", required=mode == "carry", pattern=REL_PATH, what="a repo path"
         )
         rollback = c.get_str(ld, f, "rollback", required=False, choices=("not_applicable",))
+        repository = c.get_str(
+            ld, f, "publication_repository", required=False, pattern=REPOSITORY,
+            what="a registry repository path like omp-ninfer/rtx4090", max_len=255,
+        )  # fmt: skip
         for key, required in (
             ("package_recipe", native),
             ("cuda_arch", native),
@@ -550,6 +598,7 @@ def _lanes(c: Checker, d: dict[str, Any], root_dir: Path) -> list[Lane]:
                     carried_from=carried_from,
                     carried=carried,
                     rollback=rollback,
+                    publication_repository=repository,
                 )
             )
     return out

@@ -28,7 +28,15 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     )
     from ninfer_release.releases._export import export_verifier, verifier_source
     from ninfer_release.releases._fetch_flow import FetchReport, fetch_route, fetch_set
-    from ninfer_release.releases._flows import LocatedReport, publish_set, supersede_tags, verify_location
+    from ninfer_release.releases._flows import (
+        LocatedReport,
+        MarkerPlacement,
+        plan_supersession,
+        publish_set,
+        store_path,
+        supersede_tags,
+        verify_location,
+    )
     from ninfer_release.releases._http_fetch import Fetched, FetchProgress, HttpPolicy
     from ninfer_release.releases._publish import (
         ANN_REVISION,
@@ -93,6 +101,9 @@ _EXPORTS = {
     ),
     "._flows": (
         "LocatedReport",
+        "MarkerPlacement",
+        "plan_supersession",
+        "store_path",
         "publish_set",
         "supersede_tags",
         "verify_location",
@@ -176,6 +187,7 @@ __all__ = [
     "LaneFacts",
     "LoadedReceipt",
     "LocatedReport",
+    "MarkerPlacement",
     "OciTarget",
     "PublishRequest",
     "PublishResult",
@@ -200,6 +212,7 @@ __all__ = [
     "package_stem",
     "parse_target",
     "plan_publish",
+    "plan_supersession",
     "profile_asset",
     "publish_set",
     "read_receipt_file",
@@ -207,6 +220,7 @@ __all__ = [
     "receipt_template",
     "release_instance_id",
     "stem_from_names",
+    "store_path",
     "supersede_tags",
     "verifier_source",
     "verify_location",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,9 +23,9 @@ from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_ste
 from ninfer_release.releases._verify import VerifyReport, verify_set
 
 if TYPE_CHECKING:
-    from ninfer_release.profiles import Release
+    from ninfer_release.profiles import Lane, Release
     from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
-    from ninfer_release.releases._publish import PublishResult
+    from ninfer_release.releases._publish import PublishResult, Target
 
 # The publisher, the HTTP client and the release definition load only in the flows that use them:
 # verifying a directory must not pay for them (DESIGN §11, docs/benchmarks.md).
@@ -314,6 +314,7 @@ def publish_set(
                 )
             )
         else:
+            problems.extend(_lane_store_problems(release, lane, parsed, target))
             for key, want in (
                 ("component_tag", lane.component_tag),
                 ("source_commit", lane.source_commit),
@@ -354,8 +355,99 @@ def publish_set(
     return open_publisher(parsed).publish(request)
 
 
-def supersede_tags(release: Release, target: str) -> list[tuple[str, PublishResult]]:
-    """Record every superseded tag of ``release`` (``superseded:`` in the definition) in ``target``.
+def store_path(target: Target) -> str:
+    """The path a store is known by: a registry target's repository, a directory store's path."""
+    from ninfer_release.releases._publish import OciTarget
+
+    return target.repository if isinstance(target, OciTarget) else target.path.as_posix()
+
+
+def _lane_store_problems(release: Release, lane: Lane, parsed: Target, target: str) -> list[Problem]:
+    """Why ``target`` is not a store for ``lane``'s sets: it is another lane's publication
+    repository, or a registry repository that is not ``lane``'s own (issue 8: tags are immutable,
+    so a set published to the wrong lane's repository cannot be taken back)."""
+    from ninfer_release.releases._publish import OciTarget
+
+    owner = release.store_owner(store_path(parsed))
+    mine = lane.publication_repository
+    if owner is not None and owner.id != lane.id:
+        message = (
+            f"is lane {owner.id}'s publication repository ({owner.publication_repository}); "
+            f"this set is lane {lane.id}'s" + (f" ({mine})" if mine else "")
+        )
+        return [Problem(file=target, field="target", message=message)]
+    if owner is None and isinstance(parsed, OciTarget) and mine is not None:
+        message = (
+            f"repository {parsed.repository} is not lane {lane.id}'s publication repository "
+            f"({mine}, optionally under a namespace: HOST/NAMESPACE/{mine})"
+        )
+        return [Problem(file=target, field="target", message=message)]
+    return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class MarkerPlacement:
+    """Where one superseded tag's marker goes: ``target`` (a store URL), or ``None`` when no store
+    given is its lane's (skipped)."""
+
+    tag: str
+    successor: str
+    lane: str
+    target: str | None
+
+
+def plan_supersession(release: Release, targets: Sequence[str]) -> tuple[MarkerPlacement, ...]:
+    """Place each superseded tag's marker (``superseded:`` in the definition) only in its own lane's store.
+
+    The lane of a superseded tag is the lane its successor is the component tag of. A target whose
+    repository (or directory) path is a lane's ``publication_repository`` (:meth:`Release.store_owner`)
+    gets that lane's markers only; a directory or files store that is no lane's is a store the
+    lanes share (tags are unique across lanes) and gets every marker; a registry repository that is
+    no lane's is refused. Markers whose lane has no store among ``targets`` are planned as skipped.
+
+    Raises:
+        InputError: a malformed target (exit 4).
+        PublishError: a registry target that is no lane's publication repository (exit 7).
+    """
+    from ninfer_release.releases._publish import OciTarget, parse_target
+
+    parsed = [(t, parse_target(t)) for t in targets]
+    problems: list[Problem] = []
+    stores: list[tuple[str, str | None]] = []  # (target, owning lane id, or None: shared)
+    for text, target in parsed:
+        owner = release.store_owner(store_path(target))
+        if owner is None and isinstance(target, OciTarget):
+            known = ", ".join(
+                f"{lane.id}: {lane.publication_repository}"
+                for lane in release.lanes.values()
+                if lane.publication_repository
+            )
+            problems.append(
+                Problem(
+                    file=text,
+                    field="target",
+                    message=f"repository {target.repository} is no lane's publication repository "
+                    f"({known or 'the definition names none'}); each lane's markers go to its own",
+                )
+            )
+        stores.append((text, None if owner is None else owner.id))
+    if problems:
+        raise PublishError(problems=problems)
+    out: list[MarkerPlacement] = []
+    for s in release.superseded:
+        lane = release.lane_of_tag(s.successor)
+        assert lane is not None  # the loader refuses a successor that is no lane's tag
+        mine: list[str | None] = [store for store, owner in stores if owner in (None, lane.id)]
+        for store in mine or [None]:
+            out.append(MarkerPlacement(tag=s.tag, successor=s.successor, lane=lane.id, target=store))
+    return tuple(out)
+
+
+def supersede_tags(
+    release: Release, targets: Sequence[str]
+) -> list[tuple[MarkerPlacement, PublishResult | None]]:
+    """Record each superseded tag of ``release`` in its own lane's store among ``targets``
+    (:func:`plan_supersession`); ``None`` for a marker skipped because no store given is its lane's.
 
     Each old tag stays as published and gets a ``<tag>.superseded`` marker naming its successor;
     from then on publishing to it is refused (DESIGN.md §8). Idempotent: a marker that already
@@ -363,13 +455,19 @@ def supersede_tags(release: Release, target: str) -> list[tuple[str, PublishResu
 
     Raises:
         InputError: malformed target (exit 4).
-        PublishError: a tag is already recorded as superseded by another successor (exit 7).
+        PublishError: a registry target that is no lane's repository, or a tag already recorded as
+            superseded by another successor (exit 7).
     """
-    from ninfer_release.releases._publish import open_publisher, parse_target
+    from ninfer_release.releases._publish import open_publisher
 
-    parsed = parse_target(target)
-    publisher = open_publisher(parsed)
+    plan = plan_supersession(release, targets)
+    publishers = {t: open_publisher(t) for t in dict.fromkeys(p.target for p in plan if p.target)}
     return [
-        (s.tag, publisher.supersede(s.tag, by=s.successor, epoch=release.source_date_epoch))
-        for s in release.superseded
+        (
+            p,
+            None
+            if p.target is None
+            else publishers[p.target].supersede(p.tag, by=p.successor, epoch=release.source_date_epoch),
+        )
+        for p in plan
     ]
