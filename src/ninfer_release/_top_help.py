@@ -29,7 +29,7 @@ TOP_HELP = (
     "  profile          Deployment profiles: validate, render the engine...\n"
     "  publish          Publish a sealed 11-file set as one immutable OCI...\n"
     "  samples          Sample inputs: staged engine builds for the native...\n"
-    "  supersede        Record MANIFEST's superseded tags (e.g. beta.1) in a...\n"
+    "  supersede        Record MANIFEST's superseded tags (e.g. beta.1) in...\n"
     "  verify           Verify an asset set: a directory,...\n"
     "\n"
     "  Example:\n"

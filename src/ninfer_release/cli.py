@@ -1231,7 +1231,7 @@ def publish_cmd(
 )
 @click.pass_obj
 def supersede_cmd(ctx: Context, manifest_path: str, to: tuple[str, ...]) -> None:
-    """Record MANIFEST's superseded tags (e.g. beta.1), each in its own lane's store: kept, never reused.
+    """Record MANIFEST's superseded tags (e.g. beta.1) in their lanes' stores: kept, never reused.
 
     A store is a lane's when its repository (or directory) path ends in the lane's
     publication_repository; a dir:// or files:// store that is no lane's is shared by all lanes.
