@@ -47,6 +47,7 @@ from ninfer_release.profiles._profile import (
     load_profile,
 )
 from ninfer_release.profiles._release import (
+    DEFAULT_ASSET_BUDGET,
     CarriedImage,
     ClientBinding,
     Lane,
@@ -105,6 +106,7 @@ __all__ = [
     "CHECKPOINT_DIR_TEMPLATE",
     "CHECKPOINT_SCHEMA",
     "CONFIG_SCHEMA",
+    "DEFAULT_ASSET_BUDGET",
     "KEY_RANDOM_BYTES",
     "MIN_KEY_BYTES",
     "CarriedImage",

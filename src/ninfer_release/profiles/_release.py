@@ -42,6 +42,10 @@ LaneKind = Literal["windows-zip", "oci-image"]
 LaneMode = Literal["build", "carry"]
 
 
+#: Default per-asset budget (bytes): GitHub release assets must be under 2 GiB, so 2 GiB - 1.
+DEFAULT_ASSET_BUDGET = (2 << 30) - 1
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelBinding:
     """``components.model``: the one model binding every lane uses (reference "Model binding")."""
@@ -183,6 +187,9 @@ class Release:
     candidate_commit: str
     source_date_epoch: int
     publication_base_url: str
+    #: Largest size (bytes) any one published asset may have (``asset_budget_bytes``, ours):
+    #: GitHub rejects release assets of 2 GiB or more, so the default is just under that.
+    asset_budget: int
     model: ModelBinding
     client: ClientBinding
     upstream_base: str | None
@@ -265,7 +272,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
             "components",
             "lanes",
         ),
-        optional=("state", "published_product_version", "native_line", "superseded"),
+        optional=("state", "published_product_version", "native_line", "superseded", "asset_budget_bytes"),
     )
     schema = c.get_int(d, "", "schema")
     if schema is not None and schema != MANIFEST_SCHEMA:
@@ -279,6 +286,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
     candidate = c.get_str(d, "", "candidate_commit", pattern=HEX40, what="a full 40-hex commit")
     epoch = c.get_int(d, "", "source_date_epoch", minimum=0, unit="seconds")
     base_url = c.get_str(d, "", "publication_base_url")
+    budget = c.get_int(d, "", "asset_budget_bytes", required=False, minimum=1, unit="bytes")
     if base_url is not None:
         why = check_base_url(base_url)
         if why is not None:
@@ -387,6 +395,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         candidate_commit=candidate,
         source_date_epoch=source_date_epoch(epoch, env),
         publication_base_url=base_url,
+        asset_budget=DEFAULT_ASSET_BUDGET if budget is None else budget,
         model=model,
         client=client,
         upstream_base=upstream,

@@ -280,7 +280,15 @@ def publish_set(
             ``release``, the target names another tag, or the store refuses (immutability) (exit 7).
         InputError: the target is malformed (exit 4).
     """
-    from ninfer_release.releases._publish import ANN_REVISION, PublishRequest, open_publisher, parse_target
+    from ninfer_release.profiles import DEFAULT_ASSET_BUDGET
+    from ninfer_release.releases._budget import refuse_over_budget
+    from ninfer_release.releases._publish import (
+        ANN_REVISION,
+        FilesTarget,
+        PublishRequest,
+        open_publisher,
+        parse_target,
+    )
 
     parsed = parse_target(target)  # a malformed target is exit 4 before any work
     where = str(set_dir)
@@ -343,6 +351,10 @@ def publish_set(
         )
     if problems:
         raise PublishError(problems=problems)
+    if isinstance(parsed, FilesTarget):
+        # A files:// tree is what a release host serves: refuse what it would reject, first.
+        budget = release.asset_budget if release is not None else DEFAULT_ASSET_BUDGET
+        refuse_over_budget(set_dir, names.all, budget, target=target)
     request = PublishRequest(
         set_dir=set_dir,
         tag=tag,

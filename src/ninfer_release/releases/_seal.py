@@ -19,6 +19,7 @@ from ninfer_release.checksums import render_sha256sums
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.profiles import Lane, Profile, Release, RenderedConfig
+from ninfer_release.releases._budget import check_package_budget
 from ninfer_release.releases._contract import (
     SUMS_NAME,
     ZIP_CONFIG_PATH,
@@ -349,6 +350,14 @@ def build_native_set(
         spdx_entry = [e for e in plan.generated_entries if e.name == spdx_member]
         members += packaging.compress_members(spdx_entry, workdir=work, workers=1, level=plan.deflate_level)
         zres = packaging.write_zip(members, stage / names.zip, epoch=epoch)
+        # Refused before the set is sealed: the output directory appears only when complete.
+        check_package_budget(
+            package=names.zip,
+            size=zres.size,
+            budget=release.asset_budget,
+            members=[(m.name, m.compressed_size) for m in members],
+            definition=str(release.path),
+        )
 
         cuda_runtime = next(
             (
