@@ -416,7 +416,7 @@ def samples_fetch(
         if ctx.verbosity >= 0:
             click.echo(f"samples: {message}", err=True)
 
-    repo_root = Path(repo) if repo else Path(__file__).resolve().parents[2]  # src/ninfer_release/cli.py
+    repo_root = Path(repo) if repo else _tool_checkout()
     result = fetch_samples(
         Path(out),
         full=full,
@@ -1164,6 +1164,153 @@ def image_carry(
         else "UNVERIFIED (offline: no registry contacted)"
     )
     emit(ctx, {"ok": True, **record.as_json()}, [f"carried {lane} {record.image}", f"  {where}"])
+
+
+# --- lock / receipt (drafting the release engineer's inputs) -----------------------------------
+
+
+def _tool_checkout() -> Path:
+    """The checkout this tool runs from (``src/ninfer_release/cli.py`` → two levels up)."""
+    return Path(__file__).resolve().parents[2]
+
+
+@cli.group()
+def lock() -> None:
+    """dependencies.lock.json: draft one from a staged tree's PE files and the curated catalog."""
+
+
+@lock.command(
+    "init",
+    example="ninfer-release lock init staged/rtx4090\n"
+    "ninfer-release lock init staged/rtx4090 --out lock.draft.json --json",
+)
+@click.argument("staged_dir", metavar="STAGED_DIR", type=click.Path(file_okay=False))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    help="Draft to write (default STAGED_DIR/dependencies.lock.json).",
+)
+@click.option("--force", is_flag=True, help="Replace an existing file at --out.")
+@click.option(
+    "--catalog",
+    "catalog_dir",
+    type=click.Path(file_okay=False),
+    help="Folder holding catalog.json and licenses/ (default: sbom/ of this tool's checkout).",
+)
+@click.pass_obj
+def lock_init(ctx: Context, staged_dir: str, out: str | None, force: bool, catalog_dir: str | None) -> None:
+    """Draft STAGED_DIR's dependencies.lock.json: every bin/ file's SHA-256 and, where the catalog and
+    the PE image say, package, version, purl, supplier and licence; TODO markers elsewhere.
+
+    A build refuses a lock that still holds a TODO marker, naming each. Exit 0 with the draft
+    written (its markers listed), 4 if STAGED_DIR has no bin/ or --out exists (without --force).
+    """
+    from ninfer_release.atomic import write_bytes
+    from ninfer_release.errors import InputError, Problem
+    from ninfer_release.packaging import LOCK
+    from ninfer_release.sbom import draft_lock, load_catalog
+
+    root = Path(staged_dir)
+    catalog = load_catalog(Path(catalog_dir) if catalog_dir else _tool_checkout() / "sbom")
+    draft = draft_lock(root, catalog=catalog)
+    target = Path(out) if out else root / LOCK
+    if target.exists() and not force:
+        raise InputError(
+            problems=[Problem(file=str(target), message="exists; refusing to overwrite (--force)")]
+        )
+    write_bytes(target, draft.to_bytes())
+    lines = [
+        f"wrote {target} (draft): {len(draft.files)} redistributables, "
+        f"{len(draft.engine_files)} engine files, {draft.todo_count} TODO markers"
+    ]
+    for f in draft.files:
+        known = f"catalog {f.catalog_entry}" if f.catalog_entry else "not in the catalog"
+        todo = f"; TODO: {', '.join(f.todo)}" if f.todo else ""
+        lines.append(f"  {f.file}  ({known}{'' if f.pe else ', not a PE image'}){todo}")
+    lines += [f"note: {n}" for n in draft.notes]
+    if draft.todo_count:
+        lines.append("fill in every TODO(lock init) marker: a build refuses the lock until then")
+    emit(ctx, {"ok": True, "path": str(target), **draft.as_json()}, lines)
+
+
+@cli.group()
+def receipt() -> None:
+    """Qualification receipts: a template bound to a draft set, for the hardware run to complete."""
+
+
+def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"{option} {v!r}: expected NAME=VALUE")
+        out[key] = value
+    return out
+
+
+def _measurement(text: str) -> float | int | str | bool:
+    """A --measurement value: JSON number or boolean when it parses as one, else the text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, (int, float, bool)) else text
+
+
+@receipt.command(
+    "new",
+    example="ninfer-release receipt new out/rtx4090 --out receipts/rtx4090/run-1.json\n"
+    "ninfer-release receipt new out/rtx4090 --out receipts/rtx4090/run-1.json --gate G1=pass "
+    "--measurement c1_decode_tok_s=150.94",
+)
+@click.argument("set_dir", metavar="SET_DIR", type=click.Path(file_okay=False))
+@click.option(
+    "--out", "out", required=True, type=click.Path(dir_okay=False), help="Receipt file to write (new)."
+)
+@click.option(
+    "--gate", "gates", multiple=True, metavar="ID=RESULT", help="A gate result (pass|fail|not_applicable)."
+)
+@click.option("--measurement", "measurements", multiple=True, metavar="NAME=VALUE", help="A measurement.")
+@click.option("--notes", "notes", help="Free text for the receipt.")
+@click.pass_obj
+def receipt_new(
+    ctx: Context,
+    set_dir: str,
+    out: str,
+    gates: tuple[str, ...],
+    measurements: tuple[str, ...],
+    notes: str | None,
+) -> None:
+    """Write a schema-2 receipt for the draft set SET_DIR: lane, source commit, profile id and the
+    config and package SHA-256 the set's SHA256SUMS names, plus the gates and measurements given.
+
+    The set is verified first (exit 5 if it does not verify); --out is never overwritten (exit 4).
+    """
+    from ninfer_release.atomic import write_bytes
+    from ninfer_release.errors import IntegrityError, Problem
+    from ninfer_release.jsonbytes import dumps_stable
+    from ninfer_release.releases import Receipt, receipt_template, verify_set
+
+    report = verify_set(Path(set_dir))
+    if not report.ok:
+        raise IntegrityError(problems=[Problem(file=set_dir, message=f) for f in report.failures])
+    doc = receipt_template(Path(set_dir)).as_dict()
+    doc["gates"] = _pairs(gates, "--gate")
+    doc["measurements"] = {k: _measurement(v) for k, v in _pairs(measurements, "--measurement").items()}
+    if notes is not None:
+        doc["notes"] = notes
+    # Through the strict reader: a bad gate id or result is refused as in any receipt.
+    filled = Receipt.parse(dumps_stable(doc), source="receipt new")
+    write_bytes(Path(out), filled.to_bytes(), overwrite=False)
+    lines = [
+        f"wrote {out}: receipt for {filled.lane} ({filled.profile_id}, source {filled.source_commit[:12]})",
+        f"  package sha256 {filled.package_sha256}",
+        f"  config sha256  {filled.config_sha256}",
+    ]
+    if not filled.gates:
+        lines.append("  no gates recorded yet: the hardware run adds its gate results before sealing")
+    emit(ctx, {"ok": True, "path": out, "receipt": filled.as_dict()}, lines)
 
 
 # --- publish (releases stage) ------------------------------------------------------------------

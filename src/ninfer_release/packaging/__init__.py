@@ -51,6 +51,9 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         render_notice,
     )
     from ninfer_release.packaging._staged import (
+        BUILD_INFO,
+        LOCK,
+        TODO_MARKER,
         BuildInfo,
         DependencyLock,
         EngineFile,
@@ -61,6 +64,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         check_lock_digests,
         check_stand_in_claims,
         load_staged_tree,
+        read_build_info,
     )
     from ninfer_release.packaging._zipread import (
         MemberDigest,
@@ -96,6 +100,9 @@ _EXPORTS = {
         "render_notice",
     ),
     "._staged": (
+        "BUILD_INFO",
+        "LOCK",
+        "TODO_MARKER",
         "BuildInfo",
         "DependencyLock",
         "EngineFile",
@@ -106,6 +113,7 @@ _EXPORTS = {
         "check_lock_digests",
         "check_stand_in_claims",
         "load_staged_tree",
+        "read_build_info",
     ),
     "._zipread": (
         "MemberDigest",
@@ -127,10 +135,13 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
+    "BUILD_INFO",
     "DEFAULT_CHUNK",
     "DEFAULT_INSTALL_ROOT",
     "DEFLATE_ENGINE",
+    "LOCK",
     "MAX_PATH",
+    "TODO_MARKER",
     "BuildInfo",
     "CompressedMember",
     "DependencyLock",
@@ -156,6 +167,7 @@ __all__ = [
     "load_recipe",
     "load_staged_tree",
     "plan_package",
+    "read_build_info",
     "read_member",
     "read_zip_index",
     "render_notice",

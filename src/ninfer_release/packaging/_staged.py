@@ -8,6 +8,7 @@ compressed members (:func:`check_lock_digests`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -19,6 +20,7 @@ from typing import Any
 
 from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
+from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.jsonfields import FieldReader
 from ninfer_release.reproducible import sorted_walk
 
@@ -90,6 +92,16 @@ class DependencyLock:
 
     vendored: tuple[VendoredSource, ...]
     redistributables: tuple[Redistributable, ...]
+
+    def to_bytes(self) -> bytes:
+        """The lock document (schema 1) as stable JSON bytes (sorted keys, LF, trailing newline)."""
+        return dumps_stable(
+            {
+                "schema": 1,
+                "vendored": [dataclasses.asdict(v) for v in self.vendored],
+                "redistributables": [dataclasses.asdict(r) for r in self.redistributables],
+            }
+        )
 
     def redistributable(self, path: str) -> Redistributable | None:
         """The lock entry for staged path ``path``, if any."""
@@ -186,7 +198,47 @@ def _parse_build_info(data: Mapping[str, Any], doc: _Doc) -> BuildInfo:
     )
 
 
+#: How ``lock init`` marks what it could not know (``"TODO(lock init): <what to fill in>"``).
+TODO_MARKER = "TODO"
+
+
+def _todo_fields(value: Any, where: str = "") -> list[tuple[str, str]]:
+    """(field path, marker text) of every string value that is still a ``TODO`` marker."""
+    if isinstance(value, str):
+        return [(where, value)] if value.startswith(TODO_MARKER) else []
+    if isinstance(value, Mapping):
+        return [t for k, v in value.items() for t in _todo_fields(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list):
+        return [t for i, v in enumerate(value) for t in _todo_fields(v, f"{where}[{i}]")]
+    return []
+
+
 def _parse_lock(data: Mapping[str, Any], doc: _Doc) -> DependencyLock:
+    # A draft from ``lock init`` is not a lock: name every marker left in it, and nothing else.
+    todos = _todo_fields(data)
+    if todos:
+        items = data.get("redistributables")
+        files = (
+            [i.get("file") if isinstance(i, Mapping) else None for i in items]
+            if isinstance(items, list)
+            else []
+        )
+
+        def which(field: str) -> str:
+            m = re.match(r"redistributables\[(\d+)\]", field)
+            name = files[int(m.group(1))] if m and int(m.group(1)) < len(files) else None
+            return f" of {name}" if isinstance(name, str) else ""
+
+        raise InputError(
+            problems=[
+                Problem(
+                    file=doc.file,
+                    field=f,
+                    message=f"still a lock init marker{which(f)}: {text!r}; fill it in",
+                )
+                for f, text in todos
+            ]
+        )
     doc.known_keys(data, "", ("schema", "vendored", "redistributables"))
     if not strictjson.json_equal(data.get("schema"), 1):
         doc.bad("schema", f"unsupported schema {data.get('schema')!r}; expected 1")
@@ -303,6 +355,20 @@ def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
         files.append(StagedFile(path=rel, source=source.absolute(), size=st.st_size, link_target=link_target))
     files.sort(key=lambda f: f.path.encode("utf-8"))
     return files
+
+
+def read_build_info(path: Path) -> BuildInfo:
+    """Read and check one ``build-info.json`` on its own (``lock init`` needs its engine files).
+
+    Raises:
+        InputError: missing, not strict JSON, or invalid; every problem listed (exit 4).
+    """
+    problems: list[Problem] = []
+    data = _read_json(path, problems)
+    info = _parse_build_info(data, _Doc(str(path), problems)) if data is not None else None
+    if problems or info is None:
+        raise InputError(problems=problems)
+    return info
 
 
 def load_staged_tree(

@@ -17,6 +17,8 @@ Outputs are exact bytes:
   layers by digest and the components our layers add (engine config with its semantic digest);
   SPDX 2.3 inventory of the files our layers add. Written as ``sbom.cdx.json`` / ``sbom.spdx.json``
   beside the image build's ``image.json``.
+* :func:`draft_lock` — a ``dependencies.lock.json`` draft from a staged tree's PE files and the
+  curated catalog, with ``TODO(lock init)`` markers for what neither says (``lock init``).
 
 Invariants: nothing comes from the clock (times from the source-date epoch), namespaces and
 serial numbers are UUIDv5 of the release identity (and, for SPDX, the content), identifiers are
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         load_license_texts,
         normalize_license_expression,
     )
+    from ninfer_release.sbom._lockdraft import DraftedFile, LockDraft, draft_lock
     from ninfer_release.sbom._pe import (
         check_pe_against_lock,
         cuda_version_from_strings,
@@ -131,6 +134,11 @@ _EXPORTS = {
         "load_license_texts",
         "normalize_license_expression",
     ),
+    "._lockdraft": (
+        "DraftedFile",
+        "LockDraft",
+        "draft_lock",
+    ),
     "._pe": (
         "check_pe_against_lock",
         "cuda_version_from_strings",
@@ -170,8 +178,10 @@ __all__ = [
     "PROP_STAND_IN",
     "CatalogEntry",
     "DependencyRecord",
+    "DraftedFile",
     "FileRecord",
     "ImageSboms",
+    "LockDraft",
     "NormalizedLicense",
     "PeInfo",
     "ShippedFile",
@@ -184,6 +194,7 @@ __all__ = [
     "cross_check_spdx",
     "cuda_version_from_strings",
     "cyclonedx_dependency_inventory",
+    "draft_lock",
     "file_bom_ref",
     "image_cyclonedx",
     "image_purl",

@@ -31,6 +31,7 @@ _FIELDS = {
     "purl_namespace",
     "homepage",
     "description",
+    "files",
 }
 
 
@@ -47,6 +48,15 @@ class CatalogEntry:
     purl_namespace: str | None = None
     homepage: str | None = None
     description: str | None = None
+    #: File-name patterns (``fnmatch``, case-insensitive) of the binaries this package ships, e.g.
+    #: ``cudart64_*.dll``: how ``lock init`` recognises a staged DLL (empty for vendored sources).
+    files: tuple[str, ...] = ()
+
+    def ships(self, file_name: str) -> bool:
+        """Whether ``file_name`` (a base name such as ``cudart64_13.dll``) is one of this package's."""
+        import fnmatch
+
+        return any(fnmatch.fnmatchcase(file_name.lower(), p.lower()) for p in self.files)
 
 
 def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
@@ -84,7 +94,10 @@ def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
             problems.append(Problem(file=where, field=field, message=f"unknown keys {unknown}"))
             continue
         missing = sorted({"name", "kind", "supplier", "license", "purl_type"} - set(item))
-        bad = sorted(k for k, v in item.items() if not isinstance(v, str))
+        files = item.get("files", [])
+        bad = sorted(k for k, v in item.items() if k != "files" and not isinstance(v, str))
+        if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
+            bad.append("files")
         if missing or bad:
             problems.append(
                 Problem(file=where, field=field, message=f"missing keys {missing}, non-string {bad}")
@@ -100,6 +113,7 @@ def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
             purl_namespace=item.get("purl_namespace"),
             homepage=item.get("homepage"),
             description=item.get("description"),
+            files=tuple(files),
         )
         field = f"entries[{entry.name}]"
         if entry.kind not in DEPENDENCY_KINDS:
