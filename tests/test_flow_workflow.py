@@ -101,8 +101,12 @@ def test_matrix_lanes_equal_the_release_definition() -> None:
 
 def test_release_job_needs_every_lane_job() -> None:
     jobs = _workflow()["jobs"]
-    assert set(jobs) == {"lane", "release"}
+    assert set(jobs) == {"lane", "release", "github"}
     assert jobs["release"]["needs"] in ("lane", ["lane"])
+    # the GitHub prerelease step (tests/test_github_step.py) runs after the release job, and only
+    # where GitHub is (a repository variable turns it on)
+    assert jobs["github"]["needs"] in ("release", ["release"])
+    assert jobs["github"]["if"] == "vars.NINFER_GITHUB_RELEASES == 'true'"
 
 
 def test_lane_job_fetches_builds_and_uploads_its_lane() -> None:
