@@ -22,6 +22,7 @@ TOP_HELP = (
     "Commands:\n"
     "  build            Build one lane, or a whole release, into asset sets...\n"
     "  completion       Print the shell completion script for SHELL (Click's...\n"
+    "  diff             What changed per lane between two releases: lane...\n"
     "  export-verifier  Write a one-file set verifier that needs only Python...\n"
     "  fetch            Download a published set by URL...\n"
     "  image            Container images: build (daemonless OCI or through...\n"

@@ -1313,6 +1313,41 @@ def receipt_new(
     emit(ctx, {"ok": True, "path": out, "receipt": filled.as_dict()}, lines)
 
 
+@cli.command(
+    "diff",
+    example="ninfer-release diff old/release-manifest.json out/release-manifest.json\n"
+    "ninfer-release diff old out --json",
+)
+@click.argument("old", metavar="OLD", type=click.Path())
+@click.argument("new", metavar="NEW", type=click.Path())
+@click.pass_obj
+def diff_cmd(ctx: Context, old: str, new: str) -> None:
+    """What changed per lane between two releases: lane fields, package, config hash, route block,
+    model binding, SBOM components added / removed / upgraded.
+
+    OLD and NEW are release manifests, build output directories (the sets beside the manifest are
+    read too) or asset set directories. Exit 0 either way; 4 if a side cannot be read.
+    """
+    from ninfer_release.releases import diff_releases
+
+    result = diff_releases(Path(old), Path(new))
+
+    def show(label: str, changes: Any) -> list[str]:
+        return [f"  {label} {c.path}: {c.old!r} -> {c.new!r}" for c in changes]
+
+    lines = [f"release {c.path}: {c.old!r} -> {c.new!r}" for c in result.release]
+    for d in result.lanes:
+        lines.append(f"{d.lane}: {d.status}")
+        lines += show("field", d.fields) + show("package", d.package) + show("config", d.config)
+        lines += show("route", d.route) + show("model", d.model)
+        lines += [f"  sbom added {n}" for n in d.sbom.added] + [f"  sbom removed {n}" for n in d.sbom.removed]
+        lines += [f"  sbom upgraded {u.path}: {u.old} -> {u.new}" for u in d.sbom.upgraded]
+        lines += [f"  note: {n}" for n in d.notes]
+    if not result.changed:
+        lines.append("no differences")
+    emit(ctx, {"ok": True, **result.as_json()}, lines)
+
+
 # --- publish (releases stage) ------------------------------------------------------------------
 
 

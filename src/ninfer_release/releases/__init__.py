@@ -4,8 +4,9 @@ Inputs: a lane's rendered config, loaded staged tree and package recipe (from th
 Outputs: the 11-file asset set of DESIGN.md §4, written atomically (:func:`build_native_set`);
 qualification receipts, schema 2 (:class:`Receipt`: one strict ``parse``, one ``to_bytes``;
 :func:`read_receipts`, :func:`bind_receipts`, :func:`receipt_template`); consumer verification of
-a set on disk (:func:`verify_set`); publishing a sealed set as one
-immutable OCI artifact to a registry or a directory store (:func:`open_publisher`).
+a set on disk (:func:`verify_set`); what changed between two releases, per lane
+(:func:`diff_releases`); publishing a sealed set as one immutable OCI artifact to a registry or a
+directory store (:func:`open_publisher`).
 
 Terms: *entry* — one of the 10 hashed files; *set* — the entries plus ``SHA256SUMS``;
 *stem* — ``ninfer-<component-tag>-windows-x64``; *release-instance id* — changes whenever the
@@ -25,6 +26,14 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         names_for_tag,
         package_stem,
         stem_from_names,
+    )
+    from ninfer_release.releases._diff import (
+        ComponentChanges,
+        FieldChange,
+        LaneDiff,
+        ReleaseDiff,
+        diff_releases,
+        route_changes,
     )
     from ninfer_release.releases._export import export_verifier, verifier_source
     from ninfer_release.releases._fetch_flow import FetchReport, fetch_route, fetch_set
@@ -89,6 +98,14 @@ _EXPORTS = {
         "names_for_tag",
         "package_stem",
         "stem_from_names",
+    ),
+    "._diff": (
+        "ComponentChanges",
+        "FieldChange",
+        "LaneDiff",
+        "ReleaseDiff",
+        "diff_releases",
+        "route_changes",
     ),
     "._export": (
         "export_verifier",
@@ -175,15 +192,18 @@ __all__ = [
     "AssetNames",
     "Binding",
     "BoundReceipt",
+    "ComponentChanges",
     "DirTarget",
     "Equivalence",
     "FetchProgress",
     "FetchReport",
     "Fetched",
+    "FieldChange",
     "FileRef",
     "FilesTarget",
     "GateLedger",
     "HttpPolicy",
+    "LaneDiff",
     "LaneFacts",
     "LoadedReceipt",
     "LocatedReport",
@@ -196,11 +216,13 @@ __all__ = [
     "PulledSet",
     "Qualification",
     "Receipt",
+    "ReleaseDiff",
     "Scratch",
     "SealedSet",
     "VerifyReport",
     "bind_receipts",
     "build_native_set",
+    "diff_releases",
     "export_verifier",
     "fetch_route",
     "fetch_set",
@@ -219,6 +241,7 @@ __all__ = [
     "read_receipts",
     "receipt_template",
     "release_instance_id",
+    "route_changes",
     "stem_from_names",
     "store_path",
     "supersede_tags",

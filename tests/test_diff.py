@@ -1,0 +1,118 @@
+"""``ninfer-release diff OLD NEW``: per lane, what changed between two releases."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_support import REPO, cli, ok, release_out, samples
+
+PROFILE = "profiles/qwen38-4090-native-v0.7.0-beta.2.yaml"
+
+
+def _changed_profile_build(factory: pytest.TempPathFactory) -> Path:
+    """v0.13.1 rebuilt from a copy of the repo whose rtx4090 profile serves another port."""
+    repo = factory.mktemp("changed-repo")
+    for sub in ("manifests", "profiles", "releases", "packaging", "containers", "sbom"):
+        shutil.copytree(REPO / sub, repo / sub)
+    profile = repo / PROFILE
+    profile.write_text(profile.read_text().replace("port: 18082", "port: 18083"))
+    out = factory.mktemp("changed") / "out"
+    manifest = repo / "manifests" / "v0.13.1.yaml"
+    ok(cli("build", "release", manifest, "--inputs", samples(factory), "--out", out, "--offline"))
+    return out
+
+
+def _lane(doc: dict[str, Any], lane: str) -> dict[str, Any]:
+    found = next(d for d in doc["lanes"] if d["lane"] == lane)
+    assert isinstance(found, dict)
+    return found
+
+
+def test_a_changed_profile_value_names_the_lane_the_config_hash_and_the_route_field(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    old = release_out(tmp_path_factory)
+    new = _changed_profile_build(tmp_path_factory)
+    result = cli("diff", old / "release-manifest.json", new / "release-manifest.json", "--json")
+    ok(result)
+    doc = json.loads(result.out)
+    assert doc["changed"] is True
+    assert {d["lane"]: d["status"] for d in doc["lanes"]} == {
+        "rtx3090": "unchanged",
+        "rtx4090": "changed",
+        "rtx5090": "unchanged",
+    }
+    lane = _lane(doc, "rtx4090")
+    old_manifest = json.loads((old / "release-manifest.json").read_bytes())
+    new_manifest = json.loads((new / "release-manifest.json").read_bytes())
+    assert lane["config"] == [
+        {
+            "path": "sha256",
+            "old": old_manifest["lanes"]["rtx4090"]["config"]["sha256"],
+            "new": new_manifest["lanes"]["rtx4090"]["config"]["sha256"],
+        }
+    ]
+    routes = {c["path"]: (c["old"], c["new"]) for c in lane["route"]}
+    assert routes["endpoint.port"] == (18082, 18083)
+    assert "install.config_bytes_sha256" in routes
+    assert "sha256" in [c["path"] for c in lane["package"]] and lane["model"] == []
+    assert lane["sbom"] == {"added": [], "removed": [], "upgraded": []}
+    text = cli("diff", old, new)
+    ok(text)
+    assert "rtx4090: changed" in text.out and "  route endpoint.port: 18082 -> 18083" in text.out
+    assert "  config sha256: " in text.out
+
+
+def test_identical_releases_have_no_differences(tmp_path_factory: pytest.TempPathFactory) -> None:
+    out = release_out(tmp_path_factory)
+    result = cli("diff", out, out / "release-manifest.json")
+    ok(result)
+    assert result.out.splitlines()[-1] == "no differences"
+
+
+def test_manifest_alone_compares_blocks_by_digest_and_says_so(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    old = release_out(tmp_path_factory)
+    new = _changed_profile_build(tmp_path_factory)
+    lone = tmp_path / "release-manifest.json"
+    shutil.copyfile(new / "release-manifest.json", lone)
+    doc = json.loads(cli("diff", old / "release-manifest.json", lone, "--json").out)
+    lane = _lane(doc, "rtx4090")
+    assert [c["path"] for c in lane["route"]] == ["sha256"]
+    assert "route: compared by SHA-256 only (its set is not beside the release manifest)" in lane["notes"]
+
+
+def test_sbom_components_added_removed_upgraded(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    old = release_out(tmp_path_factory) / "rtx4090"
+    new = tmp_path / "rtx4090"
+    shutil.copytree(old, new)
+    cdx_path = next(new.glob("*.cdx.json"))
+    cdx = json.loads(cdx_path.read_bytes())
+    components = cdx["components"]
+    spdlog = next(c for c in components if c["name"] == "spdlog")
+    spdlog["version"] = "1.16.0"
+    components[:] = [c for c in components if c["name"] != "fmt"]
+    components.append(
+        {"type": "library", "name": "zlib", "version": "1.3.1", "bom-ref": "vendored:zlib@1.3.1"}
+    )
+    cdx_path.write_text(json.dumps(cdx))
+    doc = json.loads(cli("diff", old, new, "--json").out)
+    assert _lane(doc, "rtx4090")["sbom"] == {
+        "added": ["zlib"],
+        "removed": ["fmt"],
+        "upgraded": [{"path": "spdlog", "old": "1.15.0", "new": "1.16.0"}],
+    }
+
+
+def test_diff_of_something_that_is_not_a_release_is_exit_4(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{not json")
+    result = cli("diff", tmp_path / "x.json", tmp_path)
+    assert result.code == 4 and "x.json" in result.err
