@@ -28,6 +28,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_curves  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_package  # noqa: E402
 import bench_verify  # noqa: E402
@@ -130,6 +131,7 @@ def render(results: dict[str, Any], command: str) -> str:
     elif img:
         why = next(iter(img.values()))
         row("4. daemonless image build", "–", "–", "–", "–", "–", "≤ 0.5×", f"not run: {why}")
+    lines += render_curves(results.get("curves") or {})
     lines += ["", "Other facts of this run:", ""]
     for name in ("1gib", "sample"):
         r = pkg.get(name)
@@ -169,6 +171,78 @@ def render(results: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
+def _mmm(stats: dict[str, float], unit: str = "") -> str:
+    return f"{stats['min']}{unit} / {stats['median']}{unit} / {stats['max']}{unit}"
+
+
+def render_curves(curves: dict[str, Any]) -> list[str]:
+    """Tables of the file-count curve, the size curve and the start-up pairs (issue 13)."""
+    lines: list[str] = []
+    start = curves.get("startup")
+    if start:
+        lines += [
+            "",
+            "**Start-up** (interleaved pairs; min / median / max; the baseline is the same interpreter's "
+            "`python -c pass`):",
+            "",
+            "| command | ours (s) | `python -c pass` (s) | ratio | goal | verdict (median) |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for flag, r in start.items():
+            lines.append(
+                f"| `ninfer-release {flag}` | {_mmm(r['ours_s'])} | {_mmm(r['theirs_s'])} | "
+                f"{_mmm(r['ratio'], '×')} | ≤ 2× | {_yes(r['ratio']['median'] <= 2)} |"
+            )
+    files = curves.get("files")
+    if files:
+        lines += [
+            "",
+            "**File-count curve**: the small sample lane plus N extra 4 KiB engine files; each cell "
+            "min / median / max of the runs (pairs run back to back); *extra CPU per file* is "
+            "(least CPU at N − least CPU at 0) / N, flat when the cost is linear.",
+            "",
+            "| extra files | runs | load before | `build lane` (s) | `zip -X -r -6` (s) | build ratio "
+            "| extra build CPU per file | `verify` (s) | `sha256sum -c` + `unzip -tq` (s) | verify ratio "
+            "| extra verify CPU per file | peak RSS build / verify |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for n, p in files.items():
+            b, v = p["build_vs_zip"], p["verify_vs_checksums"]
+            lines.append(
+                f"| {int(n):,} | {len(b['runs'])} | {p['load_average_before'][0]} | {_mmm(b['ours_s'])} | "
+                f"{_mmm(b['theirs_s'])} | {_mmm(b['ratio'], '×')} | "
+                f"{b.get('ours_extra_cpu_ms_per_file', '–')} ms | {_mmm(v['ours_s'])} | "
+                f"{_mmm(v['theirs_s'])} | "
+                f"{_mmm(v['ratio'], '×')} | {v.get('ours_extra_cpu_ms_per_file', '–')} ms | "
+                f"{b['ours_max_rss_mib']} / {v['ours_max_rss_mib']} MiB |"
+            )
+    sizes = curves.get("sizes")
+    if sizes:
+        lines += [
+            "",
+            "**Size curve**: the small sample lane plus one engine file of its own DLL bytes "
+            "repeated; bytes moved are the `build lane` child's `rchar`/`wchar` (every read and "
+            "write, page cache included) per staged byte.",
+            "",
+            "| staged | runs | load before | `build lane` (s) | `zip -X -r -6` (s) | build ratio "
+            "| `verify` (s) | `sha256sum -c` (s) | verify ratio | build read / written per staged byte "
+            "| peak RSS build / verify |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for mib, p in sizes.items():
+            b, v = p["build_vs_zip"], p["verify_vs_checksums"]
+            lines.append(
+                f"| {int(mib)} MiB | {len(b['runs'])} | {p['load_average_before'][0]} "
+                f"| {_mmm(b['ours_s'])} | {_mmm(b['theirs_s'])} | {_mmm(b['ratio'], '×')} "
+                f"| {_mmm(v['ours_s'])} | {_mmm(v['theirs_s'])} | {_mmm(v['ratio'], '×')} "
+                f"| {p['build_read_per_staged_byte']} / {p['build_written_per_staged_byte']} "
+                f"| {b['ours_max_rss_mib']} / {v['ours_max_rss_mib']} MiB |"
+            )
+    for name in curves.get("plots", []):
+        lines += ["", f"![{name}]({name})"]
+    return lines
+
+
 def write_docs(block: str) -> None:
     """Replace the generated block of ``docs/benchmarks.md`` (which must contain the markers)."""
     text = DOC.read_text(encoding="utf-8")
@@ -181,7 +255,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ninfer-bench")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--skip", default="", help="comma-separated: verify,package,memory,image")
+    ap.add_argument("--skip", default="", help="comma-separated: verify,package,memory,image,curves")
+    ap.add_argument("--counts", default="1000,10000,100000", help="file-count curve points")
+    ap.add_argument("--sizes", default="256,1024,4096", help="size curve points, MiB")
     ap.add_argument("--write-docs", action="store_true")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -200,6 +276,12 @@ def main() -> int:
             results["memory"] = bench_memory.main(work)
     if "image" not in skip:
         results["image"] = _image(2 if args.quick else 3)
+    if "curves" not in skip:
+        with contextlib.redirect_stdout(sys.stderr):
+            results["curves"] = bench_curves.main(
+                [*work, "--counts", args.counts, "--sizes", args.sizes, "--runs", "3" if args.quick else "5",
+                 "--plots"]
+            )  # fmt: skip
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(results, indent=2, sort_keys=True))
     if args.write_docs:

@@ -1,0 +1,306 @@
+"""Benchmark curves (issue 13): build and verify against file count and against size.
+
+* **File-count curve** — the sample lane plus N extra 4 KiB engine files (``bin/extra/``; N =
+  1k, 10k, 100k by default): ``build lane`` vs Info-ZIP ``zip -X -r -6`` of the same tree, and
+  ``verify`` vs ``sha256sum -c SHA256SUMS`` + ``unzip -tq`` of the package (the standard tools
+  checking the same bytes). Linear cost shows as a flat *seconds per extra file*.
+* **Size curve** — the sample lane plus one engine file of real DLL bytes (the sample's CUDA and
+  C runtime DLLs repeated; as compressible as the real thing) up to 256 MiB … 4 GiB: ``build
+  lane`` vs ``zip -X -r -6``, ``verify`` vs ``sha256sum -c``. Also the bytes read and written by
+  ``build lane`` (``/proc/<pid>/io`` ``rchar``/``wchar`` of the child) per staged byte.
+
+Each point runs both sides back to back (ours first, then the tool) ``--runs`` times, fewer for
+the largest points (``--max-runs-big``), and reports min/median/max of each side and of the
+per-pair ratios, with the load average before the point. Plots (SVG, matplotlib from the
+``bench`` extra) go to ``docs/bench-*.svg`` with ``--plots``.
+
+Usage: ``.venv/bin/python bench/bench_curves.py [--counts 1000,10000,100000] [--sizes 256,1024,4096]
+[--runs 5] [--plots] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    CLI,
+    LANE,
+    MIB,
+    RELEASE,
+    REPO,
+    Run,
+    add_engine_file,
+    many_files_tree,
+    run,
+    set_dir,
+    the_zip,
+    tree_bytes,
+)
+
+DOCS = REPO / "docs"
+
+
+def _samples(work: Path) -> Path:
+    """``samples fetch`` (the small sample: real cudart/MSVC DLLs, stand-ins) into ``work/samples-small``."""
+    out = work / "samples-small"
+    if not (out / LANE / "build-info.json").is_file():
+        if out.exists():
+            shutil.rmtree(out)
+        run("samples fetch", [CLI, "samples", "fetch", "--out", out])
+    return out
+
+
+def _size_tree(samples: Path, work: Path, size_mib: int) -> Path:
+    """The sample lane plus ``bin/ninfer-kernels.fatbin``: the lane's DLL bytes repeated to ``size_mib``."""
+    dst = work / f"tree-size-{size_mib}mib"
+    lane = dst / LANE
+    if lane.is_dir() and tree_bytes(lane) >= size_mib * MIB:
+        return dst
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(samples / LANE, lane, copy_function=os.link)
+    need = size_mib * MIB - tree_bytes(lane)
+    sources = sorted((samples / LANE / "bin").glob("*.dll"))
+    blocks = [p.read_bytes() for p in sources]
+
+    def write(path: Path) -> None:
+        left = need
+        with path.open("wb") as out:
+            while left > 0:
+                for block in blocks:
+                    out.write(block[:left])
+                    left -= min(left, len(block))
+
+    add_engine_file(lane, "bin/ninfer-kernels.fatbin", write)
+    return dst
+
+
+def _io_run(label: str, cmd: Sequence[str | Path], **kw: Any) -> tuple[Run, dict[str, int]]:
+    """``run`` plus the child's ``/proc/<pid>/io`` byte counters (read and written, any file)."""
+    io: dict[str, int] = {}
+    with tempfile.TemporaryFile() as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=log, **kw)
+        # Poll /proc until the child exits: the last reading is the total (page cache hits included).
+        while True:
+            try:
+                text = Path(f"/proc/{proc.pid}/io").read_text()
+                io = {k: int(v) for k, v in (line.split(": ") for line in text.splitlines())}
+            except (OSError, ValueError):
+                pass
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            log.seek(0)
+            raise RuntimeError(f"{label}: exit {code}\n{log.read()[-3000:].decode('utf-8', 'replace')}")
+    result = Run(
+        label=label, wall_s=wall, user_s=usage.ru_utime, sys_s=usage.ru_stime,
+        max_rss_kib=usage.ru_maxrss, returncode=code,
+    )  # fmt: skip
+    return result, {"read_bytes": io.get("rchar", 0), "written_bytes": io.get("wchar", 0)}
+
+
+def _stats(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "min": round(min(values), 3),
+        "median": round(statistics.median(values), 3),
+        "max": round(max(values), 3),
+    }
+
+
+def _pairs(ours: Sequence[Run], theirs: Sequence[Run]) -> dict[str, Any]:
+    return {
+        "ours_s": _stats([r.wall_s for r in ours]),
+        "theirs_s": _stats([r.wall_s for r in theirs]),
+        "ratio": _stats([a.wall_s / b.wall_s for a, b in zip(ours, theirs, strict=True)]),
+        "ours_cpu_s": _stats([r.user_s + r.sys_s for r in ours]),
+        "theirs_cpu_s": _stats([r.user_s + r.sys_s for r in theirs]),
+        "ours_max_rss_mib": round(max(r.max_rss_kib for r in ours) / 1024, 1),
+        "runs": [[a.as_dict(), b.as_dict()] for a, b in zip(ours, theirs, strict=True)],
+    }
+
+
+def _build(label: str, tree: Path, out: Path) -> tuple[Run, dict[str, int]]:
+    if out.exists():
+        shutil.rmtree(out)
+    return _io_run(
+        label,
+        [CLI, "build", "lane", LANE, "--release", RELEASE, "--inputs", tree, "--out", out, "--offline"],
+    )
+
+
+def _zip(label: str, tree: Path, work: Path) -> Run:
+    target = work / "info-zip.zip"
+    target.unlink(missing_ok=True)
+    return run(label, ["zip", "-X", "-r", "-6", "-q", target, "bin", "licenses"], cwd=tree / LANE)
+
+
+def _point(tree: Path, work: Path, runs: int, *, unzip: bool) -> dict[str, Any]:
+    """One curve point: ``runs`` pairs of build/zip, then ``runs`` pairs of verify/checksums."""
+    load = [round(x, 2) for x in os.getloadavg()]
+    out = work / "curve-out"
+    builds: list[Run] = []
+    zips: list[Run] = []
+    io: dict[str, int] = {}
+    for i in range(runs):
+        b, io = _build(f"build #{i}", tree, out)
+        builds.append(b)
+        zips.append(_zip(f"zip #{i}", tree, work))
+    directory = set_dir(out)
+    package = the_zip(out)
+    verify_cmd: list[str | Path] = [CLI, "verify", directory]
+    sums_cmd = [
+        "sh",
+        "-c",
+        "sha256sum -c --quiet SHA256SUMS" + (f" && unzip -tq '{package.name}'" if unzip else ""),
+    ]
+    run("warm-up verify", verify_cmd)
+    verifies: list[Run] = []
+    checks: list[Run] = []
+    for i in range(runs):
+        verifies.append(run(f"verify #{i}", verify_cmd))
+        checks.append(run(f"checksums #{i}", sums_cmd, cwd=directory))
+    staged = tree_bytes(tree / LANE) + sum(p.stat().st_size for p in (tree / LANE).glob("*.json"))
+    return {
+        "load_average_before": load,
+        "staged_bytes": staged,
+        "zip_bytes": package.stat().st_size,
+        "build_vs_zip": _pairs(builds, zips),
+        "verify_vs": "sha256sum -c + unzip -tq" if unzip else "sha256sum -c",
+        "verify_vs_checksums": _pairs(verifies, checks),
+        "build_read_per_staged_byte": round(io["read_bytes"] / staged, 3),
+        "build_written_per_staged_byte": round(io["written_bytes"] / staged, 3),
+        "build_written_per_output_byte": round(
+            io["written_bytes"] / sum(p.stat().st_size for p in directory.iterdir()), 3
+        ),
+    }
+
+
+def file_count_curve(
+    samples: Path, work: Path, counts: Sequence[int], runs: int, big_runs: int
+) -> dict[str, Any]:
+    base = _point(samples, work, runs, unzip=True)
+    points = {"0": base}
+    for n in counts:
+        tree = many_files_tree(samples, work, count=n)
+        points[str(n)] = _point(tree, work, runs if n < 50_000 else big_runs, unzip=True)
+        shutil.rmtree(work / "curve-out", ignore_errors=True)
+    for n in counts:
+        p = points[str(n)]
+        for key in ("build_vs_zip", "verify_vs_checksums"):
+            extra = p[key]["ours_cpu_s"]["min"] - base[key]["ours_cpu_s"]["min"]
+            p[key]["ours_extra_cpu_ms_per_file"] = round(1000 * extra / n, 3)
+    return points
+
+
+def size_curve(samples: Path, work: Path, sizes: Sequence[int], runs: int, big_runs: int) -> dict[str, Any]:
+    points = {}
+    for mib in sizes:
+        tree = _size_tree(samples, work, mib)
+        points[str(mib)] = _point(tree, work, runs if mib <= 1024 else big_runs, unzip=False)
+        shutil.rmtree(work / "curve-out", ignore_errors=True)
+        shutil.rmtree(tree)  # gigabytes: do not keep them
+    return points
+
+
+def startup(runs: int) -> dict[str, Any]:
+    """``--help`` / ``--version`` vs a bare ``python -c pass`` of the same interpreter, in pairs."""
+    python = Path(sys.executable)
+    out: dict[str, Any] = {}
+    for flag in ("--version", "--help"):
+        ours: list[Run] = []
+        bare: list[Run] = []
+        for i in range(runs):
+            ours.append(run(f"{flag} #{i}", [CLI, flag]))
+            bare.append(run(f"python -c pass #{i}", [python, "-c", "pass"]))
+        out[flag] = _pairs(ours, bare)
+    return out
+
+
+def plot(results: dict[str, Any], directory: Path) -> list[str]:
+    """Write ``bench-files.svg`` and ``bench-sizes.svg`` (needs matplotlib: the ``bench`` extra)."""
+    import matplotlib
+
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for key, xlabel, name in (
+        ("files", "extra 4 KiB files", "bench-files.svg"),
+        ("sizes", "staged size (MiB)", "bench-sizes.svg"),
+    ):
+        points = results.get(key)
+        if not points:
+            continue
+        xs = [int(x) for x in points]
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for side, label, series in (
+            ("build_vs_zip", "build lane", "ours_s"),
+            ("build_vs_zip", "zip -X -r -6", "theirs_s"),
+            ("verify_vs_checksums", "verify", "ours_s"),
+            ("verify_vs_checksums", "sha256sum -c (+ unzip -tq)", "theirs_s"),
+        ):
+            ax.plot(xs, [points[str(x)][side][series]["median"] for x in xs], marker="o", label=label)
+        ax.set_xscale(
+            "symlog" if key == "files" else "log", **({"linthresh": 1000} if key == "files" else {})
+        )
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("wall seconds (median of the runs)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(directory / name)
+        plt.close(fig)
+        written.append(name)
+    return written
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ninfer-bench")
+    ap.add_argument("--counts", default="1000,10000,100000")
+    ap.add_argument("--sizes", default="256,1024,4096", help="MiB; empty to skip")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--max-runs-big", type=int, default=1, help="runs for >= 50k files and > 1 GiB")
+    ap.add_argument("--startup-runs", type=int, default=11, help="pairs for --help/--version; 0 skips")
+    ap.add_argument("--plots", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    samples = _samples(args.work)
+    counts = [int(x) for x in args.counts.split(",") if x]
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    results: dict[str, Any] = {}
+    if args.startup_runs:
+        results["startup"] = startup(args.startup_runs)
+    if counts:
+        results["files"] = file_count_curve(samples, args.work, counts, args.runs, args.max_runs_big)
+    if sizes:
+        results["sizes"] = size_curve(samples, args.work, sizes, args.runs, args.max_runs_big)
+    if args.plots:
+        results["plots"] = plot(results, DOCS)
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+    return results
+
+
+if __name__ == "__main__":
+    main()
