@@ -13,8 +13,12 @@ and keeps at most ``2 × workers`` pieces in flight, so memory stays flat (about
 ``4 × workers × chunk_size``) whatever the file size. Compressed streams go to one spool file
 in ``workdir`` (never held in memory); :func:`~ninfer_release.packaging.write_zip` copies them.
 
-A member whose deflate stream is not smaller than its data is stored (method 0); its bytes are
-then recovered by inflating the spooled stream, so the input is still read only once.
+Stored or deflated is decided early and from content alone: by the member's *first* piece. If
+its deflate output is not smaller than the piece, the member is stored (method 0): its remaining
+pieces are never deflated and its raw bytes go to the spool. A member of one piece (up to 4 MiB)
+is decided exactly as before (stored iff its whole deflate stream is not smaller than its data);
+a larger member is deflated whole once its first 4 MiB shrink, even if a later part does not
+(the decision never depends on timing or worker count, so the bytes stay deterministic).
 
 Determinism note: deflate output depends on the deflate implementation and version as well as on
 the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_ENGINE``).
@@ -52,7 +56,8 @@ class CompressedMember:
     ``size`` is the uncompressed size in bytes; ``crc32`` the zip CRC; ``sha256``/``sha1`` lowercase
     hex of the uncompressed bytes; ``method`` 0 (stored) or 8 (deflated); ``compressed_size`` the
     bytes the zip stores (``size`` when stored); the raw deflate stream is ``spool_length`` bytes at
-    ``spool_offset`` of ``spool``. ``staged_path`` is the staged-tree path, ``None`` when generated.
+    ``spool_offset`` of ``spool`` (for a stored member: its raw bytes). ``staged_path`` is the
+    staged-tree path, ``None`` when generated.
     """
 
     name: str
@@ -82,6 +87,7 @@ class _State:
     size: int = 0
     offset: int | None = None
     length: int = 0
+    method: int | None = None  # decided when the first piece's deflate is done
 
 
 def _deflate_piece(data: bytes, zdict: bytes | None, level: int, final: bool) -> bytes:
@@ -174,7 +180,7 @@ def compress_members(
     fd, spool_name = tempfile.mkstemp(prefix=".members-", suffix=".deflate", dir=workdir)
     spool = Path(spool_name)
     done: list[CompressedMember] = []
-    pending: deque[tuple[_State, Future[bytes], int, bool]] = deque()
+    pending: deque[tuple[_State, Future[bytes] | None, bytes, bool]] = deque()
     position = 0
 
     with (
@@ -184,15 +190,21 @@ def compress_members(
 
         def drain_one() -> None:
             nonlocal position
-            state, fut, n_in, last = pending.popleft()
-            blob = fut.result()
+            state, fut, piece, last = pending.popleft()
+            blob = fut.result() if fut is not None and state.method != STORED else b""
+            if state.method is None:  # the first piece decides, from its content alone
+                state.method = STORED if len(blob) >= len(piece) else DEFLATED
+            if state.method == STORED:
+                if fut is not None:
+                    fut.cancel()  # a piece submitted before the decision: its output is not used
+                blob = piece
             if state.offset is None:
                 state.offset = position
             out.write(blob)
             position += len(blob)
             state.length += len(blob)
-            if progress is not None and n_in:
-                progress(n_in)
+            if progress is not None and piece:
+                progress(len(piece))
             if last:
                 done.append(_finish(state, spool))
 
@@ -207,15 +219,21 @@ def compress_members(
                     state.size += len(piece)
                     while len(pending) >= 2 * workers:
                         drain_one()
-                    pending.append(
-                        (state, pool.submit(_deflate_piece, piece, zdict, lvl, last), len(piece), last)
+                    # A member already decided "stored" deflates nothing more (incompressible data
+                    # costs a hash and a copy, not a deflate).
+                    fut = (
+                        None
+                        if state.method == STORED
+                        else pool.submit(_deflate_piece, piece, zdict, lvl, last)
                     )
+                    pending.append((state, fut, piece, last))
                     zdict = piece[-_WINDOW:] if not last else None
             while pending:
                 drain_one()
         except BaseException:
             for _, fut, _, _ in pending:
-                fut.cancel()
+                if fut is not None:
+                    fut.cancel()
             out.close()
             spool.unlink(missing_ok=True)
             raise
@@ -223,7 +241,7 @@ def compress_members(
 
 
 def _finish(state: _State, spool: Path) -> CompressedMember:
-    stored = state.length >= state.size
+    stored = state.method == STORED
     return CompressedMember(
         name=state.entry.name,
         staged_path=state.entry.staged_path,

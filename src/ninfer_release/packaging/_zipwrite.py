@@ -90,10 +90,13 @@ class _Out:
 
 
 def _copy_member(m: CompressedMember, src: BinaryIO, out: _Out) -> None:
-    """Copy the member's stored bytes: the deflate stream, or its inflated data when stored."""
-    inflater = zlib.decompressobj(-15) if m.method == STORED else None
-    written = 0
+    """Copy the member's spooled bytes (its deflate stream, or its raw data when stored).
+
+    A stored member's CRC-32 is recomputed from the copied bytes (the spool is our temp file, but
+    a damaged one must not yield a zip whose member disagrees with its header).
+    """
     crc = 0
+    written = 0
     src.seek(m.spool_offset)
     left = m.spool_length
     while left:
@@ -101,26 +104,12 @@ def _copy_member(m: CompressedMember, src: BinaryIO, out: _Out) -> None:
         if not block:
             break
         left -= len(block)
-        if inflater is None:
-            out.write(block)
-            written += len(block)
-            continue
-        data = inflater.decompress(block, _COPY)
-        while True:
-            crc = zlib.crc32(data, crc)
-            out.write(data)
-            written += len(data)
-            # A full step may leave output pending inside zlib even with no input left.
-            if not inflater.unconsumed_tail and len(data) < _COPY:
-                break
-            data = inflater.decompress(inflater.unconsumed_tail, _COPY)
-    if inflater is not None:
-        tail = inflater.flush()
-        crc = zlib.crc32(tail, crc)
-        out.write(tail)
-        written += len(tail)
-        if crc != m.crc32:
-            raise IntegrityError(f"{m.name}: spooled stream does not reproduce the member (CRC mismatch)")
+        if m.method == STORED:
+            crc = zlib.crc32(block, crc)
+        out.write(block)
+        written += len(block)
+    if m.method == STORED and crc != m.crc32:
+        raise IntegrityError(f"{m.name}: spooled bytes do not reproduce the member (CRC mismatch)")
     if written != m.compressed_size:
         raise IntegrityError(
             f"{m.name}: wrote {written} bytes, expected {m.compressed_size} (spool damaged?)"

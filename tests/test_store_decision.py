@@ -1,0 +1,86 @@
+"""Stored vs deflated is decided by a member's first piece, from content alone (issue 13).
+
+Incompressible data must not cost a full deflate: once the first piece does not shrink, the rest
+of the member is never deflated. The decision may not depend on the worker count or timing.
+"""
+
+from __future__ import annotations
+
+import random
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import ninfer_release.packaging._compress as _compress
+from ninfer_release.packaging import PlanEntry, compress_members, write_zip
+from ninfer_release.packaging._zipformat import DEFLATED, STORED
+
+CHUNK = 64 << 10  # the smallest piece compress_members accepts
+
+
+def _noise(n: int, seed: int = 13) -> bytes:
+    return random.Random(seed).randbytes(n)  # noqa: S311 - test data, not a secret
+
+
+def _text(n: int) -> bytes:
+    return (b"deterministic release bytes " * (n // 28 + 1))[:n]
+
+
+def _count_deflates(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    original = _compress._deflate_piece
+
+    def counted(*args: object) -> bytes:
+        calls[0] += 1
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_compress, "_deflate_piece", counted)
+    return calls
+
+
+def _zip(tmp_path: Path, name: str, data: bytes, workers: int) -> tuple[int, bytes]:
+    work = tmp_path / f"w{workers}-{name.replace('/', '_')}"
+    work.mkdir()
+    (member,) = compress_members(
+        [PlanEntry(name=name, data=data)], workdir=work, workers=workers, chunk_size=CHUNK
+    )
+    out = write_zip([member], work / "p.zip", epoch=315532800)
+    with zipfile.ZipFile(out.path) as zf:
+        assert zf.read(name) == data
+    return member.method, out.path.read_bytes()
+
+
+def test_incompressible_first_piece_stores_the_member_without_deflating_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _count_deflates(monkeypatch)
+    data = _noise(40 * CHUNK)
+    method, _ = _zip(tmp_path, "bin/noise.bin", data, workers=2)
+    assert method == STORED
+    # Only the pieces already in flight when the first one came back (at most 2 x workers).
+    assert calls[0] <= 4
+
+
+def test_the_first_piece_decides_whatever_follows(tmp_path: Path) -> None:
+    # Noise first, then text: stored (the old rule, "the whole stream did not shrink", deflated it).
+    assert _zip(tmp_path, "a.bin", _noise(CHUNK) + _text(20 * CHUNK), workers=2)[0] == STORED
+    # Text first, then noise: deflated, even though the noise part does not shrink.
+    assert _zip(tmp_path, "b.bin", _text(CHUNK) + _noise(3 * CHUNK), workers=2)[0] == DEFLATED
+
+
+def test_one_piece_members_keep_the_whole_stream_rule(tmp_path: Path) -> None:
+    assert _zip(tmp_path, "small-noise.bin", _noise(1000), workers=1)[0] == STORED
+    assert _zip(tmp_path, "small-text.txt", _text(1000), workers=1)[0] == DEFLATED
+    assert _zip(tmp_path, "empty", b"", workers=1)[0] == STORED
+
+
+@pytest.mark.parametrize(
+    "data",
+    [_noise(9 * CHUNK + 7), _noise(CHUNK) + _text(9 * CHUNK), _text(CHUNK) + _noise(9 * CHUNK)],
+    ids=["noise", "noise-then-text", "text-then-noise"],
+)
+def test_same_bytes_for_any_worker_count(tmp_path: Path, data: bytes) -> None:
+    first = _zip(tmp_path, "m.bin", data, workers=1)
+    assert _zip(tmp_path, "m.bin", data, workers=2) == first
+    assert _zip(tmp_path, "m.bin", data, workers=3) == first
