@@ -116,3 +116,73 @@ def test_diff_of_something_that_is_not_a_release_is_exit_4(tmp_path: Path) -> No
     (tmp_path / "x.json").write_text("{not json")
     result = cli("diff", tmp_path / "x.json", tmp_path)
     assert result.code == 4 and "x.json" in result.err
+
+
+# --- documented_routes.document_change against the predecessor's route block -----------------
+
+
+def _repo_with_predecessor(factory: pytest.TempPathFactory, *, declared: str | None) -> Path:
+    """A repo copy whose definition names a predecessor holding rtx4090's route block as
+    published by the predecessor (the session build's, with another port: a route change)."""
+    repo = factory.mktemp("pred-repo")
+    for sub in ("manifests", "profiles", "releases", "packaging", "containers", "sbom"):
+        shutil.copytree(REPO / sub, repo / sub)
+    route = json.loads(next((release_out(factory) / "rtx4090").glob("*.route.json")).read_bytes())
+    route["endpoint"]["port"] = 18081
+    (repo / "releases" / "pred").mkdir()
+    (repo / "releases" / "pred" / "rtx4090.route.json").write_text(json.dumps(route, indent=2) + "\n")
+    manifest = repo / "manifests" / "v0.13.1.yaml"
+    text = manifest.read_text() + "\npredecessor: releases/pred\n"
+    if declared is not None:
+        text += f"documented_routes:\n  rtx4090:\n    document_change: {json.dumps(declared)}\n"
+    manifest.write_text(text)
+    return manifest
+
+
+def test_a_changed_route_block_without_document_change_is_refused_naming_the_fields(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    manifest = _repo_with_predecessor(tmp_path_factory, declared=None)
+    out = tmp_path_factory.mktemp("refused") / "out"
+    result = cli(
+        "build", "release", manifest, "--inputs", samples(tmp_path_factory), "--out", out, "--offline"
+    )
+    assert result.code == 3, result.text
+    assert result.err.splitlines() == [
+        f"error: {manifest}: documented_routes.rtx4090.document_change: missing: lane rtx4090's route "
+        "block changed against its predecessor releases/pred/rtx4090.route.json (endpoint.port); "
+        "declare how the documentation changed"
+    ]
+    assert not out.exists()
+
+
+def test_a_declared_document_change_is_recorded_in_the_release_manifest(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    why = "install guide: the endpoint moved from port 18081 to 18082"
+    manifest = _repo_with_predecessor(tmp_path_factory, declared=why)
+    out = tmp_path_factory.mktemp("documented") / "out"
+    ok(cli("build", "release", manifest, "--inputs", samples(tmp_path_factory), "--out", out, "--offline"))
+    lanes = json.loads((out / "release-manifest.json").read_bytes())["lanes"]
+    assert lanes["rtx4090"]["documented_routes"] == {
+        "predecessor": "releases/pred/rtx4090.route.json",
+        "changed": ["endpoint.port"],
+        "document_change": why,
+    }
+    assert "documented_routes" not in lanes["rtx3090"]  # no predecessor block: first of its lineage
+
+
+def test_documented_routes_must_name_a_lane_and_the_predecessor_must_exist(tmp_path: Path) -> None:
+    for sub in ("manifests", "profiles", "releases", "packaging", "containers", "sbom"):
+        shutil.copytree(REPO / sub, tmp_path / sub)
+    manifest = tmp_path / "manifests" / "v0.13.1.yaml"
+    manifest.write_text(
+        manifest.read_text()
+        + "\npredecessor: releases/nowhere\ndocumented_routes:\n  rtx9090:\n    document_change: x\n"
+    )
+    result = cli("manifest", "check", manifest)
+    assert result.code == 3
+    assert result.err.splitlines() == [
+        f"error: {manifest}: predecessor: 'releases/nowhere': no such folder under {tmp_path}",
+        f"error: {manifest}: documented_routes.rtx9090: no such lane; lanes: rtx3090, rtx4090, rtx5090",
+    ]

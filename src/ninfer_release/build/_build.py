@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import __version__, containers, packaging, profiles, sbom
+from ninfer_release import __version__, containers, packaging, profiles, sbom, strictjson
 from ninfer_release.atomic import check_target, staged_directory, write_bytes
-from ninfer_release.errors import InputError, Problem
+from ninfer_release.errors import DefinitionError, InputError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.manifests import LaneResult, assemble_release_manifest, lane_result_name
 from ninfer_release.releases import (
@@ -29,6 +29,7 @@ from ninfer_release.releases import (
     names_for_tag,
     package_plan,
     read_receipts,
+    route_changes,
     verify_set,
 )
 
@@ -229,12 +230,68 @@ def _native_lane(
                 problems=[Problem(file=str(sealed.directory), message=f) for f in report.failures]
             )
         verified = True
-    result = LaneResult(lane_id=lane.id, release=facts, entry=sealed.manifest_entry(lane))
+    entry = sealed.manifest_entry(lane)
+    documented = documented_route(
+        release, lane.id, sealed.directory / names_for_tag(lane.component_tag).route
+    )
+    if documented is not None:
+        entry = {**entry, "documented_routes": documented}
+    result = LaneResult(lane_id=lane.id, release=facts, entry=entry)
     path = out / lane_result_name(lane.id)
     write_bytes(path, result.as_bytes(), overwrite=False)
     return LaneOutcome(
         lane_id=lane.id, mode=lane.mode, result=result, result_path=path, sealed=sealed, verified=verified
     )
+
+
+#: At most this many changed fields are named in the refusal (the rest are counted).
+_NAMED_CHANGES = 12
+
+
+def documented_route(release: profiles.Release, lane_id: str, route_file: Path) -> dict[str, Any] | None:
+    """The ``documented_routes`` record of a lane whose predecessor published a route block.
+
+    ``None`` when the definition names no ``predecessor`` or it holds no ``<lane>.route.json``
+    (the lane is the first of its lineage). Otherwise the built route block (``route_file``) is
+    compared field by field with the predecessor's (the ``model`` sub-block is the model-download
+    block): ``{"predecessor": <repo path>, "changed": [fields], "document_change": <text>}``.
+    Release notes rule: every changed route or model-download block has an explicit
+    ``documented_routes.document_change``.
+
+    Raises:
+        DefinitionError: the block changed and the definition declares no
+            ``documented_routes.<lane>.document_change``, naming the changed fields (exit 3).
+        InputError: a route block is not strict JSON (exit 4).
+    """
+    if release.predecessor is None:
+        return None
+    previous = release.repo_root / release.predecessor / f"{lane_id}.route.json"
+    if not previous.is_file():
+        return None
+    limit = 1 << 20  # a route block is a few KiB
+    changes = route_changes(strictjson.read(previous, limit=limit), strictjson.read(route_file, limit=limit))
+    changed = [c.path for c in changes]
+    text = release.document_changes.get(lane_id)
+    if changed and text is None:
+        named = ", ".join(changed[:_NAMED_CHANGES]) + (
+            f" and {len(changed) - _NAMED_CHANGES} more" if len(changed) > _NAMED_CHANGES else ""
+        )
+        raise DefinitionError(
+            problems=[
+                Problem(
+                    file=str(release.path),
+                    field=f"documented_routes.{lane_id}.document_change",
+                    message=f"missing: lane {lane_id}'s route block changed against its predecessor "
+                    f"{release.predecessor}/{lane_id}.route.json ({named}); declare how the "
+                    "documentation changed",
+                )
+            ]
+        )
+    return {
+        "predecessor": f"{release.predecessor}/{lane_id}.route.json",
+        "changed": changed,
+        "document_change": text,
+    }
 
 
 def _carried_lane(

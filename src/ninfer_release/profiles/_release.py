@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -197,6 +197,13 @@ class Release:
     superseded: tuple[Superseded, ...]
     lanes: Mapping[str, Lane]
     profiles: Mapping[str, Profile]
+    #: ``predecessor`` (ours): the repo-relative folder holding the predecessor release's published
+    #: route blocks, ``<lane>.route.json``; ``None`` when no lane has one (e.g. v0.13.1's rebased
+    #: native lanes). A lane's route block that changed against its predecessor's needs a
+    #: ``documented_routes.<lane>.document_change`` (release notes: every changed block has one).
+    predecessor: str | None = None
+    #: ``documented_routes.<lane>.document_change``: lane id → why its published blocks changed.
+    document_changes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def asset_url(self, component_tag: str, name: str) -> str:
         """Public URL of asset ``name`` of component ``component_tag``: ``{base}/{tag}/{name}`` (ours).
@@ -272,7 +279,15 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
             "components",
             "lanes",
         ),
-        optional=("state", "published_product_version", "native_line", "superseded", "asset_budget_bytes"),
+        optional=(
+            "state",
+            "published_product_version",
+            "native_line",
+            "superseded",
+            "asset_budget_bytes",
+            "predecessor",
+            "documented_routes",
+        ),
     )
     schema = c.get_int(d, "", "schema")
     if schema is not None and schema != MANIFEST_SCHEMA:
@@ -309,6 +324,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         )
     superseded = _superseded(c, d)
     lanes = _lanes(c, d, root_dir)
+    predecessor, document_changes = _documented_routes(c, d, root_dir, {lane.id for lane in lanes})
     for lane in lanes:
         # Reference: "Native packages use CUDA 13.3" — one CUDA version for the whole native line.
         # A lane without a (valid) cuda_version was reported where it was read; no "None differs".
@@ -403,7 +419,38 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         superseded=superseded,
         lanes=MappingProxyType({lane.id: lane for lane in sorted(lanes, key=lambda x: x.id)}),
         profiles=MappingProxyType(dict(sorted(profiles.items()))),
+        predecessor=predecessor,
+        document_changes=MappingProxyType(dict(sorted(document_changes.items()))),
     )
+
+
+def _documented_routes(
+    c: Checker, d: dict[str, Any], root_dir: Path, lane_ids: set[str]
+) -> tuple[str | None, dict[str, str]]:
+    """``predecessor`` (a folder of the repo) and ``documented_routes.<lane>.document_change``."""
+    predecessor = c.get_str(d, "", "predecessor", required=False)
+    if predecessor is not None:
+        if predecessor.startswith("/") or "\\" in predecessor or ".." in predecessor.split("/"):
+            c.add("predecessor", f"{predecessor!r} is not a relative folder of the repository")
+            predecessor = None
+        elif not (root_dir / predecessor).is_dir():
+            c.add("predecessor", f"{predecessor!r}: no such folder under {root_dir}")
+            predecessor = None
+    changes: dict[str, str] = {}
+    documented = c.get_mapping(d, "", "documented_routes", required=False) or {}
+    for lane_id, item in documented.items():
+        f = f"documented_routes.{lane_id}"
+        if lane_id not in lane_ids:
+            c.add(f, f"no such lane; lanes: {', '.join(sorted(lane_ids))}")
+            continue
+        entry = c.mapping(item, f)
+        if entry is None:
+            continue
+        c.keys(entry, f, required=("document_change",))
+        text = c.get_str(entry, f, "document_change")
+        if text is not None:
+            changes[lane_id] = text
+    return predecessor, changes
 
 
 def _repository_problems(file: str, lanes: list[Lane]) -> list[Problem]:
