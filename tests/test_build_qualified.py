@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,9 @@ def test_sealed_zip_is_byte_identical_to_the_draft_zip(
     digest = hashlib.sha256(draft).hexdigest()
     for root in (release_out(tmp_path_factory), qualified_out(tmp_path_factory)):
         assert f"{digest}  {name}\n" in (root / lane / "SHA256SUMS").read_text()
+    # Why it can be: qualification is an outer entry only, never a package member.
+    with zipfile.ZipFile(release_out(tmp_path_factory) / lane / name) as z:
+        assert not [m for m in z.namelist() if "qualification" in m or "receipt" in m]
     receipt_doc = json.loads(
         (qualified_out(tmp_path_factory).parent / "receipts" / lane / "run-1.json").read_bytes()
     )
@@ -389,3 +393,23 @@ def test_failure_in_a_later_lane_leaves_nothing(
     assert res.code == 5, res.text
     assert "rtx3090" in res.err and "config_sha256" in res.err
     assert list(work.iterdir()) == []
+
+
+def test_receipt_template_round_trips_through_parse(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``receipt_template`` (what ``receipt new`` builds on) names the draft's lane, source, profile,
+    config and package; ``Receipt.parse(to_bytes())`` gives the same record back, bytes stable."""
+    from ninfer_release.releases import Receipt, receipt_template
+
+    draft = release_out(tmp_path_factory) / "rtx4090"
+    tmpl = receipt_template(draft)
+    entry = release_manifest(tmp_path_factory)["lanes"]["rtx4090"]
+    assert (tmpl.lane, tmpl.source_commit, tmpl.profile_id) == (
+        "rtx4090",
+        entry["source_commit"],
+        entry["profile_id"],
+    )
+    assert (tmpl.config_sha256, tmpl.package_sha256) == (entry["config"]["sha256"], package_sha256(entry))
+    data = tmpl.to_bytes()
+    assert Receipt.parse(data, source="t.json") == tmpl
+    assert Receipt.parse(data, source="t.json").to_bytes() == data
+    assert data.endswith(b"}\n") and json.loads(data)["schema"] == 2
