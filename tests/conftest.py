@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pytest
 
+#: TLS / htpasswd / token-auth registries and nginx (started on first use, once per session).
+pytest_plugins = ["registry_fixtures"]
+
 REPO = Path(__file__).resolve().parent.parent
 REQUIRE = os.environ.get("NINFER_REQUIRE_SERVICES") == "1"
 

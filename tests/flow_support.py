@@ -83,8 +83,11 @@ def run_nr(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     umask: int | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``ninfer-release ARGS`` as a subprocess; ``env`` entries override the inherited ones."""
+    """Run ``ninfer-release ARGS`` as a subprocess; ``env`` entries override the inherited ones.
+
+    ``timeout`` (seconds) makes a hang a test failure (``subprocess.TimeoutExpired``)."""
     full = dict(os.environ)
     if env:
         full.update(env)
@@ -101,6 +104,7 @@ def run_nr(
         text=True,
         check=False,
         preexec_fn=_preexec if umask is not None else None,
+        timeout=timeout,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from flow_support import REPO, TAGS, Result, cli, draft_receipt, registry_namespace
+from registry_fixtures import PASSWORD, LoopbackCA, Registry, TokenRegistry, write_docker_config
 
 README = REPO / "README.md"
 BLOCK = re.compile(r'^```sh title="([^"]+)"\n(.*?)^```$', re.MULTILINE | re.DOTALL)
@@ -67,9 +68,18 @@ def test_readme_has_the_two_flows() -> None:
 
 
 def test_readme_flows_run_as_written(
-    registry: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    registry: str,
+    tls_registry: Registry,
+    token_registry: TokenRegistry,
+    test_ca: LoopbackCA,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """build -> drafts -> receipts -> seal -> publish -> consumer verify, every command exit 0."""
+    """build -> drafts -> receipts -> seal -> publish -> consumer verify, every command exit 0;
+    then the publishing and consumer blocks again, unchanged, against a TLS + htpasswd registry
+    and a token-auth registry with the credentials only in ``DOCKER_CONFIG/config.json`` (the CA
+    trusted through ``SSL_CERT_FILE``)."""
     blocks = _blocks()
     (tmp_path / "manifests").symlink_to(REPO / "manifests")
     monkeypatch.chdir(tmp_path)
@@ -102,3 +112,21 @@ def test_readme_flows_run_as_written(
     checked = _run_block(blocks["consumer: verify"], tmp_path, env)
     assert f"rtx4090:{TAGS['rtx4090']}: OK" in checked[0].out
     assert checked[2].out.count(": OK\n") == 10
+
+    for host in (tls_registry.host, token_registry.host):
+        config = write_docker_config(tmp_path / f"docker-{host.replace(':', '-')}", [host])
+        logged_in = {
+            "REGISTRY": f"{host}/{registry_namespace(tmp_path_factory, 'readme')}",
+            "DOCKER_CONFIG": str(config),
+            "SSL_CERT_FILE": str(test_ca.ca),
+        }
+        drafts = _run_block(blocks["release: draft"], tmp_path, logged_in)
+        assert [r.out.split(":", 1)[0] for r in drafts] == ["published", "published"]
+        published = _run_block(blocks["release: publish"], tmp_path, logged_in)
+        assert [r.out.split(":", 1)[0] for r in published] == ["published", "published"] + [
+            "already_published"
+        ] * 2
+        checked = _run_block(blocks["consumer: verify"], tmp_path, logged_in)
+        assert f"rtx4090:{TAGS['rtx4090']}: OK" in checked[0].out
+        for result in (*drafts, *published, *checked):
+            assert PASSWORD not in result.text

@@ -330,16 +330,20 @@ def test_registry_conflict_detected_when_another_publisher_wins_the_tag(
     assert rival.resolve("v1.0.0-beta.1") == rival_plan.digest
 
 
-def test_registry_unreachable_is_a_publish_error_without_retries(tmp_path: Path) -> None:
+def test_registry_unreachable_is_one_line_after_bounded_retries(tmp_path: Path) -> None:
     import socket
 
+    from ninfer_release.registry import RegistryOptions
+
+    options = RegistryOptions(retries=2, backoff=0.01)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, never listening: connection refused
         names = make_set(tmp_path / "set", ENGINE)
-        pub = OciPublisher(host=f"127.0.0.1:{port}", repository="t/x")
+        pub = OciPublisher(host=f"127.0.0.1:{port}", repository="t/x", options=options)
         unreachable = f"registry 127.0.0.1:{port} unreachable: Connection refused"
-        with pytest.raises(PublishError, match=unreachable):
+        with pytest.raises(PublishError, match=unreachable) as info:
             pub.publish(request_for(tmp_path / "set", names))
+        assert len(info.value.lines) == 1
         with pytest.raises(InputError, match=unreachable):
             pub.pull("v1", tmp_path)

@@ -500,6 +500,47 @@ def _byte_progress(
         yield advance
 
 
+def _insecure_flag(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--insecure-registry HOST`` (docs/publishing.md, "Registry client")."""
+    return click.option(
+        "--insecure-registry",
+        "insecure_registry",
+        multiple=True,
+        metavar="HOST[:PORT]",
+        help="Allow plain HTTP to this registry (never for credentials you care about). Repeatable.",
+    )(fn)
+
+
+def _registry_flags(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--ca-file`` and ``--insecure-registry`` (docs/publishing.md, "Registry client")."""
+    return click.option(
+        "--ca-file",
+        "ca_file",
+        type=click.Path(dir_okay=False),
+        help="CA bundle that signs the registry's TLS certificate (else certs.d, SSL_CERT_FILE, system).",
+    )(_insecure_flag(fn))
+
+
+def _registry_options(ca_file: str | None, insecure: tuple[str, ...]) -> Any:
+    from ninfer_release.registry import RegistryOptions
+
+    for host in insecure:
+        click.echo(f"warning: INSECURE: plain HTTP allowed to {host} (--insecure-registry)", err=True)
+    return RegistryOptions.from_env(os.environ, ca_file=ca_file, insecure_hosts=insecure)
+
+
+def _transfer(advance: Callable[[str, int], None] | None) -> Callable[[str, int, int], None] | None:
+    """Registry transfer progress ``(file, bytes, total)`` as per-file and total byte counters."""
+    if advance is None:
+        return None
+
+    def report(name: str, n: int, total: int) -> None:
+        advance(name, n)
+        advance("total", n)
+
+    return report
+
+
 def _lane_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("mode") == "carry":
         return [f"{summary['lane']}: carried {summary.get('image')} ({summary.get('verification')})"]
@@ -821,6 +862,7 @@ def _fetch_progress(ctx: Context) -> Iterator[Callable[[str, str, int], None] | 
     help="Fail (exit 5) unless the set is qualified (receipts bound to these bytes, no failed gate).",
 )
 @_http_options
+@_insecure_flag
 @click.pass_obj
 def verify_cmd(
     ctx: Context,
@@ -829,6 +871,7 @@ def verify_cmd(
     sums_sha256: str | None,
     release_manifest: str | None,
     require_qualified: bool,
+    insecure_registry: tuple[str, ...],
     **http: Any,
 ) -> None:
     """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG, dir://PATH:TAG, files://DIR:TAG
@@ -841,6 +884,7 @@ def verify_cmd(
     from ninfer_release.releases import verify_location
 
     bound = _read_release_manifest(Path(release_manifest)) if release_manifest is not None else None
+    options = _registry_options(http.get("ca_file"), insecure_registry)
     with _byte_progress(ctx, "verify") as progress, _fetch_progress(ctx) as fetch_progress:
         located = verify_location(
             location,
@@ -851,6 +895,8 @@ def verify_cmd(
             http=_http_policy(http) if location.startswith(("https://", "http://")) else None,
             fetch_progress=fetch_progress,
             require_qualified=require_qualified,
+            registry=options,
+            transfer=_transfer(progress),
         )
     report = located.report
     for w in report.warnings:
@@ -1371,9 +1417,17 @@ def diff_cmd(ctx: Context, old: str, new: str) -> None:
     type=click.Path(dir_okay=False),
     help="Release definition the set must agree with.",
 )
+@_registry_flags
 @click.pass_obj
 def publish_cmd(
-    ctx: Context, set_dir: str, to: str, draft: bool, latest: bool, release_path: str | None
+    ctx: Context,
+    set_dir: str,
+    to: str,
+    draft: bool,
+    latest: bool,
+    release_path: str | None,
+    ca_file: str | None,
+    insecure_registry: tuple[str, ...],
 ) -> None:
     """Publish a sealed 11-file set as one immutable OCI artifact (component prerelease)."""
     from ninfer_release.errors import InputError, Problem
@@ -1383,7 +1437,17 @@ def publish_cmd(
     if not Path(set_dir).is_dir():
         raise InputError(problems=[Problem(file=set_dir, message="not a directory holding an asset set")])
     release = load_release(Path(release_path), env=os.environ) if release_path else None
-    result = publish_set(Path(set_dir), to, draft=draft, move_latest=latest, release=release)
+    options = _registry_options(ca_file, insecure_registry)
+    with _byte_progress(ctx, "publish") as progress:
+        result = publish_set(
+            Path(set_dir),
+            to,
+            draft=draft,
+            move_latest=latest,
+            release=release,
+            registry=options,
+            transfer=_transfer(progress),
+        )
     emit(
         ctx,
         {
@@ -1411,8 +1475,15 @@ def publish_cmd(
     help="A store holding old tags: a lane's publication repository oci://HOST[:PORT]/[NS/]REPO, or a "
     "shared dir://PATH. Repeatable; each lane's marker goes only to its own lane's store.",
 )
+@_registry_flags
 @click.pass_obj
-def supersede_cmd(ctx: Context, manifest_path: str, to: tuple[str, ...]) -> None:
+def supersede_cmd(
+    ctx: Context,
+    manifest_path: str,
+    to: tuple[str, ...],
+    ca_file: str | None,
+    insecure_registry: tuple[str, ...],
+) -> None:
     """Record MANIFEST's superseded tags (e.g. beta.1) in their lanes' stores: kept, never reused.
 
     A store is a lane's when its repository (or directory) path ends in the lane's
@@ -1422,7 +1493,7 @@ def supersede_cmd(ctx: Context, manifest_path: str, to: tuple[str, ...]) -> None
     from ninfer_release.releases import supersede_tags
 
     release = load_release(Path(manifest_path), env=os.environ)
-    results = supersede_tags(release, to)
+    results = supersede_tags(release, to, registry=_registry_options(ca_file, insecure_registry))
     docs = [
         {
             "tag": p.tag,

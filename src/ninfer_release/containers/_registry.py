@@ -1,39 +1,29 @@
-"""A small read-only OCI distribution client (OCI distribution-spec v1.1 "pull"), every digest verified.
+"""Image references pinned by digest, and verified image pulls over the one registry client.
 
 ``GET /v2/<repo>/manifests/<digest>`` with the manifest ``Accept`` types and
-``GET /v2/<repo>/blobs/<digest>``; plain HTTP for loopback hosts (a local mirror), HTTPS otherwise;
-anonymous bearer tokens when the registry asks for them (RFC 6750 challenge). Bytes are never
+``GET /v2/<repo>/blobs/<digest>`` through :mod:`ninfer_release.registry`. Bytes are never
 trusted: a manifest or blob whose SHA-256 differs from the digest asked for is an integrity failure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from ninfer_release.errors import BackendError, InputError, IntegrityError
-from ninfer_release.hashing import CHUNK
+from ninfer_release.registry import MANIFEST_ACCEPT, RegistryOptions
+from ninfer_release.registry import RegistryClient as SharedClient
+from ninfer_release.registry import RegistryError as SharedRegistryError
 
 from ._oci import DOCKER_TO_OCI, INDEX_TYPES, MT_MANIFEST, Descriptor, check_bytes, is_digest
 
-ACCEPT = ", ".join(
-    [
-        "application/vnd.oci.image.manifest.v1+json",
-        "application/vnd.oci.image.index.v1+json",
-        "application/vnd.docker.distribution.manifest.v2+json",
-        "application/vnd.docker.distribution.manifest.list.v2+json",
-    ]
-)
+ACCEPT = MANIFEST_ACCEPT
 _REPO = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 class RegistryHTTPError(BackendError):
@@ -93,80 +83,55 @@ def parse_reference(text: str, *, where: str = "image reference") -> ImageRefere
     return ImageReference(registry=registry, repository=path, tag=tag, digest=digest)
 
 
-def _is_loopback(host: str) -> bool:
-    return host.rsplit(":", 1)[0] in LOOPBACK or host in LOOPBACK
-
-
 class RegistryClient:
-    """Pull-only registry access for one host; ``timeout`` in seconds per request."""
+    """Pull-only image access to one registry host, every digest verified.
 
-    def __init__(self, registry: str, *, timeout: float = 60.0) -> None:
+    A thin adapter over :class:`ninfer_release.registry.RegistryClient` (the one module that talks
+    HTTP to registries: credentials, TLS, retries, deadlines, size caps). ``timeout`` (seconds)
+    is the read timeout per socket operation; the rest comes from ``options`` or the
+    environment (:meth:`RegistryOptions.from_env`).
+    """
+
+    def __init__(
+        self, registry: str, *, timeout: float = 60.0, options: RegistryOptions | None = None
+    ) -> None:
         self.registry = registry
-        api_host = "registry-1.docker.io" if registry == "docker.io" else registry
-        self.base = f"{'http' if _is_loopback(registry) else 'https'}://{api_host}"
-        self.timeout = timeout
-        self._token: str | None = None
+        base = options if options is not None else RegistryOptions.from_env()
+        self._client = SharedClient(
+            registry, options=dataclasses.replace(base, read_timeout=min(timeout, base.read_timeout))
+        )
 
-    def _open(self, path: str, *, accept: str | None = None) -> BinaryIO:
-        url = self.base + path
-        for attempt in range(2):
-            headers = {"User-Agent": "ninfer-release"}
-            if accept:
-                headers["Accept"] = accept
-            if self._token:
-                headers["Authorization"] = f"Bearer {self._token}"
-            req = urllib.request.Request(url, headers=headers)  # noqa: S310 - http(s) only, built above
-            try:
-                resp: BinaryIO = urllib.request.urlopen(req, timeout=self.timeout)  # noqa: S310
-                return resp
-            except urllib.error.HTTPError as exc:
-                challenge = exc.headers.get("WWW-Authenticate", "") if exc.headers else ""
-                if exc.code == 401 and attempt == 0 and challenge.lower().startswith("bearer "):
-                    self._token = self._anonymous_token(challenge)
-                    continue
-                detail = exc.read(400).decode("utf-8", "replace").strip().replace("\n", " ")
-                raise RegistryHTTPError(
-                    f"{url}: HTTP {exc.code} {exc.reason}: {detail}", status=exc.code
-                ) from None
-            except (urllib.error.URLError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                raise BackendError(f"{url}: registry unreachable ({reason})") from None
-        raise BackendError(f"{url}: authorization failed")  # pragma: no cover - loop always returns/raises
-
-    def _anonymous_token(self, challenge: str) -> str:
-        params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
-        realm = params.pop("realm", "")
-        if not realm.startswith("https://") and not realm.startswith("http://127.0.0.1"):
-            raise BackendError(f"{self.registry}: token realm {realm!r} is not https")
-        url = realm + "?" + urllib.parse.urlencode(params)
-        try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as resp:  # noqa: S310
-                doc = json.loads(resp.read())
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise BackendError(f"{realm}: anonymous token request failed ({exc})") from None
-        token = doc.get("token") or doc.get("access_token")
-        if not isinstance(token, str):
-            raise BackendError(f"{realm}: no token in answer")
-        return token
+    def _http_error(self, exc: SharedRegistryError) -> RegistryHTTPError | SharedRegistryError:
+        if exc.status is not None:
+            return RegistryHTTPError(str(exc), status=exc.status)
+        return exc
 
     def manifest(self, repository: str, digest: str) -> tuple[str, bytes]:
         """Media type and exact bytes of manifest ``digest``, verified.
 
         Raises:
-            BackendError: the registry cannot be reached or refuses. IntegrityError: digest mismatch.
+            BackendError: the registry cannot be reached or refuses (404: :class:`RegistryHTTPError`).
+            IntegrityError: digest mismatch.
         """
-        with self._open(f"/v2/{repository}/manifests/{digest}", accept=ACCEPT) as resp:
-            media = str(getattr(resp, "headers", {}).get("Content-Type", "")).split(";")[0].strip()
-            data = resp.read()
-        check_bytes(data, digest, None, where=f"{self.registry}/{repository}@{digest}")
+        where = f"{self.registry}/{repository}@{digest}"
+        try:
+            found = self._client.get_manifest(repository, digest, accept=ACCEPT)
+        except SharedRegistryError as exc:
+            raise self._http_error(exc) from None
+        if found is None:
+            raise RegistryHTTPError(f"{where}: HTTP 404 manifest unknown", status=404)
+        check_bytes(found.data, digest, None, where=where)
+        media = found.media_type
         if not media or media in ("application/json", "application/octet-stream"):
-            media = str(json.loads(data).get("mediaType", MT_MANIFEST))
-        return media, data
+            media = str(json.loads(found.data).get("mediaType", MT_MANIFEST))
+        return media, found.data
 
     def blob_bytes(self, repository: str, desc: Descriptor) -> bytes:
         """A small blob (config) in memory, verified against ``desc``."""
-        with self._open(f"/v2/{repository}/blobs/{desc.digest}") as resp:
-            data = resp.read(desc.size + 1)
+        try:
+            data = self._client.blob_bytes(repository, desc.digest, cap=desc.size)
+        except SharedRegistryError as exc:
+            raise self._http_error(exc) from None
         check_bytes(data, desc.digest, desc.size, where=f"{self.registry}/{repository} blob")
         return data
 
@@ -180,12 +145,16 @@ class RegistryClient:
         size = 0
         out = dest.open("wb") if dest is not None else None
         try:
-            with self._open(f"/v2/{repository}/blobs/{desc.digest}") as resp:
-                while chunk := resp.read(CHUNK):
+            with self._client.open_blob(repository, desc.digest, size=desc.size) as chunks:
+                for chunk in chunks:
                     h.update(chunk)
                     size += len(chunk)
                     if out is not None:
                         out.write(chunk)
+        except SharedRegistryError as exc:
+            if dest is not None:
+                dest.unlink(missing_ok=True)
+            raise self._http_error(exc) from None
         finally:
             if out is not None:
                 out.close()

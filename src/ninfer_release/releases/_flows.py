@@ -24,6 +24,7 @@ from ninfer_release.releases._verify import VerifyReport, verify_set
 
 if TYPE_CHECKING:
     from ninfer_release.profiles import Lane, Release
+    from ninfer_release.registry import RegistryOptions
     from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
     from ninfer_release.releases._publish import PublishResult, Target
 
@@ -142,6 +143,8 @@ def verify_location(
     http: HttpPolicy | None = None,
     fetch_progress: FetchProgress | None = None,
     require_qualified: bool = False,
+    registry: RegistryOptions | None = None,
+    transfer: Callable[[str, int, int], None] | None = None,
 ) -> LocatedReport:
     """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG``, ``dir://PATH:TAG``,
     ``files://DIR:TAG`` or ``https://HOST/…/<tag>/`` (fetched by URL with ``http``, see
@@ -151,6 +154,8 @@ def verify_location(
     the digest it binds for the lane whose component tag names the set; a release manifest that
     binds no such lane is a failure (DESIGN.md §4: one digest pins everything).
     ``require_qualified``: an ``unqualified`` set is a failure too (the CLI exits 5).
+    ``registry`` configures the registry client (default: the environment); ``transfer`` gets
+    ``(file, bytes, total)`` while pulling.
 
     Raises:
         InputError: the reference is malformed or names nothing (exit 4).
@@ -198,7 +203,7 @@ def verify_location(
         raise InputError(
             problems=[Problem(file=location, field="target", message="name a tag or a digest to verify")]
         )
-    publisher = open_publisher(target)
+    publisher = open_publisher(target, options=registry, progress=transfer)
     with tempfile.TemporaryDirectory(prefix="ninfer-verify-") as tmp:
         dest = Path(tmp) / "set"
         dest.mkdir()
@@ -272,8 +277,13 @@ def publish_set(
     draft: bool = False,
     move_latest: bool = False,
     release: Release | None = None,
+    registry: RegistryOptions | None = None,
+    transfer: Callable[[str, int, int], None] | None = None,
 ) -> PublishResult:
     """Verify the set in ``set_dir`` and publish it to ``target`` under its component tag.
+
+    ``registry`` configures the registry client (default: the environment); ``transfer`` gets
+    ``(file, bytes, total)`` while uploading.
 
     Raises:
         PublishError: the set does not verify, is ``unqualified`` without ``draft``, disagrees with
@@ -364,7 +374,7 @@ def publish_set(
         epoch=int(manifest["source_date_epoch"]),
         move_latest=move_latest,
     )
-    return open_publisher(parsed).publish(request)
+    return open_publisher(parsed, options=registry, progress=transfer).publish(request)
 
 
 def store_path(target: Target) -> str:
@@ -456,7 +466,7 @@ def plan_supersession(release: Release, targets: Sequence[str]) -> tuple[MarkerP
 
 
 def supersede_tags(
-    release: Release, targets: Sequence[str]
+    release: Release, targets: Sequence[str], *, registry: RegistryOptions | None = None
 ) -> list[tuple[MarkerPlacement, PublishResult | None]]:
     """Record each superseded tag of ``release`` in its own lane's store among ``targets``
     (:func:`plan_supersession`); ``None`` for a marker skipped because no store given is its lane's.
@@ -473,7 +483,7 @@ def supersede_tags(
     from ninfer_release.releases._publish import open_publisher
 
     plan = plan_supersession(release, targets)
-    publishers = {t: open_publisher(t) for t in dict.fromkeys(p.target for p in plan if p.target)}
+    publishers = {t: open_publisher(t, options=registry) for t in dict.fromkeys(p.target for p in plan if p.target)}
     return [
         (
             p,

@@ -1,79 +1,74 @@
-"""The registry adapter (``oci://HOST[:PORT]/REPO``): the only module that talks to registries.
+"""The registry adapter (``oci://HOST[:PORT]/REPO``) over the one registry client.
 
-Uses oras-py's :class:`oras.client.OrasClient` for the HTTP session, auth challenges and the
-distribution URL scheme, but not ``OrasClient.push``: push re-serialises the manifest with
-``requests``' JSON (so its digest could not equal the directory store's), has no
-``artifactType``, reads every blob whole into memory, and takes titles from paths relative to the
-working directory (C41). Instead the exact :class:`ArtifactPlan` bytes are uploaded through the
-OCI distribution API: ``HEAD``/``POST``/``PUT`` blobs (streamed from the file), then ``PUT`` the
-manifest under each tag. No ``chdir``, no temp dir, no path in any title.
+The exact :class:`ArtifactPlan` bytes are uploaded through :class:`ninfer_release.registry.RegistryClient`
+(credentials, TLS, chunked uploads, retries, deadlines: docs/publishing.md, "Registry client"):
+blobs first (``HEAD`` skips present ones), then the manifest under its tag. Registry failures
+become :class:`PublishError` (exit 7); :meth:`StorePublisher.pull` turns them into
+:class:`InputError` (exit 4).
 
-Requests go through the undecorated ``do_request`` (auth challenges kept): oras's retry decorator
-sleeps minutes on a refused connection and would re-send a consumed streamed body.
+A registry has no lock and no compare-and-swap on tags. Publishers *on one host* are serialised
+by an advisory lock file per ``HOST/REPO`` (so of N concurrent publishes of one set exactly
+one reports ``published``); across hosts the read-back after the put is what detects a rival
+(docs/publishing.md, "Concurrency").
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
-
-import oras.client
-import requests
+import errno
+import fcntl
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from ninfer_release.errors import IntegrityError, Problem, PublishError
+from ninfer_release.registry import (
+    BlobSource,
+    Progress,
+    RegistryClient,
+    RegistryError,
+    RegistryOptions,
+    push_artifact,
+)
 from ninfer_release.releases._publish import (
     INDEX_MEDIA_TYPE,
     MANIFEST_MEDIA_TYPE,
     ArtifactPlan,
     Blob,
     StorePublisher,
-    is_loopback_host,
 )
 
-_CHUNK = 1 << 20  # 1 MiB
+_LOCK_POLL = 0.05  # seconds between attempts to take a host-local publish lock
 
 
-def _request_failure(host: str, method: str, exc: requests.RequestException) -> str:
-    """One line for a failed registry request: the host and the cause the person can act on
-    (``connection refused``, ``timed out``, a TLS error), not the HTTP library's retry internals."""
-    if isinstance(exc, requests.Timeout):
-        return f"registry {host} did not answer {method} in time (timed out)"
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    cause: OSError | None = None
-    while pending:  # the innermost OS error in the chain (urllib3 wraps it two or three times)
-        e = pending.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, OSError) and e.strerror:
-            cause = e
-        linked = (e.__cause__, e.__context__, getattr(e, "reason", None), *e.args)
-        pending += [x for x in linked if isinstance(x, BaseException)]
-    if isinstance(exc, requests.ConnectionError) and cause is not None:
-        return f"registry {host} unreachable: {cause.strerror}"
-    if isinstance(exc, requests.ConnectionError):
-        return f"registry {host} unreachable"
-    return f"registry request {method} to {host} failed: {exc.__class__.__name__}"
+def _source(blob: Blob) -> BlobSource:
+    return BlobSource(
+        digest=blob.digest, size=blob.size, data=blob.data, path=blob.path, name=blob.title or ""
+    )
 
 
 class OciPublisher(StorePublisher):
     """Publisher over an OCI distribution registry repository ``host/repository``.
 
-    ``insecure`` (plain HTTP) defaults to true only for loopback hosts (127.*, localhost, [::1]).
+    ``options`` configure the client (default: :meth:`RegistryOptions.from_env`); ``progress``
+    receives ``(file name, bytes, total)`` for every blob moved.
     """
 
-    def __init__(self, *, host: str, repository: str, insecure: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        host: str,
+        repository: str,
+        options: RegistryOptions | None = None,
+        progress: Progress | None = None,
+    ) -> None:
         self.host = host
         self.repository = repository
-        self.insecure = is_loopback_host(host) if insecure is None else insecure
-        self._client = oras.client.OrasClient(hostname=host, insecure=self.insecure)
-        self._container = self._client.get_container(f"{host}/{repository}")
-        self._scheme = "http" if self.insecure else "https"
-        raw = getattr(type(self._client).do_request, "__wrapped__", type(self._client).do_request)
-        self._do: Callable[..., requests.Response] = functools.partial(raw, self._client)
+        self.client = RegistryClient(host, options=options, progress=progress)
+        self.progress = progress
 
     def url(self, ref: str | None = None) -> str:
         """``oci://HOST/REPO[:TAG|@DIGEST]``."""
@@ -82,117 +77,82 @@ class OciPublisher(StorePublisher):
             return base
         return f"{base}@{ref}" if ref.startswith("sha256:") else f"{base}:{ref}"
 
-    # -- HTTP ----------------------------------------------------------------------------------
-
-    def _request(self, method: str, url: str, **kwargs: Any) -> requests.Response:
-        try:
-            return self._do(url, method, **kwargs)
-        except requests.RequestException as exc:
-            raise PublishError(
-                problems=[Problem(file=self.url(), message=_request_failure(self.host, method, exc))]
-            ) from exc
-
-    def _fail(self, what: str, response: requests.Response) -> PublishError:
-        detail = response.reason or ""
-        with contextlib.suppress(ValueError, AttributeError, TypeError):
-            errors = response.json().get("errors") or []
-            detail = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors) or detail
-        return PublishError(
-            problems=[Problem(file=self.url(), message=f"{what}: HTTP {response.status_code} {detail}")]
-        )
-
-    def _manifest_url(self, ref: str) -> str:
-        return f"{self._scheme}://{self._container.manifest_url(ref)}"
-
-    def _blob_url(self, digest: str) -> str:
-        return f"{self._scheme}://{self._container.get_blob_url(digest)}"
+    def _refused(self, exc: RegistryError) -> PublishError:
+        return PublishError(problems=[Problem(file=self.url(), message=str(exc))])
 
     # -- primitives ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        # A registry offers no lock and no compare-and-swap on tags; publish() re-checks after the
-        # put instead (docs/publishing.md, "Concurrency").
-        yield
+        # Serialises check-then-write among publishers to this repository on this host (threads
+        # or processes); a registry offers nothing to lock with, so publish() also re-checks
+        # after the put, and the put itself reads the tag back when refused.
+        key = hashlib.sha256(f"{self.host}/{self.repository}".encode()).hexdigest()[:32]
+        folder = Path(tempfile.gettempdir()) / f"ninfer-release-locks-{os.getuid()}"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        give_up = time.monotonic() + max(self.client.options.request_deadline, 1.0)
+        with (folder / f"{key}.lock").open("a") as handle:
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > give_up:
+                        raise PublishError(
+                            problems=[
+                                Problem(
+                                    file=self.url(), message="another publish on this host holds the lock"
+                                )
+                            ]
+                        ) from exc
+                    time.sleep(_LOCK_POLL)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _read_manifest(self, ref: str) -> bytes | None:
-        response = self._request(
-            "GET", self._manifest_url(ref), headers={"Accept": f"{MANIFEST_MEDIA_TYPE}, {INDEX_MEDIA_TYPE}"}
-        )
-        if response.status_code == 404:
-            return None
-        if response.status_code != 200:
-            raise self._fail(f"reading manifest {ref}", response)
-        return bytes(response.content)
+        try:
+            found = self.client.get_manifest(
+                self.repository, ref, accept=f"{MANIFEST_MEDIA_TYPE}, {INDEX_MEDIA_TYPE}"
+            )
+        except RegistryError as exc:
+            raise self._refused(exc) from None
+        return None if found is None else found.data
 
     def _put_blob(self, blob: Blob) -> None:
-        head = self._request("HEAD", self._blob_url(blob.digest))
-        if head.status_code == 200:
-            return
-        start = self._request(
-            "POST", f"{self._scheme}://{self._container.upload_blob_url()}", headers={"Content-Length": "0"}
-        )
-        location = start.headers.get("Location", "")
-        if start.status_code != 202 or not location:
-            raise self._fail(f"starting upload of {blob.title or blob.digest}", start)
-        if not location.startswith(("http://", "https://")):
-            location = f"{self._scheme}://{self.host}{location}"
-        url = f"{location}{'&' if '?' in location else '?'}digest={blob.digest}"
-        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(blob.size)}
-        if blob.data is not None:
-            response = self._request("PUT", url, data=blob.data, headers=headers)
-        else:
-            assert blob.path is not None
-            with blob.path.open("rb") as body:  # streamed by requests, never read whole
-                response = self._request("PUT", url, data=body, headers=headers)
-        if response.status_code == 400 and "DIGEST_INVALID" in response.text:
-            raise IntegrityError(
-                problems=[
-                    Problem(
-                        file=str(blob.path or blob.title),
-                        message=f"registry says the bytes are not {blob.digest}: changed while publishing?",
-                    )
-                ]
-            )
-        if response.status_code != 201:
-            raise self._fail(f"uploading {blob.title or blob.digest}", response)
+        try:
+            self.client.push_blob(self.repository, _source(blob))
+        except RegistryError as exc:
+            if exc.code == "DIGEST_INVALID":
+                raise IntegrityError(
+                    problems=[
+                        Problem(
+                            file=str(blob.path or blob.title),
+                            message=f"registry says the bytes are not {blob.digest}: changed while publishing?",  # noqa: E501
+                        )
+                    ]
+                ) from None
+            raise self._refused(exc) from None
 
     def _put_manifest(self, plan: ArtifactPlan, tags: Sequence[str]) -> None:
         for tag in tags:
-            response = self._request(
-                "PUT",
-                self._manifest_url(tag),
-                data=plan.manifest,
-                headers={"Content-Type": MANIFEST_MEDIA_TYPE},
-            )
-            if response.status_code != 201:
-                raise self._fail(f"putting manifest {plan.digest} as {tag}", response)
-            said = response.headers.get("Docker-Content-Digest")
-            if said and said != plan.digest:
-                raise IntegrityError(
-                    problems=[
-                        Problem(file=self.url(tag), message=f"registry stored {said}, we sent {plan.digest}")
-                    ]
-                )
+            try:
+                push_artifact(self.client, self.repository, manifest=plan.manifest, blobs=(), tag=tag)
+            except RegistryError as exc:
+                if exc.kind == "protocol" and "registry stored" in str(exc):
+                    raise IntegrityError(problems=[Problem(file=self.url(tag), message=str(exc))]) from None
+                raise self._refused(exc) from None
 
-    def _chunks(self, response: requests.Response) -> Iterator[bytes]:
-        try:
-            yield from response.iter_content(chunk_size=_CHUNK)
-        except requests.RequestException as exc:
-            raise PublishError(
-                problems=[
-                    Problem(
-                        file=self.url(), message=f"reading a blob failed: {exc.__class__.__name__}: {exc}"
-                    )
-                ]
-            ) from exc
+    def _open_blob(self, digest: str) -> contextlib.AbstractContextManager[Iterator[bytes]]:
+        return self._open_layer(Blob(media_type="", digest=digest, size=1 << 62))
 
     @contextlib.contextmanager
-    def _open_blob(self, digest: str) -> Iterator[Iterator[bytes]]:
-        response = self._request("GET", self._blob_url(digest), stream=True)
+    def _open_layer(self, layer: Blob) -> Iterator[Iterator[bytes]]:
         try:
-            if response.status_code != 200:
-                raise self._fail(f"reading blob {digest}", response)
-            yield self._chunks(response)
-        finally:
-            response.close()
+            with self.client.open_blob(
+                self.repository, layer.digest, size=layer.size, name=layer.title or ""
+            ) as chunks:
+                yield chunks
+        except RegistryError as exc:
+            raise self._refused(exc) from None

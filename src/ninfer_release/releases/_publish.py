@@ -16,7 +16,8 @@ Terms:
 
 This module holds the value types, the pure planning (manifest bytes), target parsing, and the
 immutability rules (:class:`StorePublisher`). The two adapters only move bytes:
-:mod:`._oci_publisher` (oras, the only module that talks to registries) and :mod:`._dir_store`.
+:mod:`._oci_publisher` (over :mod:`ninfer_release.registry`, the one registry client) and
+:mod:`._dir_store`.
 """
 
 from __future__ import annotations
@@ -27,13 +28,16 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ninfer_release import checksums, hashing, jsonbytes, reproducible
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
+
+if TYPE_CHECKING:  # the registry client (requests) loads only when a registry is opened
+    from ninfer_release.registry import RegistryOptions
 
 #: The artifact type of an asset set (``artifactType`` and ``config.mediaType``).
 ARTIFACT_TYPE = "application/vnd.omp-ninfer.asset-set.v1"
@@ -707,10 +711,18 @@ def is_loopback_host(host: str) -> bool:
     return name in {"localhost", "[::1]"} or name.startswith("127.")
 
 
-def open_publisher(target: str | Target) -> Publisher:
+def open_publisher(
+    target: str | Target,
+    *,
+    options: RegistryOptions | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Publisher:
     """The publisher for a target URL or parsed target (its tag/digest is not used here).
 
-    Registries get HTTPS, or plain HTTP for loopback hosts only.
+    Registries are reached through :mod:`ninfer_release.registry` with ``options`` (default:
+    from the environment): HTTPS first; plain HTTP only for loopback hosts whose port does not
+    speak TLS, or hosts named with ``--insecure-registry``. ``progress`` gets
+    ``(file name, bytes, total)`` for every blob moved.
 
     Raises:
         InputError: malformed URL.
@@ -726,7 +738,7 @@ def open_publisher(target: str | Target) -> Publisher:
         return FilesStore(parsed.path)
     from ninfer_release.releases._oci_publisher import OciPublisher
 
-    return OciPublisher(host=parsed.host, repository=parsed.repository)
+    return OciPublisher(host=parsed.host, repository=parsed.repository, options=options, progress=progress)
 
 
 # --- the rules, over a minimal store ----------------------------------------------------------
@@ -765,6 +777,10 @@ class StorePublisher(abc.ABC):
     @abc.abstractmethod
     def _open_blob(self, digest: str) -> contextlib.AbstractContextManager[Iterator[bytes]]:
         """The blob's bytes, in chunks."""
+
+    def _open_layer(self, layer: Blob) -> contextlib.AbstractContextManager[Iterator[bytes]]:
+        """A layer's bytes, in chunks; adapters that report progress use its title and size."""
+        return self._open_blob(layer.digest)
 
     # -- Publisher -----------------------------------------------------------------------------
 
@@ -939,7 +955,7 @@ class StorePublisher(abc.ABC):
         h = hashlib.sha256()
         size = 0
         try:
-            with self._open_blob(layer.digest) as chunks, partial.open("xb") as out:
+            with self._open_layer(layer) as chunks, partial.open("xb") as out:
                 for chunk in chunks:
                     size += len(chunk)
                     if size > layer.size:

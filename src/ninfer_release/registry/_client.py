@@ -1,0 +1,463 @@
+"""The one registry client (OCI distribution-spec v1.1): manifests, blobs, uploads, referrers.
+
+Everything that talks HTTP to a registry goes through :class:`RegistryClient`: publishing sets
+(``releases``), pulling them for ``verify oci://…``, carrying images by digest and pushing built
+images (``containers``). Bytes are never trusted: manifests read by digest and every blob are
+checked against their digest and size by the callers' stores, and a manifest ``PUT`` is checked
+against the ``Docker-Content-Digest`` the registry reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import requests
+import urllib3.exceptions
+
+from ._options import RegistryOptions
+from ._transport import Body, RegistryError, Transport, error_detail, exchange, read_capped
+
+#: Progress callback: ``(file name, bytes just moved, total bytes of that file)``.
+Progress = Callable[[str, int, int], None]
+
+MANIFEST_ACCEPT = ", ".join(
+    [
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+    ]
+)
+_STREAM_CHUNK = 1 << 20
+_MIN_CHUNK = 64 * 1024  # the smallest PATCH chunk tried after 413s
+INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
+_OK = frozenset({200})
+_OK_OR_ABSENT = frozenset({200, 404})
+_CREATED = frozenset({201})
+_ACCEPTED = frozenset({202})
+
+
+def index_entries(data: bytes, *, where: str) -> list[dict[str, Any]]:
+    """The ``manifests`` descriptors of an OCI image index (referrers answer or fallback tag).
+
+    Raises:
+        RegistryError: not JSON, or not an object with a ``manifests`` list (``protocol``).
+    """
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    manifests = doc.get("manifests") if isinstance(doc, dict) else None
+    if not isinstance(manifests, list):
+        raise RegistryError(f"{where}: not an image index", kind="protocol")
+    return [m for m in manifests if isinstance(m, dict)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlobSource:
+    """A blob to upload: ``digest`` (``sha256:<hex>``), ``size`` in bytes, and its bytes — ``data``
+    in memory or a file ``path`` (streamed, opened again for each attempt). ``name`` is shown in
+    progress and errors."""
+
+    digest: str
+    size: int
+    data: bytes | None = None
+    path: Path | None = None
+    name: str = ""
+
+    def open(self) -> BinaryIO:
+        """A fresh stream of the blob's bytes."""
+        if self.data is not None:
+            import io
+
+            return io.BytesIO(self.data)
+        assert self.path is not None
+        return self.path.open("rb")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    """A manifest as read: exact ``data``, ``media_type`` (from Content-Type or the body) and the
+    SHA-256 ``digest`` of the bytes."""
+
+    data: bytes
+    media_type: str
+    digest: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManifestPut:
+    """What a manifest ``PUT`` did: ``status`` ``published`` or ``already_published`` (the
+    refused put found these very bytes at the tag), the ``digest``, and the ``OCI-Subject``
+    header when the registry processed a ``subject`` (it has the referrers API)."""
+
+    status: str
+    digest: str
+    oci_subject: str | None
+
+
+class _Counting:
+    """A file-like body that reports progress as requests reads it (Content-Length kept)."""
+
+    def __init__(self, stream: BinaryIO, size: int, report: Callable[[int], None]) -> None:
+        self._stream = stream
+        self._size = size
+        self._report = report
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._stream.read(n)
+        if data:
+            self._report(len(data))
+        return data
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[bytes]:
+        while chunk := self.read(_STREAM_CHUNK):
+            yield chunk
+
+
+class RegistryClient:
+    """One registry host (``HOST[:PORT]``; ``docker.io`` means Docker Hub) for one command.
+
+    ``options`` (default: :meth:`RegistryOptions.from_env`) sets trust, timeouts, retries and
+    upload sizes; ``progress`` receives ``(name, bytes, total)`` for blob transfers. The
+    overall deadline counts from construction. Thread-safe for concurrent blob transfers.
+    """
+
+    def __init__(
+        self, host: str, *, options: RegistryOptions | None = None, progress: Progress | None = None
+    ) -> None:
+        self.host = host
+        self.options = options if options is not None else RegistryOptions.from_env()
+        self.progress = progress
+        self._http = Transport(host, self.options)
+        self._chunked = False  # set after a 413: this host caps request bodies
+        self._chunk_size = self.options.chunk_size
+        self._lock = threading.Lock()
+
+    # -- manifests -------------------------------------------------------------------------------
+
+    def get_manifest(self, repo: str, ref: str, *, accept: str = MANIFEST_ACCEPT) -> Manifest | None:
+        """The manifest at tag or digest ``ref``, or ``None`` when the registry says 404.
+
+        Raises:
+            RegistryError: any other failure; a body over ``max_manifest`` bytes (``protocol``).
+        """
+        path = f"/v2/{repo}/manifests/{ref}"
+        with self._call("GET", path, repo=repo, ok=_OK_OR_ABSENT, headers={"Accept": accept}) as resp:
+            if resp.status_code == 404:
+                return None
+            data = read_capped(resp, self.options.max_manifest, what=f"{self.host}/{repo} manifest {ref}")
+            media = resp.headers.get("Content-Type", "").split(";")[0].strip()
+        return Manifest(data=data, media_type=media, digest="sha256:" + hashlib.sha256(data).hexdigest())
+
+    def put_manifest(self, repo: str, ref: str, data: bytes, media_type: str) -> ManifestPut:
+        """Store manifest ``data`` under tag or digest ``ref``.
+
+        Transient failures (5xx, 429, connection errors) are retried — a manifest ``PUT`` of the
+        same bytes is idempotent. A refusal (4xx) is never retried blindly: the tag is read
+        back, and when it already holds exactly these bytes (a concurrent publisher of the same
+        set won) the answer is ``already_published``.
+
+        Raises:
+            RegistryError: refused and the tag holds other bytes (or nothing); the registry
+                reports a digest other than ours.
+        """
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        path = f"/v2/{repo}/manifests/{ref}"
+        with exchange(self._http, "PUT", path):
+            resp = self._http.request(
+                "PUT",
+                path,
+                repo=repo,
+                push=True,
+                headers={"Content-Type": media_type},
+                body=Body(make=lambda: data, length=len(data)),
+            )
+            try:
+                status = resp.status_code
+                said = resp.headers.get("Docker-Content-Digest")
+                subject = resp.headers.get("OCI-Subject")
+                failure = None if status == 201 else self._fail("PUT", path, resp)
+            finally:
+                resp.close()
+        if failure is None:
+            if said and said != digest:
+                raise RegistryError(
+                    f"{self.host}/{repo}:{ref}: registry stored {said}, we sent {digest}", kind="protocol"
+                )
+            return ManifestPut(status="published", digest=digest, oci_subject=subject)
+        if failure.status is not None and 400 <= failure.status < 500 and failure.status != 401:
+            back = self.get_manifest(repo, ref)
+            if back is not None and back.digest == digest:
+                return ManifestPut(status="already_published", digest=digest, oci_subject=None)
+        raise failure
+
+    def referrers(
+        self, repo: str, digest: str, *, artifact_type: str | None = None
+    ) -> list[dict[str, Any]] | None:
+        """The descriptors referring to ``digest`` (OCI referrers API), or ``None`` when the
+        registry has no referrers API (404): use the ``sha256-<hex>`` tag-schema fallback then."""
+        path = f"/v2/{repo}/referrers/{digest}"
+        params = {"artifactType": artifact_type} if artifact_type else None
+        accept = {"Accept": INDEX_MEDIA_TYPE}
+        with self._call("GET", path, repo=repo, ok=_OK_OR_ABSENT, params=params, headers=accept) as resp:
+            if resp.status_code == 404:
+                return None
+            what = f"{self.host}/{repo} referrers of {digest}"
+            data = read_capped(resp, self.options.max_manifest, what=what)
+        return index_entries(data, where=what)
+
+    # -- blobs: reading --------------------------------------------------------------------------
+
+    def blob_bytes(self, repo: str, digest: str, *, cap: int | None = None) -> bytes:
+        """A small blob (a config) in memory, at most ``cap`` bytes (default ``max_config``).
+
+        Raises:
+            RegistryError: not found, refused, or larger than the cap.
+        """
+        limit = self.options.max_config if cap is None else cap
+        path = f"/v2/{repo}/blobs/{digest}"
+        with self._call("GET", path, repo=repo) as resp:
+            return read_capped(resp, limit, what=f"{self.host}/{repo} blob {digest}")
+
+    @contextlib.contextmanager
+    def open_blob(self, repo: str, digest: str, *, size: int, name: str = "") -> Iterator[Iterator[bytes]]:
+        """The blob's bytes in chunks, never more than ``size + 1`` bytes (the caller verifies).
+
+        Raises:
+            RegistryError: not found, refused, unreachable, deadline.
+        """
+        path = f"/v2/{repo}/blobs/{digest}"
+        label = name or digest
+        with self._call("GET", path, repo=repo, seconds=self._http.remaining()) as resp:
+            yield self._chunks(resp, size, label)
+
+    def _chunks(self, resp: requests.Response, size: int, label: str) -> Iterator[bytes]:
+        got = 0
+        for chunk in resp.raw.stream(_STREAM_CHUNK, decode_content=False):
+            got += len(chunk)
+            if self.progress is not None:
+                self.progress(label, len(chunk), size)
+            yield chunk
+            if got > size:
+                return
+
+    # -- blobs: uploading ------------------------------------------------------------------------
+
+    def has_blob(self, repo: str, digest: str, size: int | None = None) -> bool:
+        """Whether ``repo`` already holds the blob (``HEAD``; size checked when given)."""
+        path = f"/v2/{repo}/blobs/{digest}"
+        with exchange(self._http, "HEAD", path):
+            resp = self._http.request("HEAD", path, repo=repo, push=True)
+            resp.close()
+        if resp.status_code == 404:
+            return False
+        if resp.status_code != 200:
+            raise self._fail("HEAD", path, resp)
+        length = resp.headers.get("Content-Length")
+        return size is None or length is None or length == str(size)
+
+    def push_blob(self, repo: str, blob: BlobSource, *, mount_from: str | None = None) -> str:
+        """Upload ``blob`` unless ``repo`` has it; returns ``present``, ``mounted`` or ``uploaded``.
+
+        ``HEAD`` first; then a cross-repository mount from ``mount_from`` (same registry) when
+        given; then a monolithic ``PUT`` for blobs up to ``monolithic_max`` bytes, else (or after
+        a 413) a chunked upload: ``POST``, ``PATCH`` with ``Content-Range`` per ``chunk_size``,
+        final ``PUT ?digest=``. A failed upload is restarted from the beginning (an upload
+        session is not safely resumable after an unknown failure), at most ``retries`` times.
+
+        Raises:
+            RegistryError: refused or failed after the retries; ``code`` ``DIGEST_INVALID`` when
+                the registry computed another digest (the file changed while publishing).
+        """
+        if self.has_blob(repo, blob.digest, blob.size):
+            return "present"
+        last: RegistryError | None = None
+        for attempt in range(self.options.retries + 1):
+            try:
+                location, mounted = self._start_upload(repo, blob, mount_from if attempt == 0 else None)
+                if mounted:
+                    return "mounted"
+                if not self._chunked and blob.size <= self.options.monolithic_max:
+                    try:
+                        self._put_monolithic(repo, blob, location)
+                        return "uploaded"
+                    except RegistryError as exc:
+                        if exc.status != 413:
+                            raise
+                        with self._lock:
+                            self._chunked = True  # this host caps bodies: chunk from now on
+                        location, _ = self._start_upload(repo, blob, None)
+                self._put_chunked(repo, blob, location)
+                return "uploaded"
+            except RegistryError as exc:
+                last = exc
+                if exc.kind in ("auth", "deadline") or (
+                    exc.status is not None
+                    and exc.status < 500
+                    and exc.code != "DIGEST_INVALID"
+                    and exc.status not in (408, 413, 429)
+                ):
+                    raise
+                if self.has_blob(repo, blob.digest, blob.size):
+                    return "present"  # a concurrent publisher of the same bytes finished it
+                if attempt < self.options.retries and self._http.remaining() > 0:
+                    self._http._sleep(attempt + 1, None)
+        assert last is not None
+        raise last
+
+    def _start_upload(self, repo: str, blob: BlobSource, mount_from: str | None) -> tuple[str, bool]:
+        path = f"/v2/{repo}/blobs/uploads/"
+        params = {"mount": blob.digest, "from": mount_from} if mount_from and mount_from != repo else None
+        ok = frozenset({201, 202}) if params else frozenset({202})
+        start = {"Content-Length": "0"}
+        with self._call(
+            "POST", path, repo=repo, ok=ok, name=blob.name, push=True, params=params, headers=start
+        ) as resp:
+            if resp.status_code == 201:
+                return "", True
+            location = resp.headers.get("Location", "")
+        if not location:
+            raise RegistryError(
+                f"POST {self.host}{path} ({blob.name}): 202 without a Location", kind="protocol"
+            )
+        return self._absolute(location), False
+
+    def _absolute(self, location: str) -> str:
+        if location.startswith(("http://", "https://")):
+            return location
+        return self._http.base() + location
+
+    def _put_monolithic(self, repo: str, blob: BlobSource, location: str) -> None:
+        def make() -> Any:
+            return _Counting(blob.open(), blob.size, self._reporter(blob))
+
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(blob.size)}
+        with self._call(
+            "PUT",
+            location,
+            repo=repo,
+            ok=_CREATED,
+            seconds=self._http.remaining(),
+            name=blob.name,
+            push=True,
+            retry=False,
+            params={"digest": blob.digest},
+            headers=headers,
+            body=Body(make=make, length=blob.size),
+        ):
+            pass
+
+    def _put_chunked(self, repo: str, blob: BlobSource, location: str) -> None:
+        report = self._reporter(blob)
+        offset = 0
+        with blob.open() as stream:
+            while offset < blob.size:
+                chunk = stream.read(min(self._chunk_size, blob.size - offset))
+                if not chunk:
+                    raise RegistryError(
+                        f"{blob.name or blob.digest}: file shrank while uploading",
+                        kind="protocol",
+                        code="DIGEST_INVALID",
+                    )
+                headers = {
+                    "Content-Type": "application/octet-stream",
+                    "Content-Range": f"{offset}-{offset + len(chunk) - 1}",
+                    "Content-Length": str(len(chunk)),
+                }
+                try:
+                    with self._call(
+                        "PATCH",
+                        location,
+                        repo=repo,
+                        ok=_ACCEPTED,
+                        name=blob.name,
+                        push=True,
+                        retry=False,
+                        headers=headers,
+                        body=Body(make=lambda c=chunk: c, length=len(chunk)),  # type: ignore[misc]
+                    ) as resp:
+                        location = self._absolute(resp.headers.get("Location", "") or location)
+                except RegistryError as exc:
+                    if exc.status == 413:  # even a chunk is too big here: smaller ones next time
+                        with self._lock:
+                            self._chunk_size = max(_MIN_CHUNK, self._chunk_size // 2)
+                    raise
+                offset += len(chunk)
+                report(len(chunk))
+        with self._call(
+            "PUT",
+            location,
+            repo=repo,
+            ok=_CREATED,
+            name=blob.name,
+            push=True,
+            retry=False,
+            params={"digest": blob.digest},
+            headers={"Content-Length": "0"},
+        ):
+            pass
+
+    def _reporter(self, blob: BlobSource) -> Callable[[int], None]:
+        progress = self.progress
+        label = blob.name or blob.digest
+        if progress is None:
+            return lambda n: None
+        return lambda n: progress(label, n, blob.size)
+
+    # -- one exchange ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _call(
+        self,
+        method: str,
+        url: str,
+        *,
+        repo: str,
+        ok: frozenset[int] = _OK,
+        seconds: float | None = None,
+        name: str = "",
+        **kwargs: Any,
+    ) -> Iterator[requests.Response]:
+        """One exchange under its watchdog (``seconds``, default the request deadline): the answer
+        when its status is in ``ok`` (closed afterwards), else the :class:`RegistryError`."""
+        with exchange(self._http, method, url, seconds):
+            resp = self._http.request(method, url, repo=repo, **kwargs)
+            try:
+                if resp.status_code not in ok:
+                    raise self._fail(method, url, resp, name=name)
+                yield resp
+            finally:
+                resp.close()
+
+    # -- errors ----------------------------------------------------------------------------------
+
+    def _fail(self, method: str, url: str, resp: requests.Response, *, name: str = "") -> RegistryError:
+        try:
+            code, detail = error_detail(resp)
+        except (requests.RequestException, urllib3.exceptions.HTTPError):
+            code, detail = "", resp.reason or ""
+        what = f" ({name})" if name else ""
+        where = url.split("?", 1)[0]
+        if "://" not in where:
+            where = f"{self.host}{where}"
+        return RegistryError(
+            f"{method} {where}{what}: HTTP {resp.status_code} {detail}".rstrip(),
+            kind="http",
+            status=resp.status_code,
+            code=code,
+        )
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._http.close()

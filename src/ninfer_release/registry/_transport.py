@@ -1,0 +1,602 @@
+"""HTTP to one registry host: scheme and trust, auth challenges, retries, deadlines, size caps.
+
+Built on ``requests``/``urllib3`` (connection pooling, TLS, chunked bodies). What they do not do,
+and the registry needs, is here:
+
+* **scheme** — HTTPS with verification always first. A loopback host (``127.*``, ``localhost``,
+  ``[::1]``) falls back to plain HTTP when its port does not speak TLS (what docker does); any other
+  host only when named in ``--insecure-registry``, with a warning on stderr;
+* **trust** — ``--ca-file``, else ``certs.d/HOST:PORT/ca.crt`` (docker's convention), else
+  ``SSL_CERT_FILE``, else the system store (OpenSSL's default file);
+* **auth** — RFC 7235 challenges: ``Basic`` (RFC 7617) and ``Bearer`` (distribution's token
+  spec: realm, service, per-repository scope; tokens cached per repository until they expire,
+  re-asked on a 401);
+* **deadlines** — connect/read timeouts per socket operation, plus a wall-clock deadline per
+  exchange enforced by a watchdog that shuts the socket down (a server sending one byte every
+  few seconds defeats read timeouts alone);
+* **retries** — connection errors, 429 (``Retry-After`` honoured) and 500/502/503/504, bounded,
+  exponential backoff with jitter, never past the deadline. Requests whose repetition is not
+  safe (upload-session ``PATCH``/``PUT``) ask for no retry; their callers restart the upload.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import re
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urljoin, urlsplit
+
+import requests
+import requests.adapters
+import urllib3.connection
+import urllib3.connectionpool
+
+from ninfer_release.errors import BackendError
+
+from ._credentials import Credential, find_credential
+from ._options import RegistryOptions
+
+log = logging.getLogger("ninfer_release.registry")
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
+_ERROR_BODY = 4096
+USER_AGENT = "ninfer-release"
+_CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
+
+
+class RegistryError(BackendError):
+    """A registry exchange failed. ``status`` is the HTTP status when the registry answered.
+
+    ``kind``: ``http`` (an error status), ``auth`` (credentials refused or missing),
+    ``unreachable`` (connection or TLS failure), ``deadline`` (no complete answer in time),
+    ``protocol`` (an answer that breaks the distribution spec: oversized, redirect loop, junk).
+    Callers map it to their exit code (publish 7, pull/verify 4, carry 6). Never holds a secret.
+    """
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None, code: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        #: The first distribution error code of the answer's body (e.g. ``DIGEST_INVALID``).
+        self.code = code
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``HOST[:PORT]`` is loopback (``localhost``, ``127.*``, ``[::1]``)."""
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name in {"localhost", "[::1]"} or name.startswith("127.")
+
+
+# --- the watchdog -------------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+class _Watch:
+    """Shuts down the socket this thread is using when the deadline passes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self.conn: urllib3.connection.HTTPConnection | None = None
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired = True
+        conn = self.conn
+        sock = getattr(conn, "sock", None) if conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> _Watch:
+        self._outer = getattr(_local, "watch", None)
+        _local.watch = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        _local.watch = self._outer
+
+
+def _track(conn: urllib3.connection.HTTPConnection) -> None:
+    watch = getattr(_local, "watch", None)
+    if watch is not None:
+        watch.conn = conn
+
+
+class _HTTPConnection(urllib3.connection.HTTPConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _track(self)
+        super().request(*args, **kwargs)
+
+
+class _HTTPSConnection(urllib3.connection.HTTPSConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _track(self)
+        super().request(*args, **kwargs)
+
+
+class _HTTPPool(urllib3.connectionpool.HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+class _Adapter(requests.adapters.HTTPAdapter):
+    """requests' adapter with connections the watchdog can reach; no urllib3 retries (ours)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+# --- auth ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Challenge:
+    """A parsed ``WWW-Authenticate`` header: ``scheme`` (lowercase) and its parameters."""
+
+    scheme: str
+    params: Mapping[str, str]
+
+    @classmethod
+    def parse(cls, header: str) -> Challenge:
+        """Parse ``Bearer realm="…",service="…",scope="…"`` (one challenge; RFC 7235 §4.1)."""
+        scheme, _, rest = header.strip().partition(" ")
+        params = {
+            m.group(1).lower(): m.group(2) if m.group(2) is not None else m.group(3)
+            for m in _CHALLENGE_PARAM.finditer(rest)
+        }
+        return cls(scheme=scheme.lower(), params=params)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Token:
+    value: str
+    expires_at: float
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Body:
+    """A request body that can be produced again for a retry: ``make()`` returns bytes or a stream."""
+
+    make: Callable[[], Any]
+    length: int
+
+
+class Transport:
+    """One registry host ``HOST[:PORT]`` over HTTP(S); see the module docstring."""
+
+    def __init__(self, host: str, options: RegistryOptions) -> None:
+        self.host = host
+        self.options = options
+        self.api_host = "registry-1.docker.io" if host == "docker.io" else host
+        self._session = requests.Session()
+        self._session.trust_env = False  # no .netrc, no proxy variables: what we send is what we chose
+        self._session.headers["User-Agent"] = USER_AGENT
+        adapter = _Adapter(pool_connections=4, pool_maxsize=8, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._verify: str | bool = self._trust()
+        self._scheme: str | None = None
+        self._credential: Credential | None = None
+        self._credential_looked_up = False
+        self._basic = False
+        self._tokens: dict[str, _Token] = {}
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+
+    # -- trust and scheme ------------------------------------------------------------------------
+
+    def _trust(self) -> str | bool:
+        opts = self.options
+        if opts.ca_file is not None:
+            return str(opts.ca_file)
+        for base in opts.certs_dirs:
+            ca = base / self.host / "ca.crt"
+            if ca.is_file():
+                return str(ca)
+        env_file = opts.environ.get("SSL_CERT_FILE")
+        if env_file:
+            return env_file
+        default = ssl.get_default_verify_paths()
+        if default.cafile and Path(default.cafile).is_file():
+            return default.cafile
+        return default.capath if default.capath and Path(default.capath).is_dir() else True
+
+    @property
+    def insecure(self) -> bool:
+        """Plain HTTP is allowed: a loopback host, or one named with ``--insecure-registry``."""
+        return is_loopback_host(self.host) or self.host in self.options.insecure_hosts
+
+    def base(self) -> str:
+        """``https://HOST`` or ``http://HOST``, deciding (once) by pinging ``/v2/``."""
+        if self._scheme is None:
+            self._scheme = self._probe()
+        return f"{self._scheme}://{self.api_host}"
+
+    def _probe(self) -> str:
+        url = f"https://{self.api_host}/v2/"
+        attempt = 0
+        while True:
+            try:
+                with self.watch(self.options.request_deadline):
+                    resp = self._session.get(
+                        url, timeout=self._timeouts(), verify=self._verify, allow_redirects=False, stream=True
+                    )
+                    resp.close()
+                return "https"
+            except requests.exceptions.SSLError as exc:
+                text = str(exc)
+                if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+                    raise RegistryError(
+                        f"{self.host}: TLS certificate not trusted ({_reason(exc)}); give the CA with "
+                        f"--ca-file, SSL_CERT_FILE or certs.d/{self.host}/ca.crt",
+                        kind="unreachable",
+                    ) from None
+                if not self.insecure:
+                    raise RegistryError(
+                        f"{self.host}: TLS handshake failed ({_reason(exc)}); plain HTTP only with "
+                        f"--insecure-registry {self.host}",
+                        kind="unreachable",
+                    ) from None
+                break  # the port speaks plain HTTP
+            except requests.ConnectionError as exc:
+                refused = "NewConnectionError" in str(exc) or "Connection refused" in str(exc)
+                if refused and not _watch_fired() and self._may_retry(attempt, None):
+                    attempt += 1
+                    self._sleep(attempt, None)
+                    continue
+                if refused or not self.insecure or _watch_fired():
+                    raise self._transport_error("GET", url, exc) from None
+                break  # closed on our ClientHello: a plain-HTTP server
+            except requests.RequestException as exc:
+                raise self._transport_error("GET", url, exc) from None
+        if not is_loopback_host(self.host):
+            log.warning("INSECURE: talking plain HTTP to %s (--insecure-registry)", self.host)
+        return "http"
+
+    def _timeouts(self) -> tuple[float, float]:
+        return (self.options.connect_timeout, self.options.read_timeout)
+
+    # -- deadlines -------------------------------------------------------------------------------
+
+    def remaining(self) -> float:
+        """Seconds left of the overall deadline."""
+        return self.options.deadline - (time.monotonic() - self._started)
+
+    def watch(self, seconds: float | None = None) -> _Watch:
+        """A watchdog for one exchange: ``seconds`` (default: the request deadline), never past
+        the overall deadline."""
+        limit = self.options.request_deadline if seconds is None else seconds
+        return _Watch(min(limit, self.remaining()))
+
+    def deadline_error(self, method: str, url: str) -> RegistryError:
+        return RegistryError(
+            f"{method} {_public(url)}: no complete answer within the deadline (read timeout "
+            f"{self.options.read_timeout:g} s, request deadline {self.options.request_deadline:g} s, "
+            f"overall {self.options.deadline:g} s; NINFER_REGISTRY_*)",
+            kind="deadline",
+        )
+
+    def _transport_error(self, method: str, url: str, exc: BaseException) -> RegistryError:
+        if _watch_fired() or isinstance(exc, requests.Timeout):
+            return self.deadline_error(method, url)
+        return RegistryError(
+            f"registry {self.host} unreachable: {_reason(exc)}",
+            kind="unreachable",
+        )
+
+    # -- auth ------------------------------------------------------------------------------------
+
+    def credential(self) -> Credential | None:
+        """The credential for this host (looked up once; see :mod:`._credentials`)."""
+        if not self._credential_looked_up:
+            self._credential = find_credential(self.host, self.options.environ)
+            self._credential_looked_up = True
+        return self._credential
+
+    def _authorize(self, headers: dict[str, str], repo: str | None, url: str) -> None:
+        if urlsplit(url).netloc != self.api_host:
+            return  # a redirect to storage (S3, CDN): never send our credentials there
+        if repo is not None:
+            token = self._tokens.get(repo)
+            if token is not None and token.expires_at > time.monotonic():
+                headers["Authorization"] = f"Bearer {token.value}"
+                return
+        if self._basic and self.credential() is not None:
+            headers["Authorization"] = self.credential().basic()  # type: ignore[union-attr]
+
+    def _answer(self, header: str, repo: str | None, actions: str) -> None:
+        challenge = Challenge.parse(header)
+        cred = self.credential()
+        if challenge.scheme == "basic":
+            if cred is None:
+                raise RegistryError(
+                    f"{self.host}: the registry requires a login and no credentials were found "
+                    "(docker config.json, NINFER_REGISTRY_USERNAME/PASSWORD)",
+                    kind="auth",
+                    status=401,
+                )
+            self._basic = True
+            return
+        if challenge.scheme != "bearer":
+            raise RegistryError(
+                f"{self.host}: unsupported auth scheme {challenge.scheme!r}", kind="auth", status=401
+            )
+        scopes = {challenge.params["scope"]} if challenge.params.get("scope") else set()
+        if repo is not None:
+            scopes.add(f"repository:{repo}:{actions}")
+        self._fetch_token(challenge, frozenset(scopes), repo, cred)
+
+    def _fetch_token(
+        self, challenge: Challenge, scopes: frozenset[str], repo: str | None, cred: Credential | None
+    ) -> None:
+        realm = challenge.params.get("realm", "")
+        parts = urlsplit(realm)
+        if parts.scheme not in ("https", "http") or not parts.netloc:
+            raise RegistryError(f"{self.host}: token realm {realm!r} is not a URL", kind="protocol")
+        if parts.scheme == "http" and not (
+            is_loopback_host(parts.netloc) or parts.netloc in self.options.insecure_hosts
+        ):
+            raise RegistryError(f"{self.host}: token realm {realm!r} is not https", kind="protocol")
+        query: list[tuple[str, str]] = []
+        if challenge.params.get("service"):
+            query.append(("service", challenge.params["service"]))
+        query.extend(("scope", s) for s in sorted(scopes))
+        url = realm + ("&" if "?" in realm else "?") + urlencode(query)
+        headers = {"Authorization": cred.basic()} if cred is not None else {}
+        try:
+            with self.watch() as watch:
+                resp = self._session.get(
+                    url,
+                    headers=headers,
+                    timeout=self._timeouts(),
+                    verify=self._verify,
+                    allow_redirects=False,
+                    stream=True,
+                )
+                try:
+                    status = resp.status_code
+                    data = read_capped(resp, self.options.max_token, what=f"token answer of {parts.netloc}")
+                finally:
+                    resp.close()
+        except requests.RequestException as exc:
+            if watch.fired:
+                raise self.deadline_error("GET", realm) from None
+            raise self._transport_error("GET", realm, exc) from None
+        if status in (401, 403):
+            who = f"as {cred}" if cred is not None else "anonymously (no credentials found)"
+            raise RegistryError(
+                f"{self.host}: login refused by the token service {parts.netloc} {who}",
+                kind="auth",
+                status=status,
+            )
+        if status != 200:
+            raise RegistryError(
+                f"{self.host}: token service {parts.netloc} answered HTTP {status}",
+                kind="auth",
+                status=status,
+            )
+        import json
+
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            doc = None
+        token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
+        if not isinstance(token, str) or not token:
+            raise RegistryError(f"{self.host}: token service {parts.netloc} gave no token", kind="protocol")
+        expires = doc.get("expires_in") if isinstance(doc, dict) else None
+        # distribution's token spec: 60 s when absent; renew 10 s early so a token never dies in flight.
+        lifetime = float(expires) if isinstance(expires, int | float) and expires > 0 else 60.0
+        if repo is not None:
+            self._tokens[repo] = _Token(
+                value=token, expires_at=time.monotonic() + max(lifetime - 10.0, 1.0), scopes=scopes
+            )
+
+    # -- one exchange ----------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path_or_url: str,
+        *,
+        repo: str | None,
+        push: bool = False,
+        headers: Mapping[str, str] | None = None,
+        body: Body | None = None,
+        retry: bool = True,
+        params: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        """Send one request (auth, redirects and retries handled); the caller reads and closes it.
+
+        The caller must hold a :meth:`watch` around this call and the reading of the body.
+        ``push`` asks for a push-scoped token. With ``retry=False`` a transient failure is
+        raised at once (the upload session may have advanced).
+
+        Raises:
+            RegistryError: unreachable, deadline, auth refused, redirect loop.
+        """
+        url = path_or_url if "://" in path_or_url else self.base() + path_or_url
+        if params:
+            url += ("&" if "?" in url else "?") + urlencode(dict(params))
+        actions = "pull,push" if push else "pull"
+        attempt = 0
+        authed = False
+        hops = 0
+        while True:
+            sent = {**(headers or {})}
+            self._authorize(sent, repo, url)
+            try:
+                resp = self._session.request(
+                    method,
+                    url,
+                    headers=sent,
+                    data=body.make() if body is not None else None,
+                    timeout=self._timeouts(),
+                    verify=self._verify,
+                    allow_redirects=False,
+                    stream=True,
+                )
+            except requests.RequestException as exc:
+                if retry and not _watch_fired() and self._may_retry(attempt, None):
+                    attempt += 1
+                    self._sleep(attempt, None)
+                    continue
+                raise self._transport_error(method, url, exc) from None
+            status = resp.status_code
+            if status == 401:
+                challenge = resp.headers.get("WWW-Authenticate", "")
+                resp.close()
+                if authed or not challenge:
+                    cred = self.credential()
+                    who = f"as {cred}" if cred is not None else "without credentials"
+                    raise RegistryError(
+                        f"{method} {_public(url)}: HTTP 401 unauthorized {who}", kind="auth", status=401
+                    )
+                authed = True
+                self._tokens.pop(repo or "", None)  # expired or too narrow: ask again
+                self._answer(challenge, repo, actions)
+                continue
+            if status in REDIRECTS and method in ("GET", "HEAD"):
+                location = resp.headers.get("Location", "")
+                resp.close()
+                hops += 1
+                if not location or hops > MAX_REDIRECTS:
+                    raise RegistryError(
+                        f"{method} {_public(url)}: more than {MAX_REDIRECTS} redirects",
+                        kind="protocol",
+                        status=status,
+                    )
+                url = urljoin(url, location)
+                continue
+            if status in RETRY_STATUS and retry and self._may_retry(attempt, resp):
+                attempt += 1
+                wait = _retry_after(resp)
+                resp.close()
+                self._sleep(attempt, wait)
+                continue
+            return resp
+
+    def _may_retry(self, attempt: int, resp: requests.Response | None) -> bool:
+        return attempt < self.options.retries and self.remaining() > 0
+
+    def _sleep(self, attempt: int, retry_after: float | None) -> None:
+        base = self.options.backoff * (2 ** (attempt - 1))
+        wait = min(base + random.uniform(0, base), self.options.backoff_max)  # noqa: S311 - jitter, not crypto
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        time.sleep(max(0.0, min(wait, self.remaining())))
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._session.close()
+
+
+def _watch_fired() -> bool:
+    watch = getattr(_local, "watch", None)
+    return bool(watch is not None and watch.fired)
+
+
+def _retry_after(resp: requests.Response) -> float | None:
+    value = resp.headers.get("Retry-After", "")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None  # an HTTP date: fall back to our backoff
+
+
+def _reason(exc: BaseException) -> str:
+    """The cause a person can act on (``Connection refused``, a TLS error), not the HTTP
+    library's wrapping: the innermost OS error's text when there is one."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    cause: OSError | None = None
+    while pending:  # urllib3 wraps the OS error two or three times
+        e = pending.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.strerror:
+            cause = e
+        linked = (e.__cause__, e.__context__, getattr(e, "reason", None), *e.args)
+        pending += [x for x in linked if isinstance(x, BaseException)]
+    if cause is not None:
+        return str(cause.strerror)
+    text = re.sub(r"<?urllib3[^>]*>:?\s*|_?HTTPS?Connection\([^)]*\):?\s*", "", str(exc))
+    return f"{exc.__class__.__name__}: {text}".replace("\n", " ")[:300]
+
+
+def _public(url: str) -> str:
+    """The URL without its query (upload-session state, never shown whole)."""
+    return url.split("?", 1)[0]
+
+
+def read_capped(resp: requests.Response, cap: int, *, what: str) -> bytes:
+    """The whole body of ``resp``, refusing more than ``cap`` bytes (announced or sent).
+
+    Raises:
+        RegistryError: the body is (or announces itself as) larger than ``cap`` — ``protocol``.
+    """
+    announced = resp.headers.get("Content-Length")
+    if announced is not None and announced.isdigit() and int(announced) > cap:
+        raise RegistryError(
+            f"{what}: announces {int(announced)} bytes, more than the {cap} bytes allowed", kind="protocol"
+        )
+    out = bytearray()
+    for chunk in resp.raw.stream(64 * 1024, decode_content=True):
+        out += chunk
+        if len(out) > cap:
+            raise RegistryError(f"{what}: more than the {cap} bytes allowed", kind="protocol")
+    return bytes(out)
+
+
+def error_detail(resp: requests.Response) -> tuple[str, str]:
+    """``(first distribution error code, one-line detail)`` of an error answer (body capped)."""
+    import json
+
+    try:
+        data = read_capped(resp, _ERROR_BODY, what="error body")
+    except (RegistryError, requests.RequestException, urllib3.exceptions.HTTPError):
+        data = b""
+    detail = resp.reason or ""
+    code = ""
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        errors = json.loads(data).get("errors") or []
+        code = str(errors[0].get("code") or "") if errors else ""
+        detail = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors) or detail
+    return code, detail.replace("\n", " ")[:300]
+
+
+@contextlib.contextmanager
+def exchange(transport: Transport, method: str, url: str, seconds: float | None = None) -> Iterator[_Watch]:
+    """Hold a watchdog over one exchange; a socket error after it fired becomes the deadline error."""
+    with transport.watch(seconds) as watch:
+        try:
+            yield watch
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            if watch.fired:
+                raise transport.deadline_error(method, url) from None
+            raise transport._transport_error(method, url, exc) from None
+        except RegistryError:
+            if watch.fired:
+                raise transport.deadline_error(method, url) from None
+            raise
