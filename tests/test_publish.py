@@ -162,6 +162,10 @@ def test_open_publisher_picks_the_adapter(tmp_path: Path) -> None:
     assert getattr(oci, "insecure", None) is True  # plain HTTP only for loopback
     remote = open_publisher("oci://reg.example.org/ninfer/sets")
     assert getattr(remote, "insecure", None) is False
+    from ninfer_release.registry import RegistryOptions
+
+    named = RegistryOptions(insecure_hosts=frozenset({"reg.example.org"}))
+    assert getattr(open_publisher("oci://reg.example.org/x", options=named), "insecure", None) is True
 
 
 # --- the plan: exact manifest bytes -------------------------------------------------------------

@@ -144,6 +144,12 @@ class RegistryClient:
         self._chunk_size = self.options.chunk_size
         self._lock = threading.Lock()
 
+    @property
+    def plain_http_allowed(self) -> bool:
+        """Whether plain HTTP may be used after HTTPS fails: a loopback host whose port does not
+        speak TLS, or a host named in ``insecure_hosts`` (``--insecure-registry``)."""
+        return self._http.insecure
+
     # -- manifests -------------------------------------------------------------------------------
 
     def get_manifest(self, repo: str, ref: str, *, accept: str = MANIFEST_ACCEPT) -> Manifest | None:

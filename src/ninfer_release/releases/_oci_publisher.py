@@ -70,6 +70,11 @@ class OciPublisher(StorePublisher):
         self.client = RegistryClient(host, options=options, progress=progress)
         self.progress = progress
 
+    @property
+    def insecure(self) -> bool:
+        """Plain HTTP may be used (loopback without TLS, or ``--insecure-registry``); HTTPS first."""
+        return self.client.plain_http_allowed
+
     def url(self, ref: str | None = None) -> str:
         """``oci://HOST/REPO[:TAG|@DIGEST]``."""
         base = f"oci://{self.host}/{self.repository}"
