@@ -382,7 +382,9 @@ def test_carry_registry_unreachable_is_backend_error(built: ImageBuildResult) ->
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(BackendError, match=r"registry 127\.0\.0\.1:\d+ unreachable: Connection refused") as info:
+    with pytest.raises(
+        BackendError, match=r"registry 127\.0\.0\.1:\d+ unreachable: Connection refused"
+    ) as info:
         carry_image(_carried_for(built), registry=f"127.0.0.1:{port}", timeout=5)
     assert info.value.exit_code == ExitCode.BACKEND
 

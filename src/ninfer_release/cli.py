@@ -884,7 +884,10 @@ def verify_cmd(
     from ninfer_release.releases import verify_location
 
     bound = _read_release_manifest(Path(release_manifest)) if release_manifest is not None else None
-    options = _registry_options(http.get("ca_file"), insecure_registry)
+    # Only a registry reference needs the registry client; a directory never loads it.
+    options = (
+        _registry_options(http.get("ca_file"), insecure_registry) if location.startswith("oci://") else None
+    )
     with _byte_progress(ctx, "verify") as progress, _fetch_progress(ctx) as fetch_progress:
         located = verify_location(
             location,

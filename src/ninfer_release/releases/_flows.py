@@ -483,7 +483,9 @@ def supersede_tags(
     from ninfer_release.releases._publish import open_publisher
 
     plan = plan_supersession(release, targets)
-    publishers = {t: open_publisher(t, options=registry) for t in dict.fromkeys(p.target for p in plan if p.target)}
+    publishers = {
+        t: open_publisher(t, options=registry) for t in dict.fromkeys(p.target for p in plan if p.target)
+    }
     return [
         (
             p,
