@@ -69,7 +69,6 @@ def test_repo_recipe_loads() -> None:
         path=str(RECIPE),
         id="windows-native",
         description="OMP NInfer native Windows x64 package (engine, DLLs, licences, config, profile, SBOM)",
-        install_root="C:\\Program Files\\OMP NInfer\\<component>",
         extended_length=False,
         deflate_level=6,
         include=(

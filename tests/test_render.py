@@ -297,12 +297,12 @@ def test_cli_render_into_an_unwritable_place_is_exit_4(run_cli, tmp_path: Path) 
 # purpose; then update them from `./dev release` (which prints both hashes per lane) in the same commit.
 GOLDEN = {
     P4090: (
-        "168874b6f770962c0cc60c9bb119b636f09edc8af02fa8019f4943465ae9b901",
-        "b1a7e77e75f7e55ccae7d86780272c8df76e2fc6736efd3a4fffe6bef78d3226",
+        "ecea71ab26fb050ca46b65bf20319be203e79be0ade6e99481f09037ad30ac88",
+        "a31662a7bb8465c727831e015335bdac6293d90e534fe25321612239901f9e56",
     ),
     P3090: (
-        "843723f22acd730314effe5ddbed000ce0315b97afa8975e6b12c2bcbc2a8ce2",
-        "c4280419afd057afacab84c534c234a0607e657acdb6da0c7e88b446bac2d833",
+        "406995d91138112a25bc000b020a91978632b5930acb211c6fe42fb8d240632a",
+        "01f849e74c71360bc894b956815d26ea152c4062b54d1c7bb54656f556770cde",
     ),
     P5090: (
         "53494cdf7c205da37a69a7af99caa55ea6303f1b84abcd3cbdb13d0abaca3bea",
@@ -336,9 +336,10 @@ def test_every_profile_setting_has_a_config_key() -> None:
         "kv_cache_dtype", "vision", "speculation", "concurrent_requests", "pending_timeout_ms",
         "extra_device_state_slots", "prefill_chunk_tokens", "admission_headroom_mib", "keep_warm_ms",
         "shared_host_budget_bytes", "shared_host_budget_mib", "host_memory_floor_mib", "gpu", "cuda_arch",
-        "gpu_power_limit_w", "endpoint", "checkpoint", "strict_origin_config",
+        "gpu_power_limit_w", "endpoint", "checkpoint", "strict_origin_config", "component_tag",
     }  # fmt: skip
     fields = {f.name for f in dataclasses.fields(load_profile(P4090))}
     assert fields == metadata | covered
     keys = set(expected_config(load_profile(P4090)))
-    assert len(keys) == 34 and "engine.args" in keys
+    assert len(keys) == 37 and "engine.args" in keys
+    assert {"component_tag", "paths.data_root", "model.path"} <= keys

@@ -20,6 +20,7 @@ from flow_support import cli, release_out, reseal, stem
 
 LANE = "rtx4090"
 S = stem(LANE)
+PROGRAM_FILES = "C:\\Program Files\\OMP NInfer\\v0.7.0-qwen38-4090-beta.2"
 
 
 def _dump(doc: Any) -> bytes:
@@ -87,6 +88,13 @@ def test_rebinding_alone_keeps_the_set_valid(copy: Path) -> None:
             ".route.json",
         ),
         (".route.json", ("install", "checkpoint_dir"), "cache/x/session-checkpoints-v3", ".route.json"),
+        # Issue 8 §3: the route's paths are where the config reads (the old route said secrets\ while
+        # the config read bearer.key), and no writable path is under Program Files.
+        (".route.json", ("install", "key_file"), PROGRAM_FILES + "\\bearer.key", ".route.json"),
+        (".route.json", ("bearer_key", "file"), PROGRAM_FILES + "\\secrets\\bearer.key", ".route.json"),
+        (".route.json", ("install", "data_root"), PROGRAM_FILES, ".route.json"),
+        (".route.json", ("install", "model_path"), "models/qwen3_8_27b-v3.ninfer", ".route.json"),
+        (".route.json", ("install", "config"), "C:\\ninfer.toml", ".route.json"),
         (
             ".qualification.json",
             ("bound_to", "profile_id"),

@@ -71,6 +71,7 @@ class LaneOutcome:
                 qualification=self.sealed.qualification,
                 files=len(self.sealed.entries) + 1,
                 verified=self.verified,
+                path_budget=self.sealed.path_budget.as_dict(),
             )
         else:
             doc.update(self.result.entry)

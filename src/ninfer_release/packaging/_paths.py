@@ -12,13 +12,12 @@ import unicodedata
 from collections.abc import Iterable
 
 from ninfer_release.errors import Problem
+from ninfer_release.winpaths import MAX_DIR_PATH, PROGRAM_ROOT, utf16_len
+from ninfer_release.winpaths import MAX_PATH as MAX_PATH  # re-exported: packaging.MAX_PATH
 
-#: The documented install root (``<component>`` is the component tag); DESIGN.md §6.
-DEFAULT_INSTALL_ROOT = "C:\\Program Files\\OMP NInfer\\<component>"
-
-#: Win32 MAX_PATH is 260 UTF-16 code units *including* the terminating NUL, so a usable path has at
-#: most 259 (https://learn.microsoft.com/windows/win32/fileio/maximum-file-path-limitation).
-MAX_PATH = 260
+#: The documented install root (``<component>`` is the component tag): the install layout's
+#: program root (``winpaths.PROGRAM_ROOT``, docs/install-layout.md); DESIGN.md §6.
+DEFAULT_INSTALL_ROOT = PROGRAM_ROOT
 
 #: Reserved device names; also reserved with any extension (``NUL.txt``, ``con.tar.gz``) and with
 #: trailing blanks. Windows also treats the superscript digits ¹²³ as digits for COM/LPT, and
@@ -62,10 +61,6 @@ def _component_problems(part: str) -> list[str]:
     return out
 
 
-def _utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
 def check_windows_paths(
     paths: Iterable[str],
     *,
@@ -85,7 +80,8 @@ def check_windows_paths(
     * no ``<>:"|?*`` and no control characters; no component ending in a dot or space (C20);
     * no two paths equal under case folding, including a folder spelled two ways
       (``Tests/x`` vs ``tests/y``) and a file that is also a folder (C19) — the pair is named;
-    * ``install_root\\path`` shorter than 260 UTF-16 units (MAX_PATH incl. NUL) unless
+    * ``install_root\\path`` shorter than 260 UTF-16 units (MAX_PATH incl. NUL), and every folder
+      the extractor creates for it shorter than 248 (CreateDirectory's limit incl. NUL), unless
       ``extended_length``.
 
     Raises:
@@ -98,7 +94,7 @@ def check_windows_paths(
 
     seen_files: dict[str, str] = {}
     seen_dirs: dict[str, str] = {}
-    root_len = _utf16_len(install_root.rstrip("\\/"))
+    root_len = utf16_len(install_root.rstrip("\\/"))
     for path in paths:
         if "\\" in path:
             add(path, "contains a backslash; package paths use '/' only (C17)")
@@ -109,15 +105,26 @@ def check_windows_paths(
         for part in path.split("/"):
             for message in _component_problems(part):
                 add(path, message)
-        full = root_len + 1 + _utf16_len(path)
+        full = root_len + 1 + utf16_len(path)
         if not extended_length and full >= MAX_PATH:
             add(
                 path,
                 f"installs as a {full}-character path under {install_root!r}; Windows MAX_PATH allows "
                 f"{MAX_PATH - 1} unless the package declares extended-length support",
             )
-        # Case-fold collisions (C19): the full path, each parent folder, and file-vs-folder.
         parts = path.split("/")
+        if not extended_length:
+            for depth in range(len(parts) - 1, 0, -1):
+                folder_len = root_len + 1 + utf16_len("/".join(parts[:depth]))
+                if folder_len >= MAX_DIR_PATH:
+                    add(
+                        path,
+                        f"its folder {'/'.join(parts[:depth])!r} installs as a {folder_len}-character path "
+                        f"under {install_root!r}; Windows creates folders of at most {MAX_DIR_PATH - 1} "
+                        "unless the package declares extended-length support",
+                    )
+                    break
+        # Case-fold collisions (C19): the full path, each parent folder, and file-vs-folder.
         key = _fold(path)
         other = seen_files.get(key)
         if other is not None:

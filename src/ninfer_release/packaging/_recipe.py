@@ -26,7 +26,6 @@ _RECIPE_KEYS = (
     "schema",
     "id",
     "description",
-    "install_root",
     "extended_length",
     "deflate_level",
     "include",
@@ -71,7 +70,6 @@ class PackageRecipe:
     path: str
     id: str
     description: str
-    install_root: str
     extended_length: bool
     deflate_level: int
     include: tuple[IncludeRule, ...]
@@ -117,10 +115,10 @@ def _load_document(path: Path) -> Any:
 def load_recipe(path: Path) -> PackageRecipe:
     """Load and check a package recipe (``packaging/windows-native.yaml`` or ``.json``).
 
-    Shape: ``schema: 1``, ``id``, ``description``, ``install_root`` (Windows path, may contain
-    ``<component>``), ``extended_length`` (bool), ``deflate_level`` (0-9), ``include`` (list of
-    ``{from, to}``), ``exclude`` (list of staged paths or ``folder/**``), ``generated`` (list of
-    name templates). Recipe paths with a backslash are refused (DESIGN.md §6, C17).
+    Shape: ``schema: 1``, ``id``, ``description``, ``extended_length`` (bool), ``deflate_level``
+    (0-9), ``include`` (list of ``{from, to}``), ``exclude`` (list of staged paths or
+    ``folder/**``), ``generated`` (list of name templates). Recipe paths with a backslash are
+    refused (DESIGN.md §6, C17).
 
     Raises:
         InputError: the file is missing or any field is invalid (all problems at once, exit 4).
@@ -135,7 +133,13 @@ def load_recipe(path: Path) -> PackageRecipe:
     if not isinstance(data, dict):
         raise InputError(problems=[Problem(file=file, message="top level must be a mapping")])
     for key in data:
-        if key not in _RECIPE_KEYS:
+        if key == "install_root":
+            bad(
+                key,
+                "no longer a recipe field: the install roots come from the install layout "
+                "(profiles.PROGRAM_ROOT / DATA_ROOT, docs/install-layout.md); delete it",
+            )
+        elif key not in _RECIPE_KEYS:
             bad(str(key), f"unknown field; expected one of {list(_RECIPE_KEYS)}")
     if not strictjson.json_equal(data.get("schema"), 1):
         bad("schema", f"unsupported schema {data.get('schema')!r}; expected 1")
@@ -152,7 +156,6 @@ def load_recipe(path: Path) -> PackageRecipe:
     if not isinstance(description, str):
         bad("description", "must be a string")
         description = ""
-    install_root = text("install_root", DEFAULT_INSTALL_ROOT)
     extended = data.get("extended_length", False)
     if not isinstance(extended, bool):
         bad("extended_length", f"must be true or false (got {extended!r})")
@@ -225,7 +228,6 @@ def load_recipe(path: Path) -> PackageRecipe:
         path=file,
         id=recipe_id,
         description=description,
-        install_root=install_root,
         extended_length=extended,
         deflate_level=level,
         include=tuple(include),
@@ -316,13 +318,15 @@ def plan_package(
     generated: Mapping[str, bytes | None],
     *,
     component: str = "<component>",
+    install_root: str = DEFAULT_INSTALL_ROOT,
 ) -> PackagePlan:
     """Plan the zip of one lane: staged files mapped by ``recipe`` plus ``generated`` members.
 
     ``generated`` maps each generated member name (``config/ninfer.toml``, ``profile/<id>.json``,
     ``sbom/<stem>.spdx.json``, ``NOTICE.txt``) to its bytes, or to ``None`` when the bytes come
-    later (:meth:`PackagePlan.with_generated`). ``component`` fills ``<component>`` in the recipe's
-    install root for the path-length rule. Names are NFC; entries are sorted by UTF-8 bytes.
+    later (:meth:`PackagePlan.with_generated`). ``install_root`` is the install layout's program
+    root (``<component>`` filled with ``component``) the path-length rules measure against.
+    Names are NFC; entries are sorted by UTF-8 bytes.
 
     Raises:
         InputError: a staged file is neither included nor excluded, or covered by two rules; a
@@ -397,11 +401,10 @@ def plan_package(
                 )
             )
 
-    install_root = recipe.install_root.replace("<component>", component)
     problems.extend(
         check_windows_paths(
             list(entries),
-            install_root=install_root,
+            install_root=install_root.replace("<component>", component),
             extended_length=recipe.extended_length,
             source=recipe.path,
         )

@@ -20,6 +20,9 @@ Invariants and terms:
 * The config carries the checkpoint directory as the literal template
   ``cache/<release-instance-id>/session-checkpoints-v3`` (``[checkpoint] root``/``dir_template``):
   config bytes are fixed per profile, and the route block supplies the release-instance id.
+* Every installed path (program root, data root, key, model, cache, checkpoints) comes from one
+  :class:`InstallLayout` (:func:`install_layout`), which renders the config and the route block
+  and is measured against the 260/248 budget (:func:`path_budget`); ``docs/install-layout.md``.
 """
 
 from __future__ import annotations
@@ -29,12 +32,24 @@ from pathlib import Path
 
 from ninfer_release.errors import DefinitionError, Problem
 from ninfer_release.profiles._keys import (
+    KEY_FILE_SPEC,
     KEY_RANDOM_BYTES,
     MIN_KEY_BYTES,
+    AclGrant,
+    KeyFileSpec,
     check_bearer_key,
     generate_bearer_key,
     read_bearer_key,
     write_bearer_key,
+)
+from ninfer_release.profiles._layout import (
+    CHECKPOINT_FILE_NAME_CHARS,
+    InstallLayout,
+    LongestPath,
+    PathBudget,
+    RootBudget,
+    install_layout,
+    path_budget,
 )
 from ninfer_release.profiles._profile import (
     CHECKPOINT_DIR_TEMPLATE,
@@ -68,6 +83,16 @@ from ninfer_release.profiles._render import (
     toml_literal,
 )
 from ninfer_release.profiles._yaml import load_yaml_data
+from ninfer_release.winpaths import (
+    CONFIG_PATH,
+    DATA_ROOT,
+    INSTANCE_PLACEHOLDER,
+    MAX_DIR_PATH,
+    MAX_PATH,
+    PROGRAM_ROOT,
+    utf16_len,
+    windows_join,
+)
 
 
 def check_profile(path: Path, *, templates_dir: Path | None = None) -> tuple[Profile, RenderedConfig]:
@@ -104,21 +129,35 @@ def render_release(release: Release, *, templates_dir: Path | None = None) -> Ma
 
 __all__ = [
     "CHECKPOINT_DIR_TEMPLATE",
+    "CHECKPOINT_FILE_NAME_CHARS",
     "CHECKPOINT_SCHEMA",
+    "CONFIG_PATH",
     "CONFIG_SCHEMA",
+    "DATA_ROOT",
     "DEFAULT_ASSET_BUDGET",
+    "INSTANCE_PLACEHOLDER",
+    "KEY_FILE_SPEC",
     "KEY_RANDOM_BYTES",
+    "MAX_DIR_PATH",
+    "MAX_PATH",
     "MIN_KEY_BYTES",
+    "PROGRAM_ROOT",
+    "AclGrant",
     "CarriedImage",
     "Checkpoint",
     "ClientBinding",
     "Endpoint",
+    "InstallLayout",
+    "KeyFileSpec",
     "Lane",
+    "LongestPath",
     "ModelBinding",
+    "PathBudget",
     "Profile",
     "Release",
     "RenderedConfig",
     "RenderedTemplate",
+    "RootBudget",
     "Speculation",
     "Superseded",
     "check_base_url",
@@ -126,15 +165,19 @@ __all__ = [
     "check_profile",
     "expected_config",
     "generate_bearer_key",
+    "install_layout",
     "load_carried_record",
     "load_profile",
     "load_release",
     "load_yaml_data",
+    "path_budget",
     "read_bearer_key",
     "render_config",
     "render_release",
     "render_template",
     "template_values",
     "toml_literal",
+    "utf16_len",
+    "windows_join",
     "write_bearer_key",
 ]

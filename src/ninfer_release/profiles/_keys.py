@@ -8,7 +8,9 @@ exactly those 64 ASCII bytes (no newline), mode 0600, and is never overwritten.
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ninfer_release.atomic import write_bytes
 from ninfer_release.errors import DefinitionError, InputError, Problem
@@ -17,6 +19,71 @@ from ninfer_release.errors import DefinitionError, InputError, Problem
 MIN_KEY_BYTES = 32
 #: Random bytes behind a generated key; hex doubles it to 64 characters (reference).
 KEY_RANDOM_BYTES = 32
+#: The characters of a generated key: lowercase hex (what ``secrets.token_hex`` writes).
+KEY_ALPHABET = "0123456789abcdef"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AclGrant:
+    """One access-control entry: a well-known ``sid`` with its ``name``, or the engine's account.
+
+    ``rights`` is ``full``, ``modify`` or ``read`` (icacls ``F``, ``M``, ``R``).
+    """
+
+    rights: str
+    sid: str | None = None
+    name: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.sid is None:
+            return {"principal": "engine-account", "rights": self.rights}
+        return {"sid": self.sid, "name": self.name, "rights": self.rights}
+
+
+SYSTEM = AclGrant(sid="S-1-5-18", name="NT AUTHORITY\\SYSTEM", rights="full")
+ADMINISTRATORS = AclGrant(sid="S-1-5-32-544", name="BUILTIN\\Administrators", rights="full")
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeyFileSpec:
+    """What a bearer key file holds and who may read it: data an installer acts on (ours).
+
+    Exactly ``chars`` bytes (``random_bytes`` of OS randomness as lowercase hex), ASCII, no BOM,
+    no newline, never overwritten; the ACL has inheritance disabled and grants SYSTEM and
+    Administrators full control and the engine's account read — no other principal (so not
+    ``BUILTIN\\Users``). Rationale: docs/install-layout.md ("Bearer key").
+    """
+
+    min_bytes: int = MIN_KEY_BYTES
+    random_bytes: int = KEY_RANDOM_BYTES
+    alphabet: str = KEY_ALPHABET
+    grants: tuple[AclGrant, ...] = (SYSTEM, ADMINISTRATORS, AclGrant(rights="read"))
+
+    @property
+    def chars(self) -> int:
+        """Length of the key file in bytes (= characters: hex doubles the random bytes)."""
+        return 2 * self.random_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        """The route block's description of the key (no key in it)."""
+        return {
+            "min_bytes": self.min_bytes,
+            "generated_chars": self.chars,
+            "file_bytes": self.chars,
+            "random_bytes": self.random_bytes,
+            "randomness": "operating-system CSPRNG",
+            "alphabet": self.alphabet,
+            "encoding": "ascii",
+            "bom": False,
+            "trailing_newline": False,
+            "overwrite_existing": False,
+            "acl": {"inheritance": "disabled", "grants": [g.as_dict() for g in self.grants]},
+            "stored_in_assets": False,
+        }
+
+
+#: The bearer key file every native route block describes and ``profile keygen`` writes.
+KEY_FILE_SPEC = KeyFileSpec()
 
 
 def generate_bearer_key() -> str:

@@ -47,6 +47,8 @@ MIB = 1_048_576
 
 PROFILE_ID = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
 LANE_ID = re.compile(r"[a-z0-9][a-z0-9-]*")
+#: A component tag (reference table "Lanes"): ``v0.7.0-qwen38-4090-beta.2``.
+COMPONENT_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-[0-9a-z][0-9a-z.-]*[0-9a-z]")
 CUDA_ARCH = re.compile(r"sm_[0-9]{2,3}[a-z]?")
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 TEMPLATE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.j2")
@@ -112,6 +114,7 @@ class Profile:
     id: str
     kind: ProfileKind
     lane: str
+    component_tag: str | None
     carried: bool
     carried_from: str | None
     gpu: str
@@ -159,6 +162,7 @@ class Profile:
             "profile_id": self.id,
             "kind": self.kind,
             "lane": self.lane,
+            "component_tag": self.component_tag,
             "carried": self.carried,
             "carried_from": self.carried_from,
             "gpu": self.gpu,
@@ -220,6 +224,7 @@ _COMMON_REQUIRED = (
     "flags",
 )
 _SETTINGS = (
+    "component_tag",
     "config_schema",
     "cuda_arch",
     "context_tokens",
@@ -285,6 +290,14 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
     if pid is not None and path.name != f"{pid}.yaml":
         c.add("profile_id", f"{pid!r} does not match the file name {path.name!r} (expected {pid}.yaml)")
     lane = c.get_str(d, "", "lane", pattern=LANE_ID, what="a lane id")
+    component_tag = c.get_str(
+        d,
+        "",
+        "component_tag",
+        required=native,
+        pattern=COMPONENT_TAG,
+        what="a component tag like v0.7.0-x-beta.2",
+    )
     carried = c.get_bool(d, "", "carried", required=False) or False
     carried_from = c.get_str(d, "", "carried_from", required=False)
     if carried and carried_from is None and "carried_from" not in d:
@@ -355,6 +368,7 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
         id=pid,
         kind=kind,
         lane=lane,
+        component_tag=component_tag,
         carried=carried,
         carried_from=carried_from,
         gpu=gpu,

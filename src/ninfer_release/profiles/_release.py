@@ -21,7 +21,15 @@ from urllib.parse import urlsplit
 
 from ninfer_release.errors import DefinitionError, InputError, NinferError, Problem
 from ninfer_release.profiles._check import HEX40, HEX64, SHORT_HEX, Checker
-from ninfer_release.profiles._profile import CUDA_ARCH, FILE_NAME, LANE_ID, PROFILE_ID, Profile, load_profile
+from ninfer_release.profiles._profile import (
+    COMPONENT_TAG,
+    CUDA_ARCH,
+    FILE_NAME,
+    LANE_ID,
+    PROFILE_ID,
+    Profile,
+    load_profile,
+)
 from ninfer_release.profiles._yaml import load_yaml_data
 from ninfer_release.reproducible import source_date_epoch
 
@@ -31,7 +39,6 @@ MANIFEST_SCHEMA = 1
 RECORD_SCHEMA = 1
 
 VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?")
-COMPONENT_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-[0-9a-z][0-9a-z.-]*[0-9a-z]")
 CUDA_VERSION = re.compile(r"[0-9]+\.[0-9]+")
 REL_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*")
 #: A registry repository path (OCI distribution spec grammar), e.g. ``omp-ninfer/rtx4090``.
@@ -750,6 +757,11 @@ def _cross_check(file: str, where: str, lane: Lane, p: Profile, model: ModelBind
 
     if p.lane != lane.id:
         bad("profile", f"profile {p.id} is for lane {p.lane!r}, not {lane.id!r}")
+    if p.component_tag is not None and p.component_tag != lane.component_tag:
+        bad(
+            "component_tag",
+            f"{lane.component_tag!r} differs from profile {p.id}'s component_tag {p.component_tag!r}",
+        )
     if p.gpu != lane.gpu:
         bad("gpu", f"{_shown(lane.gpu)} differs from profile {p.id}'s gpu {p.gpu!r}")
     # A native lane's missing or invalid cuda_arch was already reported as such where it was read.

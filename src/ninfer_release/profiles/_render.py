@@ -32,6 +32,7 @@ from ninfer_release.errors import DefinitionError, InputError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.jsonbytes import semantic_sha256
 from ninfer_release.profiles._check import control_chars
+from ninfer_release.profiles._layout import InstallLayout, install_layout
 from ninfer_release.profiles._profile import CONFIG_SCHEMA, Profile
 
 #: Largest template we read, in bytes (ours).
@@ -202,16 +203,31 @@ def render_template(template_path: Path, values: Mapping[str, Any]) -> RenderedT
     return RenderedTemplate(template=template_path, data=data, bytes_sha256=sha256_bytes(data))
 
 
+def _layout_of(profile: Profile) -> InstallLayout | None:
+    return install_layout(profile) if profile.kind == "native" else None
+
+
 def template_values(profile: Profile) -> dict[str, Any]:
-    """The variables a profile's template sees: every public profile value, plus ``args``.
+    """The variables a profile's template sees: every public profile value, ``args`` and ``layout``.
 
     Keys mirror :meth:`Profile.public_dict` (exact MiB as a decimal string); ``None`` means
-    "not stated" and the template leaves that key out.
+    "not stated" and the template leaves that key out. ``layout`` (native profiles only) holds
+    the :class:`~ninfer_release.profiles.InstallLayout` fields, the one source of every installed
+    path the config names (``docs/install-layout.md``).
     """
     values = profile.public_dict()
     values.pop("args")
     values["args"] = list(profile.args)
     values["config_schema"] = profile.config_schema
+    layout = _layout_of(profile)
+    if layout is not None:
+        values["layout"] = {
+            "data_root": layout.data_root,
+            "key_file": layout.key_file,
+            "model": layout.model,
+            "cache_root": layout.cache_root,
+            "checkpoint_dir_template": layout.checkpoint_dir_template,
+        }
     return values
 
 
@@ -223,10 +239,14 @@ def expected_config(profile: Profile) -> dict[str, Any]:
     """
     spec = profile.speculation
     mib = profile.shared_host_budget_mib
+    layout = _layout_of(profile)
     return {
         "config_schema": profile.config_schema,
         "profile_id": profile.id,
+        "component_tag": profile.component_tag,
+        "paths.data_root": None if layout is None else layout.data_root,
         "model.file": profile.model_file,
+        "model.path": None if layout is None else layout.model,
         "model.sha256": profile.model_sha256,
         "model.context_tokens": profile.context_tokens,
         "model.kv_capacity_tokens": profile.kv_capacity_tokens,
@@ -250,9 +270,11 @@ def expected_config(profile: Profile) -> dict[str, Any]:
         "server.host": profile.endpoint.host,
         "server.port": profile.endpoint.port,
         "server.auth": profile.endpoint.auth,
-        "server.bearer_key_file": profile.endpoint.key_file,
-        "checkpoint.root": profile.checkpoint.root,
-        "checkpoint.dir_template": profile.checkpoint.dir_template,
+        "server.bearer_key_file": profile.endpoint.key_file if layout is None else layout.key_file,
+        "checkpoint.root": profile.checkpoint.root if layout is None else layout.cache_root,
+        "checkpoint.dir_template": profile.checkpoint.dir_template
+        if layout is None
+        else layout.checkpoint_dir_template,
         "checkpoint.mount": profile.checkpoint.mount,
         "checkpoint.schema": profile.checkpoint.schema,
         "checkpoint.require_origin_auth": profile.checkpoint.require_origin_auth,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ninfer_release.winpaths import CONFIG_PATH
+
 SUMS_NAME = "SHA256SUMS"
 
 #: Entry suffixes in contract order (DESIGN.md §4 table, entries 1–10).
@@ -20,8 +22,8 @@ ENTRY_SUFFIXES: tuple[str, ...] = (
     ".manifest.json",
 )
 
-#: Where the package keeps its copies of the config and the SPDX inventory (package recipe).
-ZIP_CONFIG_PATH = "config/ninfer.toml"
+#: Where the package keeps its copy of the config: the install layout's ``config`` (one source).
+ZIP_CONFIG_PATH = CONFIG_PATH
 
 
 def package_stem(component_tag: str) -> str:

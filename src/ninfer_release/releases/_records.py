@@ -2,27 +2,26 @@
 
 Every function here is pure: typed inputs in, a JSON-ready ``dict`` out; the caller renders it
 with :func:`ninfer_release.jsonbytes.dumps_stable` (sorted keys, LF, one trailing newline).
-No secret ever enters a record: the bearer key is described (length, how to generate), never given.
+No secret ever enters a record: the bearer key is described (length, alphabet, encoding, ACL), never given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ninfer_release import __version__
 from ninfer_release.releases._receipts import Binding, Qualification
+
+if TYPE_CHECKING:  # types only: verify imports this module and must not load the profiles stage
+    from ninfer_release.profiles import InstallLayout, PathBudget
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PROVENANCE_V1 = "https://slsa.dev/provenance/v1"
 BUILD_TYPE = "https://github.com/alphastorm/omp-ninfer/ninfer-release/native-lane/v1"
 BUILDER_ID = "https://github.com/alphastorm/omp-ninfer/ninfer-release"
 ENGINE_REPOSITORY = "https://github.com/alphastorm/ninfer"
-
-#: Bearer key rule (reference: "Rules that come with them"): at least 32 bytes; keygen gives 64 chars.
-BEARER_KEY_MIN_BYTES = 32
-BEARER_KEY_GENERATED_CHARS = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,10 +182,10 @@ def route_record(
     package: FileRef,
     model: Mapping[str, Any],
     config_bytes_sha256: str,
-    config_path: str,
+    layout: InstallLayout,
+    path_budget: PathBudget,
     cuda_runtime_version: str | None,
     instance_id: str,
-    install_root: str,
     stand_ins: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Entry 9, ``<stem>.route.json``: everything an installer needs, without guessing.
@@ -196,13 +195,17 @@ def route_record(
 
     Package and model by URL/size/SHA-256; the hardware contract (GPU, CUDA arch, the CUDA
     runtime version read from the shipped ``cudart`` DLL, host memory floor in MiB, power policy
-    in W where the reference gives one); install layout; cache root and checkpoint directory
-    ``cache/<release-instance-id>/session-checkpoints-v3``; the loopback endpoint; and how to make
-    the bearer key (reference: "Native deployment profiles" and its rules).
+    in W where the reference gives one); the install layout as absolute Windows paths, every one
+    from ``layout`` — the record the config was rendered from (``docs/install-layout.md``): the
+    read-only program root, the writable data root with key, model, cache root and checkpoint
+    directory ``cache/<release-instance-id>/session-checkpoints-v3`` (reference), the directories
+    to create and the 260/248 path budget; the loopback endpoint; and the bearer key as data the
+    installer acts on (length, alphabet, encoding, ACL) — no shell recipe (reference: "Native
+    deployment profiles" and its rules).
     """
     model_rec = model_record(model)
     return {
-        "schema": 1,
+        "schema": 2,
         "release": facts.release_version,
         "lane": facts.lane_id,
         "component_tag": facts.component_tag,
@@ -229,14 +232,20 @@ def route_record(
             "exclusive": "one lane at a time per host; bound to one GPU by UUID",
         },
         "install": {
-            "root": install_root.replace("<component>", facts.component_tag),
-            "extract": "package zip into the root, preserving paths",
-            "config": config_path,
+            "program_root": layout.program_root,
+            "program_root_writable": False,
+            "extract": "package zip into program_root, preserving paths",
+            "config": layout.config_path,
             "config_bytes_sha256": config_bytes_sha256,
-            "cache_root": "cache",
-            "checkpoint_dir": f"cache/{instance_id}/session-checkpoints-v3",
+            "data_root": layout.data_root,
+            "create_dirs": list(layout.data_dirs(instance_id)),
+            "key_file": layout.key_path,
+            "model_path": layout.model_path,
+            "cache_root": layout.cache_path,
+            "cache_acl": layout.cache_acl(),
+            "checkpoint_dir": layout.checkpoint_path(instance_id),
             "checkpoint_schema": 3,
-            "model_path": f"models/{model_rec['local_name']}",
+            "path_budget": path_budget.as_dict(),
         },
         "endpoint": {
             "host": facts.endpoint_host,
@@ -244,17 +253,7 @@ def route_record(
             "auth": "bearer",
             "loopback_only": True,
         },
-        "bearer_key": {
-            "min_bytes": BEARER_KEY_MIN_BYTES,
-            "generated_chars": BEARER_KEY_GENERATED_CHARS,
-            "generate": "ninfer-release profile keygen --out <root>\\secrets\\bearer.key",
-            "generate_powershell": (
-                "$b = New-Object byte[] 32; "
-                "[Security.Cryptography.RandomNumberGenerator]::Fill($b); "
-                "($b | ForEach-Object { $_.ToString('x2') }) -join ''"
-            ),
-            "stored_in_assets": False,
-        },
+        "bearer_key": {"file": layout.key_path, **layout.key_spec.as_dict()},
     }
 
 
@@ -266,8 +265,9 @@ def component_manifest(
     instance_id: str,
     qualification_status: str,
     cuda_runtime_version: str | None,
+    path_budget: PathBudget,
 ) -> dict[str, Any]:
-    """Entry 10, ``<stem>.manifest.json``: lane metadata and size + SHA-256 of entries 1–9."""
+    """Entry 10, ``<stem>.manifest.json``: lane metadata, path budget, size + SHA-256 of entries 1–9."""
     return {
         "schema": 1,
         "release": facts.release_version,
@@ -289,5 +289,6 @@ def component_manifest(
             "directions": 0 if facts.rollback == "not_applicable" else None,
         },
         "source_date_epoch": facts.source_date_epoch,
+        "path_budget": path_budget.as_dict(),
         "entries": [e.as_dict() for e in entries],
     }

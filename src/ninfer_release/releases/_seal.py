@@ -18,7 +18,15 @@ from ninfer_release.atomic import staged_directory
 from ninfer_release.checksums import render_sha256sums
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.jsonbytes import dumps_stable
-from ninfer_release.profiles import Lane, Profile, Release, RenderedConfig
+from ninfer_release.profiles import (
+    Lane,
+    PathBudget,
+    Profile,
+    Release,
+    RenderedConfig,
+    install_layout,
+    path_budget,
+)
 from ninfer_release.releases._budget import check_package_budget
 from ninfer_release.releases._contract import (
     SUMS_NAME,
@@ -56,6 +64,7 @@ class SealedSet:
     release_instance_id: str
     qualification: str
     cuda_runtime_version: str | None
+    path_budget: PathBudget
 
     def manifest_entry(self, lane: Lane) -> dict[str, Any]:
         """This lane's entry of the release manifest."""
@@ -238,6 +247,7 @@ def package_plan(
             zip_spdx_path(names_for_tag(lane.component_tag).stem): None,
         },
         component=lane.component_tag,
+        install_root=install_layout(profile).program_root,
     )
 
 
@@ -274,6 +284,7 @@ def build_native_set(
     facts = _lane_facts(release, lane, profile)
     profile_bytes = profile_asset(profile, rendered)
     spdx_member = zip_spdx_path(names.stem)
+    layout = install_layout(profile)
     plan = package_plan(lane=lane, profile=profile, rendered=rendered, staged=staged, recipe=recipe)
 
     def bytes_done(n: int) -> None:
@@ -384,6 +395,13 @@ def build_native_set(
             component_authors=(PUBLISHER,),
         )
         instance = release_instance_id(lane.component_tag, zres.sha256)
+        budget = path_budget(
+            layout,
+            package_paths=plan.names,
+            instance_id=instance,
+            extended_length=recipe.extended_length,
+            source=f"{recipe.path} + install layout of {profile.id}",
+        )
         binding = Binding(
             lane=lane.id,
             source_commit=lane.source_commit,
@@ -438,10 +456,10 @@ def build_native_set(
                 package=ref(names.zip),
                 model=release.model.as_dict(),
                 config_bytes_sha256=rendered.bytes_sha256,
-                config_path=ZIP_CONFIG_PATH,
+                layout=layout,
+                path_budget=budget,
                 cuda_runtime_version=cuda_runtime,
                 instance_id=instance,
-                install_root=recipe.install_root,
                 stand_ins=_stand_in_paths(staged, zip_name_of),
             )
         )
@@ -453,6 +471,7 @@ def build_native_set(
                 instance_id=instance,
                 qualification_status=receipts_status,
                 cuda_runtime_version=cuda_runtime,
+                path_budget=budget,
             )
         )
         entries = tuple(ref(n) for n in names.entries)
@@ -477,4 +496,5 @@ def build_native_set(
         release_instance_id=instance,
         qualification=receipts_status,
         cuda_runtime_version=cuda_runtime,
+        path_budget=budget,
     )

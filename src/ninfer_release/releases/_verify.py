@@ -14,7 +14,9 @@ Checks, each failure one line naming the file:
    source commit, release, release-instance id (derived from the package digest) and
    qualification status are the ones the qualification, route, profile and provenance records
    state -- so no single record can be relabelled (e.g. ``unqualified`` -> ``qualified``, which
-   decides whether a set may be published without ``--draft``) and re-sealed unnoticed.
+   decides whether a set may be published without ``--draft``) and re-sealed unnoticed;
+6. the install paths: every path the route block names (key, model, cache, checkpoints, config)
+   is where the config reads it, and no writable path is under ``C:\\Program Files``.
 
 The zip is never extracted to disk; what is read from it is bounded (unsafe names and bomb ratios
 are reported, not followed). Every byte of every file is hashed once.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import threading
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +45,7 @@ from ninfer_release.releases._contract import (
 )
 from ninfer_release.releases._receipts import merge_gates
 from ninfer_release.releases._records import release_instance_id
+from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, windows_join
 
 #: Small JSON/TOML entries are read whole; anything bigger than this is not one of ours.
 MAX_SMALL_ENTRY = 64 << 20  # 64 MiB
@@ -457,6 +461,10 @@ def _check_bindings(
         provenance=provenance,
         zip_sha256=digests.get(names.zip),
     )
+    if isinstance(route, dict) and config is not None and isinstance(manifest, dict):
+        _check_route_paths(
+            run, names, route=route, config=config, instance=manifest.get("release_instance_id")
+        )
     if route is not None and names.zip in digests:
         pkg = _get(route, "package") or {}
         run.expect(
@@ -477,6 +485,54 @@ def _check_bindings(
                 "model binding differs from the model entry",
                 f"{names.route}: model = {names.model}",
             )
+
+
+def _check_route_paths(
+    run: _Run, names: AssetNames, *, route: dict[str, Any], config: bytes, instance: Any
+) -> None:
+    """Check 6: every path the route names is where the config looks (issue 8 §3).
+
+    The config's ``[paths] data_root`` joined with its relative key, model, cache and checkpoint
+    paths (``<release-instance-id>`` = the manifest's id) must equal the route's absolute paths;
+    no writable path may sit under ``C:\\Program Files``.
+    """
+    before = len(run.failures)
+    try:
+        cfg = tomllib.loads(config.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        run.fail(names.config, f"is not UTF-8 TOML: {exc}")
+        return
+    root = _get(cfg, "paths", "data_root")
+    rels = {
+        "key_file": _get(cfg, "server", "bearer_key_file"),
+        "model_path": _get(cfg, "model", "path"),
+        "cache_root": _get(cfg, "checkpoint", "root"),
+        "checkpoint_dir": _get(cfg, "checkpoint", "dir_template"),
+    }
+    if not isinstance(root, str) or not all(isinstance(v, str) for v in rels.values()):
+        run.fail(names.config, "lacks paths.data_root or a relative key/model/checkpoint path")
+        return
+    want = {
+        k: windows_join(root, str(v).replace(INSTANCE_PLACEHOLDER, str(instance))) for k, v in rels.items()
+    }
+    want["data_root"] = root
+    install = _get(route, "install") or {}
+    for key, path in sorted(want.items()):
+        got = install.get(key) if isinstance(install, dict) else None
+        if got != path:
+            run.fail(names.route, f"install.{key} is {got!r}, but {names.config} reads {path!r}")
+    if _get(route, "bearer_key", "file") != want["key_file"]:
+        run.fail(names.route, f"bearer_key.file is not {want['key_file']!r}")
+    program = install.get("program_root") if isinstance(install, dict) else None
+    if not isinstance(program, str) or install.get("config") != windows_join(program, ZIP_CONFIG_PATH):
+        run.fail(names.route, f"install.config is not {ZIP_CONFIG_PATH} under install.program_root")
+    for key in ("data_root", "key_file", "model_path", "cache_root", "checkpoint_dir"):
+        if want[key].casefold().startswith("c:\\program files"):
+            run.fail(names.route, f"install.{key} {want[key]!r} is writable state under C:\\Program Files")
+    if len(run.failures) == before:
+        run.checked.append(
+            f"{names.route}: key, model, cache and checkpoint paths = where {names.config} reads"
+        )
 
 
 def _check_identity(
@@ -532,9 +588,6 @@ def _check_identity(
                 f"release_instance_id {manifest.get('release_instance_id')!r} is not {instance!r} "
                 "(component tag + package digest)",
             )
-        checkpoint = _get(route, "install", "checkpoint_dir") if isinstance(route, dict) else None
-        if route is not None and checkpoint != f"cache/{instance}/session-checkpoints-v3":
-            run.fail(names.route, f"install.checkpoint_dir {checkpoint!r} is not under cache/{instance}/")
     if len(run.failures) == before:
         run.checked.append(
             f"{names.manifest}: tag, lane, profile, source, release instance and qualification agree "
