@@ -271,6 +271,20 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         _set_key(".route.json", ("install", "checkpoint_dir"), "cache/x", deep=True),
         False,
     ),
+    # Issue 8 §3: the route's paths must be where the config reads, never under Program Files.
+    "route-key-file-program-files": (
+        _set_key(
+            ".route.json",
+            ("install", "key_file"),
+            "C:\\Program Files\\OMP NInfer\\v0.7.0-qwen38-4090-beta.2\\bearer.key",
+            deep=True,
+        ),
+        False,
+    ),
+    "route-data-root-moved": (
+        _set_key(".route.json", ("install", "data_root"), "C:\\Program Files\\x", deep=True),
+        False,
+    ),
     "route-model-store-as": (_set_key(".route.json", ("model", "store_as"), "v2.ninfer", deep=True), False),
     "profile-lane": (_set_key(".profile.json", ("lane",), "rtx3090", deep=True), False),
     "profile-config-hash": (

@@ -638,6 +638,8 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
             "provenance type",
         )
     _identity(run, stem, entries, manifest, qualification, route, profile, provenance, digests.get(n_zip))
+    if isinstance(route, dict) and config is not None and isinstance(manifest, dict):
+        _route_paths(run, n_route, n_config, route, config, manifest.get("release_instance_id"))
     if route is not None and n_zip in digests:
         pkg = _get(route, "package") or {}
         run.expect(
@@ -752,6 +754,71 @@ def _cdx_hashes(doc: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+_TOML_STRING = re.compile(r'^([A-Za-z0-9_]+) = "((?:[^"\\]|\\.)*)"$')
+
+
+def _config_strings(config: bytes) -> dict[str, str] | None:
+    """``table.key`` -> value of every one-line basic string of our rendered config (no tomllib in 3.9)."""
+    try:
+        text = config.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    out: dict[str, str] = {}
+    table = ""
+    for line in text.split("\n"):
+        if line.startswith("[") and line.endswith("]"):
+            table = line[1:-1]
+            continue
+        m = _TOML_STRING.match(line)
+        if m:
+            value = re.sub(r"\\(.)", lambda x: x.group(1), m.group(2))
+            out[f"{table}.{m.group(1)}" if table else m.group(1)] = value
+    return out
+
+
+def _route_paths(
+    run: Run, n_route: str, n_config: str, route: dict[str, Any], config: bytes, instance: Any
+) -> None:
+    """Every path the route names is where the config reads it; nothing writable under Program Files
+    (the same rule as ``ninfer-release verify``, docs/install-layout.md)."""
+    cfg = _config_strings(config)
+    if cfg is None:
+        run.fail(n_config, "is not UTF-8")
+        return
+    root = cfg.get("paths.data_root")
+    keys = {
+        "key_file": "server.bearer_key_file",
+        "model_path": "model.path",
+        "cache_root": "checkpoint.root",
+        "checkpoint_dir": "checkpoint.dir_template",
+    }
+    if root is None or any(k not in cfg for k in keys.values()):
+        run.fail(n_config, "lacks paths.data_root or a relative key/model/checkpoint path")
+        return
+
+    def join(rel: str) -> str:
+        return root.rstrip("\\") + "\\" + rel.replace("/", "\\")
+
+    want = {k: join(cfg[v].replace("<release-instance-id>", str(instance))) for k, v in keys.items()}
+    want["data_root"] = root
+    install = _get(route, "install")
+    install = install if isinstance(install, dict) else {}
+    for key, path in sorted(want.items()):
+        if install.get(key) != path:
+            run.fail(n_route, f"install.{key} is not where {n_config} reads it ({path!r})")
+    if _get(route, "bearer_key", "file") != want["key_file"]:
+        run.fail(n_route, "bearer_key.file is not install.key_file")
+    program = install.get("program_root")
+    if (
+        not isinstance(program, str)
+        or install.get("config") != program.rstrip("\\") + "\\config\\ninfer.toml"
+    ):
+        run.fail(n_route, "install.config is not config/ninfer.toml under install.program_root")
+    for key in ("data_root", "key_file", "model_path", "cache_root", "checkpoint_dir"):
+        if want[key].casefold().startswith("c:\\program files"):
+            run.fail(n_route, f"install.{key} is writable state under C:\\Program Files")
+
+
 def _identity(
     run: Run,
     stem: str,
@@ -808,9 +875,6 @@ def _identity(
         instance = f"{tag}-{zip_sha256[:16]}"
         if manifest.get("release_instance_id") != instance:
             run.fail(n_manifest, f"release_instance_id is not {instance!r}")
-        checkpoint = _get(route, "install", "checkpoint_dir") if isinstance(route, dict) else None
-        if route is not None and checkpoint != f"cache/{instance}/session-checkpoints-v3":
-            run.fail(n_route, f"install.checkpoint_dir {checkpoint!r} is not under cache/{instance}/")
 
 
 def main(argv: list[str] | None = None) -> int:
