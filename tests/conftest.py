@@ -30,6 +30,8 @@ pytest_plugins = ["registry_fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
 REQUIRE = os.environ.get("NINFER_REQUIRE_SERVICES") == "1"
+# Builds in tests use a deflate cache of their own (packaging.DeflateCache), never the user's.
+os.environ.setdefault("NINFER_DEFLATE_CACHE", tempfile.mkdtemp(prefix="ninfer-test-deflate-cache-"))
 
 
 def unavailable(reason: str) -> None:

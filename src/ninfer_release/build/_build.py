@@ -12,6 +12,7 @@ same bytes. ``OUT`` is created complete or not at all and never overwritten.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,6 +221,8 @@ def _native_lane(
         repo_root=release.repo_root,
         workers=workers,
         progress=(lambda phase, n: progress(lane_phase(lane.id, phase), n)) if progress else None,
+        # Shared by every lane of the process and by later builds: identical DLLs deflate once.
+        deflate_cache=packaging.DeflateCache.from_env(os.environ),
     )
     verified = None
     if verify:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from ninfer_release.lazyexports import lazy_exports
 
 if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.packaging._cache import DeflateCache
     from ninfer_release.packaging._compress import DEFAULT_CHUNK, CompressedMember, compress_members
     from ninfer_release.packaging._paths import DEFAULT_INSTALL_ROOT, MAX_PATH, check_windows_paths
     from ninfer_release.packaging._recipe import (
@@ -80,6 +81,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     from ninfer_release.packaging._zlib import DEFLATE_ENGINE
 
 _EXPORTS = {
+    "._cache": ("DeflateCache",),
     "._compress": (
         "DEFAULT_CHUNK",
         "CompressedMember",
@@ -144,6 +146,7 @@ __all__ = [
     "TODO_MARKER",
     "BuildInfo",
     "CompressedMember",
+    "DeflateCache",
     "DependencyLock",
     "EngineFile",
     "IncludeRule",

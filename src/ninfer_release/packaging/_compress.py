@@ -30,13 +30,14 @@ import hashlib
 import os
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import Digests
+from ninfer_release.packaging._cache import CachedStream, DeflateCache
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, STORED
 from ninfer_release.packaging._zlib import engine as zlib
@@ -143,6 +144,8 @@ def compress_members(
     level: int | None = None,
     chunk_size: int = DEFAULT_CHUNK,
     progress: Callable[[int], None] | None = None,
+    cache: DeflateCache | None = None,
+    known_sha256: Mapping[str, str] | None = None,
 ) -> list[CompressedMember]:
     """Read each entry once; return its digests and deflate stream spooled under ``workdir``.
 
@@ -153,6 +156,11 @@ def compress_members(
     :func:`write_zip` has run — ``workdir`` is the caller's private temp dir.
 
     Memory: at most about ``4 × workers × chunk_size`` bytes (32 MiB at the defaults).
+
+    ``cache`` with ``known_sha256`` (staged path → the SHA-256 its bytes must have, e.g. the
+    lock's): such a member's deflate stream is taken from the cache when its bytes, read and
+    hashed once as always, have that SHA-256 (no deflate), and stored there after it was
+    deflated (:mod:`._cache`). The result's bytes are the same with or without a cache.
 
     Raises:
         InputError: a staged file cannot be read, or a generated entry has no bytes yet.
@@ -210,6 +218,15 @@ def compress_members(
 
         try:
             for entry in items:
+                hit = _lookup(entry, cache, known_sha256, lvl, chunk_size, workdir)
+                if hit is not None:
+                    while pending:  # keep the result in input order
+                        drain_one()
+                    member = _from_cache(entry, hit, known_sha256 or {}, chunk_size, progress)
+                    if member is not None:
+                        done.append(member)
+                        continue
+                    hit.path.unlink(missing_ok=True)  # bytes differ from the key: deflate them
                 state = _State(entry=entry)
                 zdict: bytes | None = None
                 for piece, last in _pieces(entry, chunk_size):
@@ -230,6 +247,23 @@ def compress_members(
                     zdict = piece[-_WINDOW:] if not last else None
             while pending:
                 drain_one()
+            out.flush()
+            if cache is not None and known_sha256:
+                for m in done:
+                    key = known_sha256.get(m.staged_path) if m.staged_path else None
+                    if m.spool == spool and key == m.sha256:
+                        cache.store(
+                            m.sha256,
+                            level=lvl,
+                            chunk_size=chunk_size,
+                            spool=spool,
+                            offset=m.spool_offset,
+                            length=m.spool_length,
+                            method=m.method,
+                            size=m.size,
+                            crc32=m.crc32,
+                            sha1=m.sha1,
+                        )
         except BaseException:
             for _, fut, _, _ in pending:
                 if fut is not None:
@@ -238,6 +272,63 @@ def compress_members(
             spool.unlink(missing_ok=True)
             raise
     return done
+
+
+def _lookup(
+    entry: PlanEntry,
+    cache: DeflateCache | None,
+    known: Mapping[str, str] | None,
+    level: int,
+    chunk_size: int,
+    workdir: Path,
+) -> CachedStream | None:
+    key = known.get(entry.staged_path) if known and entry.staged_path else None
+    if cache is None or key is None or entry.source is None:
+        return None
+    try:
+        size = entry.source.stat().st_size
+    except OSError:
+        return None  # reading it reports the problem
+    return cache.lookup(key, size=size, level=level, chunk_size=chunk_size, workdir=workdir)
+
+
+def _from_cache(
+    entry: PlanEntry,
+    hit: CachedStream,
+    known: Mapping[str, str],
+    chunk_size: int,
+    progress: Callable[[int], None] | None,
+) -> CompressedMember | None:
+    """Read and hash the entry once; the member with the cached stream if the bytes are the key's."""
+    state = _State(entry=entry)
+    for piece, _ in _pieces(entry, chunk_size):
+        state.sha256.update(piece)
+        state.sha1.update(piece)
+        state.crc = zlib.crc32(piece, state.crc)
+        state.size += len(piece)
+        if progress is not None and piece:
+            progress(len(piece))
+    sha256, sha1 = state.sha256.hexdigest(), state.sha1.hexdigest()
+    if (sha256, sha1, state.crc, state.size) != (
+        known.get(entry.staged_path or ""),
+        hit.sha1,
+        hit.crc32,
+        hit.size,
+    ):
+        return None
+    return CompressedMember(
+        name=entry.name,
+        staged_path=entry.staged_path,
+        size=state.size,
+        crc32=state.crc,
+        sha256=sha256,
+        sha1=sha1,
+        method=hit.method,
+        compressed_size=state.size if hit.method == STORED else hit.length,
+        spool=hit.path,
+        spool_offset=0,
+        spool_length=hit.length,
+    )
 
 
 def _finish(state: _State, spool: Path) -> CompressedMember:

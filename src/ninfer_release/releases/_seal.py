@@ -265,8 +265,13 @@ def build_native_set(
     repo_root: Path,
     workers: int = 2,
     progress: ProgressFn | None = None,
+    deflate_cache: packaging.DeflateCache | None = None,
 ) -> SealedSet:
     """Build the package of ``lane`` and seal its 11-file asset set into ``out`` (must not exist).
+
+    ``deflate_cache``: the redistributables' deflate streams come from it when their bytes have the
+    lock's SHA-256, and go into it otherwise (:class:`~ninfer_release.packaging.DeflateCache`);
+    the package bytes are the same with or without it.
 
     Every staged byte is read once (hashing, lock check, SPDX and deflate share that read).
     ``out`` appears complete or not at all. ``receipts`` (any lane's; :func:`read_receipts`) are
@@ -303,6 +308,8 @@ def build_native_set(
                 workers=workers,
                 level=plan.deflate_level,
                 progress=bytes_done,
+                cache=deflate_cache,
+                known_sha256={r.file: r.sha256 for r in staged.lock.redistributables},
             )
         )
         sha_of = {m.staged_path: m.sha256 for m in members if m.staged_path is not None}

@@ -1,0 +1,178 @@
+"""The persistent deflate cache (issue 13): same bytes with and without it, verified on use, bounded."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+import ninfer_release.packaging._compress as _compress
+from flow_support import RELEASE, samples
+from ninfer_release.packaging import DeflateCache, PlanEntry, compress_members, write_zip
+
+CHUNK = 64 << 10
+EPOCH = 315532800
+
+
+def _tree(tmp_path: Path) -> dict[str, bytes]:
+    data = {
+        "bin/a.dll": b"MZ" + b"cuda runtime bytes " * 20000,
+        "bin/b.dll": b"MZ" + bytes(range(256)) * 900,
+        "bin/engine.exe": b"MZ engine " * 5000,
+    }
+    for name, content in data.items():
+        (tmp_path / "staged" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "staged" / name).write_bytes(content)
+    return data
+
+
+def _build(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str]) -> bytes:
+    work = tmp_path / label
+    work.mkdir()
+    entries = [
+        PlanEntry(name=name, source=tmp_path / "staged" / name, staged_path=name)
+        for name in ("bin/a.dll", "bin/b.dll", "bin/engine.exe")
+    ]
+    members = compress_members(entries, workdir=work, chunk_size=CHUNK, cache=cache, known_sha256=known)
+    return write_zip(members, work / "p.zip", epoch=EPOCH).path.read_bytes()
+
+
+def _count_deflates(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    original = _compress._deflate_piece
+
+    def counted(*args: object) -> bytes:
+        calls[0] += 1
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_compress, "_deflate_piece", counted)
+    return calls
+
+
+@pytest.fixture
+def known(tmp_path: Path) -> dict[str, str]:
+    data = _tree(tmp_path)
+    return {name: hashlib.sha256(data[name]).hexdigest() for name in ("bin/a.dll", "bin/b.dll")}
+
+
+def test_same_bytes_without_cache_cold_and_warm_and_no_deflate_when_warm(
+    tmp_path: Path, known: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _build(tmp_path, "plain", None, known)
+    cold = _build(tmp_path, "cold", cache, known)
+    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 2  # the two known members only
+    calls = _count_deflates(monkeypatch)
+    warm = _build(tmp_path, "warm", cache, known)
+    assert plain == cold == warm
+    assert calls[0] == 1  # engine.exe (no known digest); a.dll and b.dll came from the cache
+
+
+def test_a_corrupt_entry_is_detected_deleted_and_rebuilt(tmp_path: Path, known: dict[str, str]) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _build(tmp_path, "plain", None, known)
+    _build(tmp_path, "cold", cache, known)
+    (stream,) = (tmp_path / "cache").glob(f"*/{known['bin/a.dll']}.bin")
+    damaged = bytearray(stream.read_bytes())
+    damaged[len(damaged) // 2] ^= 0x40
+    stream.write_bytes(bytes(damaged))
+    assert cache.lookup(known["bin/a.dll"], size=(tmp_path / "staged/bin/a.dll").stat().st_size,
+                        level=6, chunk_size=CHUNK, workdir=tmp_path) is None  # fmt: skip
+    assert not stream.exists()  # deleted on detection
+    assert _build(tmp_path, "again", cache, known) == plain
+    assert stream.exists()  # stored again from a fresh deflate
+
+
+def test_bytes_that_are_not_the_keys_never_use_the_entry(tmp_path: Path, known: dict[str, str]) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    _build(tmp_path, "cold", cache, known)
+    # Same size, other bytes, but the lock still claims the old digest: the stream must not be used.
+    original = (tmp_path / "staged/bin/a.dll").read_bytes()
+    (tmp_path / "staged/bin/a.dll").write_bytes(original[:-1] + b"!")
+    out = _build(tmp_path, "changed", cache, known)
+    fresh = _build(tmp_path, "fresh", None, known)
+    assert out == fresh
+
+
+def test_the_cache_stays_within_its_bound(tmp_path: Path, known: dict[str, str]) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    _build(tmp_path, "cold", cache, known)
+    sizes = sorted(p.stat().st_size for p in (tmp_path / "cache").glob("*/*.bin"))
+    small = DeflateCache(root=tmp_path / "cache", max_bytes=sizes[-1])
+    small.evict()
+    left = [p.stat().st_size for p in (tmp_path / "cache").glob("*/*.bin")]
+    assert sum(left) <= sizes[-1] and len(left) == 1
+    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 1  # no record without its stream
+
+
+def test_concurrent_stores_and_lookups_of_one_key(tmp_path: Path, known: dict[str, str]) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _build(tmp_path, "plain", None, known)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            assert _build(tmp_path, f"t{i}", cache, known) == plain
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for record in (tmp_path / "cache").glob("*/*.json"):
+        doc = json.loads(record.read_bytes())
+        assert hashlib.sha256(record.with_suffix(".bin").read_bytes()).hexdigest() == doc["stream_sha256"]
+
+
+def test_location_from_the_environment(tmp_path: Path) -> None:
+    assert DeflateCache.from_env({"NINFER_DEFLATE_CACHE": "off", "HOME": "/h"}) is None
+    assert DeflateCache.from_env({}) is None
+    assert DeflateCache.from_env({"NINFER_DEFLATE_CACHE": str(tmp_path)}).root == tmp_path  # type: ignore[union-attr]
+    assert DeflateCache.from_env({"NINFER_CACHE": "/c", "HOME": "/h"}).root == Path("/c/deflate")  # type: ignore[union-attr]
+    home = DeflateCache.from_env({"HOME": "/h", "NINFER_DEFLATE_CACHE_MAX_MIB": "5"})
+    assert (
+        home is not None
+        and home.root == Path("/h/.cache/ninfer-release/deflate")
+        and home.max_bytes == 5 << 20
+    )
+
+
+def test_build_release_deflates_shared_dlls_once_and_output_is_identical(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ninfer_release.build import build_release
+
+    src = samples(tmp_path_factory)
+    cache = tmp_path / "cache"
+    calls = _count_deflates(monkeypatch)
+    outs, deflated = {}, {}
+    for label, setting in (("off", "off"), ("cold", str(cache)), ("warm", str(cache))):
+        monkeypatch.setenv("NINFER_DEFLATE_CACHE", setting)
+        outs[label] = tmp_path / label
+        calls[0] = 0
+        build_release(RELEASE, inputs=src, out=outs[label], env=dict(os.environ), offline=True)
+        deflated[label] = calls[0]
+    for lane in ("rtx4090", "rtx3090"):
+        for name in sorted(p.name for p in (outs["off"] / lane).iterdir()):
+            data = (outs["off"] / lane / name).read_bytes()
+            assert (outs["cold"] / lane / name).read_bytes() == data, name
+            assert (outs["warm"] / lane / name).read_bytes() == data, name
+    locks = [
+        json.loads((src / lane / "dependencies.lock.json").read_bytes())["redistributables"]
+        for lane in ("rtx4090", "rtx3090")
+    ]
+    first = {r["sha256"] for r in locks[0]}
+    shared = [r for r in locks[1] if r["sha256"] in first]
+    assert shared  # both sample lanes ship the same CUDA and C runtime DLLs
+    # Every sample redistributable is one 4 MiB piece: the second lane deflated none of the shared ones,
+    # and an unchanged rebuild deflates no redistributable at all.
+    assert deflated["off"] - deflated["cold"] == len(shared)
+    assert deflated["off"] - deflated["warm"] == len(locks[0]) + len(locks[1])
+    assert {p.stem for p in cache.glob("*/*.json")} == first | {r["sha256"] for r in locks[1]}
