@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import ninfer_release.packaging._compress as _compress
 from flow_support import RELEASE, samples
 from ninfer_release.packaging import DeflateCache, PlanEntry, compress_members, write_zip
+from zip_support import count_deflates
 
 CHUNK = 64 << 10
 EPOCH = 315532800
@@ -41,18 +41,6 @@ def _build(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[s
     return write_zip(members, work / "p.zip", epoch=EPOCH).path.read_bytes()
 
 
-def _count_deflates(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    original = _compress._deflate_piece
-
-    def counted(*args: object) -> bytes:
-        calls[0] += 1
-        return original(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(_compress, "_deflate_piece", counted)
-    return calls
-
-
 @pytest.fixture
 def known(tmp_path: Path) -> dict[str, str]:
     data = _tree(tmp_path)
@@ -66,7 +54,7 @@ def test_same_bytes_without_cache_cold_and_warm_and_no_deflate_when_warm(
     plain = _build(tmp_path, "plain", None, known)
     cold = _build(tmp_path, "cold", cache, known)
     assert len(list((tmp_path / "cache").glob("*/*.json"))) == 2  # the two known members only
-    calls = _count_deflates(monkeypatch)
+    calls = count_deflates(monkeypatch)
     warm = _build(tmp_path, "warm", cache, known)
     assert plain == cold == warm
     assert calls[0] == 1  # engine.exe (no known digest); a.dll and b.dll came from the cache
@@ -151,7 +139,7 @@ def test_build_release_deflates_shared_dlls_once_and_output_is_identical(
 
     src = samples(tmp_path_factory)
     cache = tmp_path / "cache"
-    calls = _count_deflates(monkeypatch)
+    calls = count_deflates(monkeypatch)
     outs, deflated = {}, {}
     for label, setting in (("off", "off"), ("cold", str(cache)), ("warm", str(cache))):
         monkeypatch.setenv("NINFER_DEFLATE_CACHE", setting)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import ninfer_release.packaging._compress as _compress
 from ninfer_release.packaging import PlanEntry, compress_members, write_zip
 from ninfer_release.packaging._zipformat import DEFLATED, STORED
+from zip_support import count_deflates
 
 CHUNK = 64 << 10  # the smallest piece compress_members accepts
 
@@ -25,18 +25,6 @@ def _noise(n: int, seed: int = 13) -> bytes:
 
 def _text(n: int) -> bytes:
     return (b"deterministic release bytes " * (n // 28 + 1))[:n]
-
-
-def _count_deflates(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    original = _compress._deflate_piece
-
-    def counted(*args: object) -> bytes:
-        calls[0] += 1
-        return original(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(_compress, "_deflate_piece", counted)
-    return calls
 
 
 def _zip(tmp_path: Path, name: str, data: bytes, workers: int) -> tuple[int, bytes]:
@@ -54,7 +42,7 @@ def _zip(tmp_path: Path, name: str, data: bytes, workers: int) -> tuple[int, byt
 def test_incompressible_first_piece_stores_the_member_without_deflating_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = _count_deflates(monkeypatch)
+    calls = count_deflates(monkeypatch)
     data = _noise(40 * CHUNK)
     method, _ = _zip(tmp_path, "bin/noise.bin", data, workers=2)
     assert method == STORED

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from ninfer_release.packaging import PlanEntry, compress_members, write_zip
 from ninfer_release.packaging._zipformat import CENTRAL_FMT
@@ -39,3 +40,18 @@ def patch_central(path: Path, index: int, **fields: int) -> None:
     for key, value in fields.items():
         struct.pack_into("<I", data, pos + slots[key], value)
     path.write_bytes(bytes(data))
+
+
+def count_deflates(monkeypatch: Any) -> list[int]:
+    """Count calls of the per-piece deflate (``packaging._compress._deflate_piece``): ``[n]``."""
+    import ninfer_release.packaging._compress as compress
+
+    calls = [0]
+    original = compress._deflate_piece
+
+    def counted(*args: Any) -> bytes:
+        calls[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(compress, "_deflate_piece", counted)
+    return calls

@@ -90,6 +90,13 @@ class _State:
     length: int = 0
     method: int | None = None  # decided when the first piece's deflate is done
 
+    def update(self, piece: bytes) -> None:
+        """Account for the next piece of the member's bytes (digests, CRC, size)."""
+        self.sha256.update(piece)
+        self.sha1.update(piece)
+        self.crc = zlib.crc32(piece, self.crc)
+        self.size += len(piece)
+
 
 def _deflate_piece(data: bytes, zdict: bytes | None, level: int, final: bool) -> bytes:
     if zdict:
@@ -230,10 +237,7 @@ def compress_members(
                 state = _State(entry=entry)
                 zdict: bytes | None = None
                 for piece, last in _pieces(entry, chunk_size):
-                    state.sha256.update(piece)
-                    state.sha1.update(piece)
-                    state.crc = zlib.crc32(piece, state.crc)
-                    state.size += len(piece)
+                    state.update(piece)
                     while len(pending) >= 2 * workers:
                         drain_one()
                     # A member already decided "stored" deflates nothing more (incompressible data
@@ -302,10 +306,7 @@ def _from_cache(
     """Read and hash the entry once; the member with the cached stream if the bytes are the key's."""
     state = _State(entry=entry)
     for piece, _ in _pieces(entry, chunk_size):
-        state.sha256.update(piece)
-        state.sha1.update(piece)
-        state.crc = zlib.crc32(piece, state.crc)
-        state.size += len(piece)
+        state.update(piece)
         if progress is not None and piece:
             progress(len(piece))
     sha256, sha1 = state.sha256.hexdigest(), state.sha1.hexdigest()
