@@ -151,6 +151,17 @@ def test_release_job_downloads_assembles_verifies_and_publishes_drafts() -> None
     assert publish[publish.index("--to") + 1] == "oci://$REGISTRY/omp-ninfer/$lane"
 
 
+def test_release_job_passes_registry_credentials_from_repository_secrets() -> None:
+    """Publishing to a real registry needs credentials: the release job hands the repository
+    secrets to ninfer-release's variables (docs/publishing.md, "Registry client"), never inline."""
+    job = _workflow()["jobs"]["release"]
+    env = job["env"]
+    assert env["NINFER_REGISTRY_USERNAME"] == "${{ secrets.NINFER_REGISTRY_USERNAME || '' }}"
+    assert env["NINFER_REGISTRY_PASSWORD"] == "${{ secrets.NINFER_REGISTRY_PASSWORD || '' }}"
+    assert env["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN || '' }}"
+    assert job["permissions"]["packages"] == "write"
+
+
 def test_every_command_in_the_workflow_exists_with_its_options() -> None:
     """Each ``ninfer-release …`` line names a real command (``--help`` exits 0) and only its options."""
     invocations = _all_invocations()

@@ -17,7 +17,7 @@ from ninfer_release.registry._client import (
 )
 from ninfer_release.registry._credentials import Credential, docker_config_path, find_credential
 from ninfer_release.registry._options import RegistryOptions
-from ninfer_release.registry._referrers import ArtifactPush, push_artifact
+from ninfer_release.registry._referrers import ArtifactPush, fallback_tag, push_artifact, referrers_of
 from ninfer_release.registry._transport import Challenge, RegistryError, is_loopback_host
 
 __all__ = [
@@ -32,7 +32,9 @@ __all__ = [
     "RegistryError",
     "RegistryOptions",
     "docker_config_path",
+    "fallback_tag",
     "find_credential",
     "is_loopback_host",
     "push_artifact",
+    "referrers_of",
 ]

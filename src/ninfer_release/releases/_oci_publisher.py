@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ninfer_release.errors import IntegrityError, Problem, PublishError
+from ninfer_release.hashing import sha256_bytes
 from ninfer_release.registry import (
     BlobSource,
     Progress,
@@ -32,13 +33,17 @@ from ninfer_release.registry import (
     RegistryError,
     RegistryOptions,
     push_artifact,
+    referrers_of,
 )
 from ninfer_release.releases._publish import (
+    ANN_SUPERSEDED_BY,
     INDEX_MEDIA_TYPE,
     MANIFEST_MEDIA_TYPE,
+    SUPERSESSION_TYPE,
     ArtifactPlan,
     Blob,
     StorePublisher,
+    is_valid_tag,
 )
 
 _LOCK_POLL = 0.05  # seconds between attempts to take a host-local publish lock
@@ -115,6 +120,28 @@ class OciPublisher(StorePublisher):
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _superseded_by(self, tag: str) -> str | None:
+        # The marker's own tag (<tag>.superseded) first; then the OCI referrers of the tag's
+        # manifest (the registry's referrers API, else the sha256-<hex> tag-schema index), which
+        # also finds a marker whose tag was deleted or that another tool wrote.
+        by = super()._superseded_by(tag)
+        if by is not None or not is_valid_tag(tag):
+            return by
+        data = self._read_manifest(tag)
+        if data is None:
+            return None
+        try:
+            found = referrers_of(
+                self.client, self.repository, "sha256:" + sha256_bytes(data), artifact_type=SUPERSESSION_TYPE
+            )
+        except RegistryError as exc:
+            raise self._refused(exc) from None
+        for desc in found:
+            annotations = desc.get("annotations")
+            by = annotations.get(ANN_SUPERSEDED_BY) if isinstance(annotations, dict) else None
+            return str(by or "?")
+        return None
 
     def _read_manifest(self, ref: str) -> bytes | None:
         try:
