@@ -10,7 +10,6 @@ import pytest
 
 from conftest import need_tool
 from containers_support import (
-    DENIED,
     RECIPE,
     RELEASE_EPOCH,
     FakeEngine,
@@ -19,7 +18,8 @@ from containers_support import (
     make_samples,
 )
 from ninfer_release.containers import DockerBackend, PushTarget, build_image, load_recipe
-from ninfer_release.errors import BackendError, ExitCode
+from ninfer_release.errors import ExitCode
+from registry_fixtures import LoopbackCA, Registry
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +157,8 @@ def test_push_refused_by_registry_is_exit_6_and_nothing_recorded(
     )  # fmt: skip
     assert code == ExitCode.BACKEND
     errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and "docker push" in errors[0]
+    assert len(errors) == 1 and f"push 127.0.0.1:{port}/ninfer/runtime:refused" in errors[0], stderr
+    assert "unreachable: Connection refused" in errors[0]
     assert not out.exists()
 
 
@@ -180,19 +181,24 @@ def test_daemon_not_running_is_exit_6_one_line(tmp_path: Path, samples: Samples,
 # --- fake Engine API: errors inside a 200 stream (C39) --------------------------------------------
 
 
-def test_c39_push_denied_inside_200_stream_fails_exit_6(tmp_path: Path, samples: Samples, run_cli) -> None:  # type: ignore[no-untyped-def]
-    """C39: push answered 200, stream ends in errorDetail → exit 6, message shown, nothing recorded."""
-    with fake_engine(FakeEngine(push_error=DENIED)) as engine:
+def test_push_refused_by_an_authenticating_registry_fails_exit_6(
+    tmp_path: Path, samples: Samples, run_cli, tls_registry: Registry, test_ca: LoopbackCA
+) -> None:  # type: ignore[no-untyped-def]
+    """The push goes through the registry client, not the engine: a TLS + htpasswd registry with
+    no credentials for it refuses → exit 6, one line, nothing recorded, the engine never pushes."""
+    with fake_engine(FakeEngine()) as engine:
         out = tmp_path / "o"
         code, stdout, stderr = run_cli(
             *_build_args(samples, out, "--backend", "docker", "--docker-host", engine.url, "--no-smoke",
-                         "--push", "127.0.0.1:5000/ninfer/runtime:denied")
+                         "--push", f"{tls_registry.host}/ninfer/runtime:denied"),
+            env={"SSL_CERT_FILE": str(test_ca.ca), "DOCKER_CONFIG": str(tmp_path / "no-config")},
         )  # fmt: skip
     assert code == ExitCode.BACKEND
-    assert DENIED in stderr
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "requires a login and no credentials were found" in errors[0], stderr
     assert "pushed" not in stdout
-    assert not out.exists(), "a denied push must not leave a build record claiming publication"
-    assert any(c.endswith("/push") for c in engine.calls)  # the push was really attempted
+    assert not out.exists(), "a refused push must not leave a build record claiming publication"
+    assert not any(c.endswith("/push") for c in engine.calls)
 
 
 def test_c39_load_error_inside_200_stream_fails_exit_6(tmp_path: Path, samples: Samples, run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -209,22 +215,21 @@ def test_c39_load_error_inside_200_stream_fails_exit_6(tmp_path: Path, samples: 
     assert not any(c.endswith(("/push", "/tag")) for c in engine.calls)
 
 
-def test_c39_backend_raises_on_error_detail_and_records_success_digest(built: Path) -> None:
-    """Library level: the backend raises BackendError on errorDetail, and records the digest on success."""
+def test_push_records_the_built_manifest_digest(built: Path, registry: str) -> None:
+    """Library level: the push uploads the layout's exact bytes, so the recorded digest is the
+    built manifest digest, and the registry serves those bytes under the tag."""
     import dataclasses
 
     from ninfer_release.containers import read_build_result
+    from ninfer_release.registry import RegistryClient
 
     result = read_build_result(built)
-    with fake_engine(FakeEngine(push_error=DENIED)) as engine:
-        backend = DockerBackend(
-            base_url=engine.url, smoke=None, push=PushTarget.parse("127.0.0.1:5000/a/b:t")
-        )
-        with pytest.raises(BackendError, match="denied: requested access"):
-            backend.deliver(result)
     with fake_engine(FakeEngine()) as engine:
-        backend = DockerBackend(
-            base_url=engine.url, smoke=None, push=PushTarget.parse("127.0.0.1:5000/a/b:t")
-        )
+        backend = DockerBackend(base_url=engine.url, smoke=None, push=PushTarget.parse(f"{registry}/a/b:t"))
         facts = backend.deliver(dataclasses.replace(result))
-    assert facts["pushed"]["digest"] == "sha256:" + "ab" * 32
+    assert facts["pushed"] == {
+        "reference": f"{registry}/a/b:t@{result.manifest_digest}",
+        "digest": result.manifest_digest,
+    }
+    served = RegistryClient(registry).get_manifest("a/b", "t")
+    assert served is not None and served.digest == result.manifest_digest

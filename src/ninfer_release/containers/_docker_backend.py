@@ -1,10 +1,15 @@
-"""The docker backend (docker SDK): load, tag, smoke-run with ``--network none``, push (DESIGN.md §7).
+"""The docker backend (docker SDK): load, smoke-run with ``--network none``, push (DESIGN.md §7).
 
 The only module of the package that imports ``docker``. The Engine API answers ``/images/load``
-and ``/images/{name}/push`` with HTTP 200 and reports failure as an ``errorDetail`` line inside
-the progress stream; every stream is read to the end and any ``errorDetail``/``error`` is a
-:class:`BackendError` (C39, docker/docker-py#3161). Nothing is recorded as pushed unless the
-stream ended with the pushed digest and no error.
+with HTTP 200 and reports failure as an ``errorDetail`` line inside the progress stream; every
+stream is read to the end and any ``errorDetail``/``error`` is a :class:`BackendError` (C39,
+docker/docker-py#3161).
+
+The push does not go through the engine: the built OCI layout's exact blobs and manifest are
+uploaded with the one registry client (:mod:`ninfer_release.registry`: docker's credentials,
+TLS, chunked uploads, retries, deadlines), so the pushed digest *is* the built manifest digest
+(an engine re-encodes the manifest) and the push needs no engine-side login. Nothing is recorded
+as pushed unless the registry confirmed the manifest.
 
 ``docker`` (and ``requests`` under it) are imported when a backend is used, not when the package
 is imported: they cost about half a second, which every other command would pay.
@@ -70,7 +75,7 @@ def _check_stream(chunks: Iterable[Any], *, what: str) -> list[dict[str, Any]]:
 
 
 class DockerBackend:
-    """Deliver a built image through a docker engine: load → verify id → tag → smoke-run → push.
+    """Deliver a built image through a docker engine: load → verify id → smoke-run → push.
 
     ``base_url`` is the Engine API (``unix://...`` or ``tcp://127.0.0.1:PORT``); ``timeout`` in
     seconds per API call; ``push`` is optional.
@@ -133,7 +138,7 @@ class DockerBackend:
         if self.smoke is not None:
             facts["smoke"] = self._smoke(api, image_id, self.smoke)
         if self.push is not None:
-            facts["pushed"] = self._push(api, image_id, self.push)
+            facts["pushed"] = push_layout(result, self.push)
         return facts
 
     def _smoke(self, api: Any, image_id: str, smoke: SmokeSpec) -> dict[str, Any]:
@@ -161,20 +166,37 @@ class DockerBackend:
             raise BackendError(f"smoke run output lacks {smoke.expect!r}: {last[0]}")
         return {"args": list(smoke.args), "exit_code": code, "network": "none", "output": output.strip()}
 
-    def _push(self, api: Any, image_id: str, target: PushTarget) -> dict[str, Any]:
-        api.tag(image_id, target.repository, target.tag, force=True)
-        chunks = _check_stream(
-            api.push(target.repository, tag=target.tag, stream=True, decode=True),
-            what=f"docker push {target}",
-        )
-        digest = ""
-        for c in chunks:
-            aux = c.get("aux")
-            if isinstance(aux, dict) and aux.get("Digest"):
-                digest = str(aux["Digest"])
-        if not digest:
-            raise BackendError(f"docker push {target}: the engine reported no pushed digest")
-        return {"reference": f"{target}@{digest}", "digest": digest}
+
+def push_layout(result: ImageBuildResult, target: PushTarget) -> dict[str, Any]:
+    """Upload ``result``'s layout (layers, config, then the manifest under ``target.tag``) with the
+    registry client; returns ``{"reference": "REPO:TAG@DIGEST", "digest": DIGEST}``.
+
+    Raises:
+        BackendError: the registry refused or failed (one line, exit 6); the registry stored a
+            manifest digest other than the built one.
+    """
+    from ninfer_release.registry import BlobSource, RegistryClient, RegistryError
+
+    from ._oci import MT_MANIFEST, blob_path, parse_manifest
+
+    host, _, repo = target.repository.partition("/")
+    data = blob_path(result.layout, result.manifest_digest).read_bytes()
+    config, layers = parse_manifest(data, where=f"{result.layout}: {result.manifest_digest}")
+    client = RegistryClient(host)
+    try:
+        for desc in (*layers, config):
+            source = BlobSource(
+                digest=desc.digest, size=desc.size, path=blob_path(result.layout, desc.digest)
+            )
+            client.push_blob(repo, source)
+        put = client.put_manifest(repo, target.tag, data, MT_MANIFEST)
+    except RegistryError as exc:
+        raise BackendError(f"push {target}: {exc}") from None
+    finally:
+        client.close()
+    if put.digest != result.manifest_digest:  # pragma: no cover - put_manifest hashes our bytes
+        raise BackendError(f"push {target}: stored {put.digest}, built {result.manifest_digest}")
+    return {"reference": f"{target}@{put.digest}", "digest": put.digest}
 
 
 def _short(exc: BaseException) -> str:
