@@ -136,6 +136,37 @@ def test_every_command_has_an_example_in_its_help() -> None:
         )
 
 
+GLOBAL = ("--json", "--debug", "--quiet", "--verbose", "--help")
+
+
+def test_the_readme_command_list_names_every_option() -> None:
+    """README "Commands": every long option of every command (the global ones are in its first line)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    commands = readme[readme.index("## Commands") : readme.index("## Layout and docs")]
+    missing = [
+        f"{' '.join(path)} {opt}"
+        for path in _commands(root)
+        for param in _command(path).params
+        if isinstance(param, click.Option)
+        for opt in param.opts
+        if opt.startswith("--") and opt not in GLOBAL and opt not in commands
+    ]
+    assert missing == []
+    assert "ninfer-release [--json] [--debug] [-q|-v] COMMAND" in commands
+    lines = commands.splitlines()
+    for path in _commands(root):
+        listed = [ln for ln in lines if ln.startswith(f"  {path[0]} ") and path[-1] in ln.split()]
+        assert listed, f"{' '.join(path)} is not in the README command list"
+
+
+def _command(path: tuple[str, ...]) -> click.Command:
+    command: click.Command = root
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
 # --- build --clean ---------------------------------------------------------------------------
 
 

@@ -59,8 +59,10 @@ def test_readme_has_the_two_flows() -> None:
     text = README.read_text(encoding="utf-8")
     assert "## Release engineer's flow" in text and "## Installer consumer's flow" in text
     assert list(_blocks()) == [
+        "registry: local",
         "release: build",
         "release: draft",
+        "release: receipts",
         "release: seal",
         "release: publish",
         "consumer: verify",
@@ -92,12 +94,15 @@ def test_readme_flows_run_as_written(
         r.out.startswith(("published: ", "already_published: ")) and ".draft " in r.out for r in drafts
     )
 
-    # The hardware runs: one receipt per lane, naming the config and package bytes of the draft
-    # (its SHA256SUMS lines for the .config.toml and the .zip).
+    # The hardware runs: one receipt per lane from `receipt new`, naming the config and package
+    # bytes of the draft (its SHA256SUMS lines for the .config.toml and the .zip).
+    _run_block(blocks["release: receipts"], tmp_path, env)
     for lane in ("rtx4090", "rtx3090"):
-        (tmp_path / "receipts" / lane).mkdir(parents=True)
-        doc = draft_receipt(tmp_path / "out" / lane)
-        (tmp_path / "receipts" / lane / "run-1.json").write_text(json.dumps(doc, indent=2) + "\n")
+        written = json.loads((tmp_path / "receipts" / lane / "run-1.json").read_bytes())
+        expected = draft_receipt(tmp_path / "out" / lane)
+        assert {k: written[k] for k in ("lane", "config_sha256", "package_sha256", "profile_id")} == {
+            k: expected[k] for k in ("lane", "config_sha256", "package_sha256", "profile_id")
+        }
 
     _run_block(blocks["release: seal"], tmp_path, env)
     sealed = json.loads((tmp_path / "sealed" / "release-manifest.json").read_bytes())
@@ -130,3 +135,35 @@ def test_readme_flows_run_as_written(
         assert f"rtx4090:{TAGS['rtx4090']}: OK" in checked[0].out
         for result in (*drafts, *published, *checked):
             assert PASSWORD not in result.text
+
+def test_readme_registry_recipe_serves_a_registry(tmp_path: Path) -> None:
+    """The "registry: local" block as written (version: 0.1 config, PID file), on a free port."""
+    import socket
+    import time
+    import urllib.request
+
+    from conftest import need_tool
+
+    need_tool("docker-registry")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = "\n".join(_blocks()["registry: local"]).replace("127.0.0.1:5000", f"127.0.0.1:{port}")
+    res = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    pid = int((tmp_path / "registry.pid").read_text())
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as answer:
+                    assert answer.status == 200
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError((tmp_path / "registry.log").read_text()) from None
+                time.sleep(0.2)
+    finally:
+        os.kill(pid, 15)
