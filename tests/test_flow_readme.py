@@ -136,6 +136,7 @@ def test_readme_flows_run_as_written(
         for result in (*drafts, *published, *checked):
             assert PASSWORD not in result.text
 
+
 def test_readme_registry_recipe_serves_a_registry(tmp_path: Path) -> None:
     """The "registry: local" block as written (version: 0.1 config, PID file), on a free port."""
     import socket
