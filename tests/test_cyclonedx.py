@@ -195,37 +195,116 @@ def test_c34_uses_the_1_6_shapes_and_passes_the_1_6_validator() -> None:
     assert validate_cyclonedx_bytes(data) == []
 
 
-def test_redistributable_files_carry_hash_purl_licence_and_pe_version() -> None:
+ENGINE_REF = f"engine:ninfer@{ENGINE.version}"
+CUDART_REF = "redistributable:nvidia-cuda-runtime@13.3.29"
+CRT_REF = "redistributable:msvc-runtime@14.44.35112"
+DSTORAGE_REF = "redistributable:Microsoft.Direct3D.DirectStorage@1.2.2"
+ROOT_REF = "package:ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64@v0.7.0-qwen38-4090-beta.2"
+
+
+def occurrences(component: dict[str, Any]) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = component.get("evidence", {}).get("occurrences", [])
+    return found
+
+
+def test_one_component_per_package_with_each_file_as_evidence() -> None:
     c = components(load(make()))
-    cudart = c["file:bin/cudart64_13.dll"]
-    assert cudart["version"] == "13.3.29"  # CUDA version from the strings, not 6.14.11.13030
-    assert cudart["hashes"] == [{"alg": "SHA-256", "content": sha("cudart")}]
+    assert sorted(c) == sorted(
+        [ENGINE_REF, CUDART_REF, CRT_REF, DSTORAGE_REF, "vendored:nlohmann-json@3.11.3"]
+    )
+    cudart = c[CUDART_REF]
+    assert cudart["version"] == "13.3.29"  # the purl's version (the wheel), not 6.14.11.13030
     assert cudart["purl"] == "pkg:pypi/nvidia-cuda-runtime@13.3.29"
     assert cudart["supplier"] == {"name": "NVIDIA Corporation"}
     assert cudart["licenses"] == [{"expression": "LicenseRef-NVIDIA-CUDA-EULA"}]
+    assert occurrences(cudart) == [
+        {
+            "bom-ref": "file:bin/cudart64_13.dll",
+            "location": "bin/cudart64_13.dll",
+            "additionalContext": f"sha256:{sha('cudart')}",
+        }
+    ]
     assert props(cudart) == {
-        "ninfer:cuda-version": "13.3.29",
+        "ninfer:file:bin/cudart64_13.dll:cuda-version": "13.3.29",
+        "ninfer:file:bin/cudart64_13.dll:pe-file-version": "6.14.11.13030",
+        "ninfer:file:bin/cudart64_13.dll:pe-machine": "x86_64",
+        "ninfer:file:bin/cudart64_13.dll:pe-product-version": "6.14.11.13030",
         "ninfer:group": "cuda",
         "ninfer:kind": "redistributable",
-        "ninfer:package": "nvidia-cuda-runtime",
-        "ninfer:package-version": "13.3.29",
-        "ninfer:path": "bin/cudart64_13.dll",
-        "ninfer:pe-file-version": "6.14.11.13030",
-        "ninfer:pe-machine": "x86_64",
         "ninfer:stand-in": "false",
     }
-    assert c["file:bin/msvcp140.dll"]["version"] == "14.44.35211.0"
-    assert c["file:bin/ninfer-server.exe"]["type"] == "application"
+    assert [o["location"] for o in occurrences(c[CRT_REF])] == ["bin/msvcp140.dll", "bin/vcruntime140.dll"]
+    assert c[CRT_REF]["version"] == "14.44.35112"
+    assert props(c[CRT_REF])["ninfer:file:bin/msvcp140.dll:pe-file-version"] == "14.44.35211.0"
+    assert c[ENGINE_REF]["type"] == "application"
+
+
+def test_version_is_the_purl_version_for_every_component() -> None:
+    from packageurl import PackageURL
+
+    d = load(make())
+    for c in [*d["components"], d["metadata"]["component"]]:
+        if "purl" in c:
+            assert c["version"] == PackageURL.from_string(c["purl"]).version, c["bom-ref"]
+    vendored = components(d)["vendored:nlohmann-json@3.11.3"]
+    assert vendored["version"] == "v3.11.3"
+    assert props(vendored)["ninfer:lock-version"] == "3.11.3"
+
+
+def test_two_components_with_one_purl_are_refused() -> None:
+    twin = dataclasses.replace(DSTORAGE, name="dstorage-copy", purl=CUDART.purl)
+    with pytest.raises(IntegrityError, match="is also the purl of"):
+        make([ENGINE, CUDART, CRT, twin, JSON_LIB])
+
+
+def test_root_component_carries_package_hash_licence_lifecycle_and_compositions() -> None:
+    files = [f for d in DEPS for f in d.files] + [ShippedFile(path="NOTICE.txt", sha256=sha("notice"))]
+    d = load(make(component_sha256=sha("zip"), package_files=files))
+    root = d["metadata"]["component"]
+    assert root["hashes"] == [{"alg": "SHA-256", "content": sha("zip")}]
+    assert root["licenses"] == [
+        {
+            "expression": "Apache-2.0 AND LicenseRef-Microsoft-DirectStorage AND "
+            "LicenseRef-Microsoft-VC-Redist AND LicenseRef-NVIDIA-CUDA-EULA AND MIT"
+        }
+    ]
+    assert [o["location"] for o in occurrences(root)] == ["NOTICE.txt"]
+    assert d["metadata"]["lifecycles"] == [{"phase": "build"}]
+    assert d["compositions"] == [
+        {"aggregate": "complete", "assemblies": [ROOT_REF]},
+        # Every file imports kernel32.dll, which is not shipped: those dependencies are incomplete.
+        {"aggregate": "incomplete", "dependencies": sorted([CRT_REF, CUDART_REF, DSTORAGE_REF, ENGINE_REF])},
+        {"aggregate": "unknown", "dependencies": ["vendored:nlohmann-json@3.11.3"]},
+    ]
+    every = [o["location"] for c in [*d["components"], root] for o in occurrences(c)]
+    assert sorted(every) == sorted(f.path for f in files)  # each shipped file exactly once
+
+
+def test_a_file_shipped_by_two_packages_or_missing_from_the_zip_is_refused() -> None:
+    twice = dataclasses.replace(DSTORAGE, files=(*DSTORAGE.files, CUDART.files[0]))
+    with pytest.raises(IntegrityError, match="a file is evidence of one component"):
+        make([ENGINE, CUDART, CRT, twice, JSON_LIB])
+    files = [f for d in DEPS for f in d.files if f.path != "bin/dstorage.dll"]
+    with pytest.raises(
+        IntegrityError, match=r"bin/dstorage.dll: package_files: shipped file is not a package"
+    ):
+        make(package_files=files)
+
+
+def test_catalog_cpes_reach_the_components() -> None:
+    cdx = dataclasses.replace(CRT, cpe="cpe:2.3:a:microsoft:visual_c\\+\\+:14.44.35112:*:*:*:*:*:*:*")
+    c = components(load(make([ENGINE, CUDART, cdx, DSTORAGE, JSON_LIB])))
+    assert c[CRT_REF]["cpe"] == "cpe:2.3:a:microsoft:visual_c\\+\\+:14.44.35112:*:*:*:*:*:*:*"
+    assert "cpe" not in c[CUDART_REF]
 
 
 def test_stand_ins_are_flagged_and_described() -> None:
     c = components(load(make()))
-    for ref in ("file:bin/dstorage.dll", "file:bin/dstoragecore.dll"):
-        assert props(c[ref])["ninfer:stand-in"] == "true"
-        assert c[ref]["description"].startswith(
-            "STAND-IN, not the real Microsoft.Direct3D.DirectStorage 1.2.2"
-        )
-    assert "description" not in c["file:bin/cudart64_13.dll"]
+    assert props(c[DSTORAGE_REF])["ninfer:stand-in"] == "true"
+    assert c[DSTORAGE_REF]["description"].startswith(
+        "STAND-IN, not the real Microsoft.Direct3D.DirectStorage 1.2.2"
+    )
+    assert "description" not in c[CUDART_REF]
 
 
 def test_vendored_source_is_a_library_with_source_reference() -> None:
@@ -239,24 +318,21 @@ def test_vendored_source_is_a_library_with_source_reference() -> None:
 
 def test_dependency_graph_follows_import_tables() -> None:
     g = graph(load(make()))
-    root = "package:ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64@v0.7.0-qwen38-4090-beta.2"
     assert g == {
-        # dstoragecore.dll is imported by nothing (loaded by name at run time): it hangs off the package.
-        root: ["file:bin/dstoragecore.dll", "file:bin/ninfer-server.exe"],
-        "file:bin/ninfer-server.exe": [
-            "file:bin/cudart64_13.dll",
-            "file:bin/dstorage.dll",  # a delay import
-            "file:bin/msvcp140.dll",
-            "file:bin/vcruntime140.dll",
-            "vendored:nlohmann-json@3.11.3",
-        ],
-        "file:bin/msvcp140.dll": ["file:bin/vcruntime140.dll"],
-        "file:bin/cudart64_13.dll": [],
-        "file:bin/vcruntime140.dll": [],
-        "file:bin/dstorage.dll": [],
-        "file:bin/dstoragecore.dll": [],
+        ROOT_REF: [ENGINE_REF],
+        # the engine imports cudart and the CRT, delay-imports dstorage.dll (dstoragecore.dll is loaded
+        # by name at run time, but belongs to the same package), and compiles in the vendored source.
+        ENGINE_REF: sorted([CRT_REF, DSTORAGE_REF, CUDART_REF, "vendored:nlohmann-json@3.11.3"]),
+        CRT_REF: [],  # msvcp140.dll imports vcruntime140.dll: the same package
+        CUDART_REF: [],
+        DSTORAGE_REF: [],
         "vendored:nlohmann-json@3.11.3": [],
     }
+
+
+def test_a_package_no_import_reaches_hangs_off_the_root() -> None:
+    pes = {**PES, "bin/ninfer-server.exe": pe("cudart64_13.dll", "msvcp140.dll")}
+    assert graph(load(make(pes=pes)))[ROOT_REF] == sorted([DSTORAGE_REF, ENGINE_REF])
 
 
 def test_pe_version_disagreeing_with_the_lock_is_an_integrity_error() -> None:
@@ -342,12 +418,12 @@ def test_real_dlls_and_a_mingw_engine(tmp_path: Path) -> None:
     data = make(deps, {zp: read_pe(p) for zp, p in paths.items()})
     d = load(data)
     c = components(d)
-    assert c["file:bin/cudart64_13.dll"]["version"] == "13.3.29"
-    assert c["file:bin/msvcp140.dll"]["version"] == "14.44.35211.0"
-    assert c["file:bin/dstorage.dll"]["version"] == "1.2.2.0"
+    assert props(c[CUDART_REF])["ninfer:file:bin/cudart64_13.dll:cuda-version"] == "13.3.29"
+    assert props(c[CUDART_REF])["ninfer:file:bin/cudart64_13.dll:pe:FileVersion"] == "6,14,11,13030"
+    assert props(c[CRT_REF])["ninfer:file:bin/msvcp140.dll:pe-file-version"] == "14.44.35211.0"
+    assert props(c[DSTORAGE_REF])["ninfer:file:bin/dstorage.dll:pe-file-version"] == "1.2.2.0"
     g = graph(d)
-    assert g["file:bin/ninfer-server.exe"] == ["file:bin/cudart64_13.dll", "file:bin/dstorage.dll"]
-    assert g["file:bin/msvcp140.dll"] == ["file:bin/vcruntime140.dll"]
+    assert g[ENGINE_REF] == sorted([DSTORAGE_REF, CUDART_REF])
     assert parse_cyclonedx_hashes(data) == digests
     assert validate_cyclonedx_bytes(data) == []
 
@@ -358,25 +434,29 @@ def test_pe_information_for_an_unaccounted_file_is_an_input_error() -> None:
         make(pes=pes)
 
 
-def test_non_pe_files_of_a_dependency_are_file_components() -> None:
+def test_non_pe_files_of_a_dependency_are_evidence_of_it() -> None:
     notice = dataclasses.replace(
         CUDART, files=(*CUDART.files, ShippedFile(path="licenses/cuda/License.txt", sha256=sha("eula")))
     )
     c = components(load(make([ENGINE, notice, CRT, DSTORAGE, JSON_LIB])))
-    assert c["file:licenses/cuda/License.txt"]["type"] == "file"
-    assert c["file:licenses/cuda/License.txt"]["version"] == "13.3.29"  # no PE: the package version
+    assert [o["location"] for o in occurrences(c[CUDART_REF])] == [
+        "bin/cudart64_13.dll",
+        "licenses/cuda/License.txt",
+    ]
 
 
 def test_cross_check_cyclonedx_against_zip_members() -> None:
     data = make()
     members = {f.path: f.sha256 for d in DEPS for f in d.files}
-    assert cross_check_cyclonedx(data, {**members, "config.toml": sha("cfg")}) == []
+    assert cross_check_cyclonedx(data, members) == []
     del members["bin/dstorage.dll"]
     members["bin/cudart64_13.dll"] = sha("tampered")
+    members["config.toml"] = sha("cfg")
     problems = cross_check_cyclonedx(data, members)
     assert [(p.field, p.message) for p in problems] == [
         ("bin/cudart64_13.dll", "SHA-256 differs from the zip member"),
         ("bin/dstorage.dll", "component file is not in the zip"),
+        ("config.toml", "zip member is listed by no component"),
     ]
 
 
@@ -387,7 +467,7 @@ def test_stand_in_description_is_not_repeated() -> None:
     other = dataclasses.replace(DSTORAGE, description="DirectStorage runtime")
     for dep, expected in ((worded, prefix), (other, f"{prefix} DirectStorage runtime")):
         c = components(load(make([ENGINE, CUDART, CRT, dep, JSON_LIB])))
-        assert c["file:bin/dstorage.dll"]["description"] == expected
+        assert c[DSTORAGE_REF]["description"] == expected
 
 
 def test_prewarm_validators_loads_them_in_a_daemon_thread() -> None:

@@ -224,7 +224,12 @@ def test_cyclonedx_dependency_graph_image_to_base_layers_and_components(built: P
 def test_spdx_inventories_the_files_our_layers_add(built: Path) -> None:
     """Image package (checksum = manifest digest, purl), base package by digest, every file SHA1+SHA256."""
     record, doc = _record(built), _spdx(built)
-    image, base = doc["packages"]
+    image, base, busybox = doc["packages"]
+    assert (busybox["name"], busybox["versionInfo"], busybox["licenseConcluded"]) == (
+        "busybox",
+        "1.35.0",
+        "GPL-2.0-only",
+    )
     assert image["name"] == "ghcr.io/alphastorm/ninfer-runtime"
     assert image["checksums"] == [
         {"algorithm": "SHA256", "checksumValue": record["manifest"]["digest"].removeprefix("sha256:")}
@@ -250,7 +255,39 @@ def test_spdx_inventories_the_files_our_layers_add(built: Path) -> None:
         (r["spdxElementId"], r["relationshipType"], r["relatedSpdxElement"]) for r in doc["relationships"]
     }
     assert (image["SPDXID"], "DESCENDANT_OF", base["SPDXID"]) in rels
-    assert {r[2] for r in rels if r[1] == "CONTAINS"} == {f["SPDXID"] for f in doc["files"]}
+    assert (base["SPDXID"], "CONTAINS", busybox["SPDXID"]) in rels
+    assert {r[2] for r in rels if r[1] == "CONTAINS" and r[0] == image["SPDXID"]} == {
+        base["SPDXID"],
+        *(f["SPDXID"] for f in doc["files"]),
+    }
+
+
+def test_every_image_component_has_supplier_version_and_licence(built: Path) -> None:
+    """Issue 14: the image, its base, every layer, every component and the base's BusyBox."""
+    doc = _cdx(built)
+    for c in [doc["metadata"]["component"], *doc["components"]]:
+        assert c.get("supplier", {}).get("name"), c["bom-ref"]
+        assert c.get("version"), c["bom-ref"]
+        assert c.get("licenses"), c["bom-ref"]
+    assert doc["metadata"]["lifecycles"] == [{"phase": "build"}]
+    layers = [c for c in doc["components"] if c["bom-ref"].startswith("layer:")]
+    assert all(c["version"] == c["bom-ref"].split(":", 2)[2] for c in layers)  # the layer digest
+
+
+def test_busybox_of_the_sample_base_is_found_by_reading_its_layer(built: Path) -> None:
+    record, doc = _record(built), _cdx(built)
+    busybox = next(c for c in doc["components"] if c["name"] == "busybox")
+    assert busybox["version"] == "1.35.0"
+    assert busybox["licenses"] == [{"expression": "GPL-2.0-only"}]
+    assert busybox["supplier"] == {"name": "Debian"}  # the banner: "BusyBox v1.35.0 (Debian 1:1.35.0-4+…)"
+    assert busybox["purl"] == "pkg:generic/busybox@1.35.0"
+    assert busybox["evidence"]["occurrences"][0]["location"] == "bin/busybox"
+    assert _props(busybox)["ninfer:build-version"] == ["1:1.35.0-4+deb12u1+b1"]
+    base_layer = f"layer:0:{record['layers'][0]['digest']}"
+    graph = {d["ref"]: d.get("dependsOn", []) for d in doc["dependencies"]}
+    assert graph[base_layer] == [busybox["bom-ref"]]
+    base = next(c for c in doc["components"] if c["bom-ref"].startswith("base:"))
+    assert base["licenses"] == [{"expression": "GPL-2.0-only"}]
 
 
 def test_c33_c28_image_sboms_are_byte_identical_across_two_builds(

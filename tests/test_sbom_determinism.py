@@ -67,7 +67,7 @@ def _digests(**env: str) -> str:
 #: reading the diff of the two documents (run SCRIPT with the old and new code).
 GOLDEN = (
     "efc14d9e3c3f4965c0487b4b0ebb6d1c4471668d9eee79b43294fa37469f291b "
-    "2ce33c6a069da918019ae07299688aafba724a4689acd36101ca48f8bcb5d42a\n"
+    "7fc5d275f5da4c67c28910259a0ab1658900160e11628f89ee4941b7d3aae719\n"
 )
 
 

@@ -1132,7 +1132,9 @@ def image_build(
 
     from ninfer_release.build import build_image_with_sboms
 
-    built = build_image_with_sboms(request, backend=chosen, progress=progress, stand_in=info.stand_in)
+    built = build_image_with_sboms(
+        request, backend=chosen, progress=progress, stand_in=info.stand_in, inputs_license=info.license
+    )
     result = built.result
     human = [
         f"built {result.reference}",

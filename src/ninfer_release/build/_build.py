@@ -38,6 +38,11 @@ ProgressFn = Callable[[str, int], None]
 RELEASE_MANIFEST_NAME = "release-manifest.json"
 #: Supplier / tool vendor named in the image SBOMs (the same organisation the native sets name).
 SBOM_SUPPLIER = "OMP NInfer"
+#: The licence of what ninfer-release renders into an image (config, profile): the project's own
+#: (pyproject.toml ``license``), as the image SBOMs state it.
+OWN_LICENSE = "Apache-2.0"
+#: The copyright notice of what an image build adds (rendered config and profile, our layers).
+OWN_COPYRIGHT = "Copyright OMP NInfer contributors"
 #: Default base of a built container lane, under ``--inputs`` (what ``samples fetch`` lays out).
 DEFAULT_BASE_DIR = "base-layout"
 #: Written into every ``OUT`` a build creates; ``--clean`` replaces only a directory holding it
@@ -367,6 +372,7 @@ def build_image_with_sboms(
     backend: containers.ImageBackend | None = None,
     progress: Callable[[str], None] | None = None,
     stand_in: bool = False,
+    inputs_license: str | None = None,
 ) -> ImageOutcome:
     """Build an image (``containers.build_image``) and write its SBOMs beside ``image.json``, atomically.
 
@@ -374,7 +380,9 @@ def build_image_with_sboms(
     ``sbom.cdx.json`` (CycloneDX 1.6), ``sbom.spdx.json`` (SPDX 2.3) — or not at all: the image is
     built into a staging directory, the SBOMs are rendered from its records
     (``sbom.image_sboms``, times from ``request.epoch``), then the directory is renamed into place.
-    ``stand_in`` marks the staged inputs as sample stand-ins in the CycloneDX document.
+    ``stand_in`` marks the staged inputs as sample stand-ins in the CycloneDX document;
+    ``inputs_license`` is their licence. The base layers are read for the software they ship
+    (``containers.read_base_packages``: BusyBox, dpkg packages) so the SBOMs list it.
 
     Raises:
         InputError: ``request.out`` exists, or as ``containers.build_image`` (exit 4).
@@ -394,13 +402,28 @@ def build_image_with_sboms(
         inner.rmdir()
         if progress is not None:
             progress("sbom")
+        base_packages = containers.read_base_packages(
+            stage / "layout", [(layer.digest, layer.media_type) for layer in built.layers if layer.from_base]
+        )
+        records = containers.image_sbom_records(
+            built,
+            base_packages=base_packages,
+            base_supplier=request.recipe.base_supplier,
+            inputs_license=inputs_license,
+        )
+        # The recipe lives in <repo>/containers/; the curated licence texts in <repo>/sbom/licenses.
+        licenses_dir = Path(request.recipe.file).resolve().parent.parent / "sbom" / "licenses"
+        refs = sbom.image_license_refs(records, own_license=OWN_LICENSE)
         sboms = sbom.image_sboms(
-            containers.image_sbom_records(built),
+            records,
             epoch=request.epoch,
             supplier=SBOM_SUPPLIER,
             tool_name="ninfer-release",
             tool_version=__version__,
             stand_in=stand_in,
+            own_license=OWN_LICENSE,
+            license_texts=sbom.load_license_texts(refs, licenses_dir=licenses_dir),
+            own_copyright=OWN_COPYRIGHT,
         )
         write_bytes(stage / sbom.IMAGE_CDX_NAME, sboms.cyclonedx, overwrite=False)
         write_bytes(stage / sbom.IMAGE_SPDX_NAME, sboms.spdx, overwrite=False)
@@ -492,7 +515,7 @@ def _built_image_lane(
         if progress is not None:
             progress(f"{lane.id} image: {message}", 0)
 
-    built = build_image_with_sboms(request, progress=say, stand_in=info.stand_in)
+    built = build_image_with_sboms(request, progress=say, stand_in=info.stand_in, inputs_license=info.license)
     result = built.result
     bindings = {b.name: b.sha256 for b in result.bound_inputs}
 

@@ -23,6 +23,7 @@ container lane binds (RFC 8785 SHA-256 of the parsed engine config).
 """
 
 from ninfer_release.containers._base import BaseLocation, parse_base
+from ninfer_release.containers._base_scan import BasePackage, read_base_packages
 from ninfer_release.containers._build import (
     BoundInput,
     BuiltLayer,
@@ -75,6 +76,7 @@ from ninfer_release.containers._sbom_records import (
 __all__ = [
     "SAMPLE_EPOCH",
     "BaseLocation",
+    "BasePackage",
     "BoundInput",
     "BuiltLayer",
     "CarryRecord",
@@ -119,6 +121,7 @@ __all__ = [
     "parse_recipe",
     "parse_reference",
     "plan_image",
+    "read_base_packages",
     "read_build_info",
     "read_build_result",
     "render_inputs",

@@ -62,6 +62,8 @@ class StagedImageInfo:
     component_tag: str
     source_commit: str
     stand_in: bool
+    #: The staged inputs' licence (SPDX expression; optional ``license``), for the image SBOM.
+    license: str | None = None
 
 
 def read_build_info(inputs: Path) -> StagedImageInfo:
@@ -97,4 +99,5 @@ def read_build_info(inputs: Path) -> StagedImageInfo:
         component_tag=values["component_tag"],
         source_commit=values["source_commit"],
         stand_in=bool(doc.get("stand_in", False)),
+        license=doc["license"] if isinstance(doc.get("license"), str) and doc["license"] else None,
     )

@@ -98,6 +98,8 @@ class ImageRecipe:
     labels: Mapping[str, str] = field(default_factory=dict)
     layers: tuple[LayerSpec, ...]
     smoke: SmokeSpec | None = None
+    #: Who supplies the base image (``base.supplier``; optional): the image SBOM's base supplier.
+    base_supplier: str = ""
 
     @property
     def staged_sources(self) -> tuple[tuple[str, str], ...]:
@@ -266,12 +268,13 @@ def parse_recipe(data: Any, *, file: str) -> ImageRecipe:
     arch = platform.get("architecture", "amd64") if isinstance(platform, dict) else "amd64"
 
     base = data.get("base")
-    base_digest = base_name = ""
+    base_digest = base_name = base_supplier = ""
     if not isinstance(base, dict):
         problems.append(Problem(file=file, field="base", message="required: {digest: sha256:..., name: ...}"))
     else:
         base_digest = str(base.get("digest", ""))
         base_name = str(base.get("name", ""))
+        base_supplier = str(base.get("supplier", ""))
         if not is_digest(base_digest):
             problems.append(
                 Problem(
@@ -386,6 +389,7 @@ def parse_recipe(data: Any, *, file: str) -> ImageRecipe:
         architecture=str(arch),
         base_digest=base_digest,
         base_name=base_name,
+        base_supplier=base_supplier,
         user=user,
         workdir=workdir,
         env=tuple(env),

@@ -168,6 +168,7 @@ def make_sample_rtx5090_inputs(root: Path, *, epoch: int) -> Path:
         "component_tag": RTX5090_COMPONENT_TAG,
         "source_commit": stand_in_commit("ninfer-release sample rtx5090 stand-in"),
         "stand_in": True,
+        "license": "LicenseRef-NInfer-Sample-Stand-In",
         "note": "sample inputs: server and runtime are stand-ins; source_commit is the SHA-1 of a label",
     }
     write_bytes(lane / "build-info.json", dumps_stable(info))

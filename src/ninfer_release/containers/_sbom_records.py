@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._base_scan import BasePackage
 from ._build import ImageBuildResult
 from ._layers import LayerFile
 
@@ -61,6 +62,9 @@ class ImageSbomRecords:
     components: tuple[ImageComponentRecord, ...]
     profile_id: str
     config_semantic_sha256: str
+    base_packages: tuple[BasePackage, ...] = ()
+    base_supplier: str = ""
+    inputs_license: str | None = None
 
     @property
     def added_files(self) -> tuple[LayerFile, ...]:
@@ -68,11 +72,19 @@ class ImageSbomRecords:
         return tuple(f for layer in self.layers if not layer.from_base for f in layer.files)
 
 
-def image_sbom_records(result: ImageBuildResult) -> ImageSbomRecords:
+def image_sbom_records(
+    result: ImageBuildResult,
+    *,
+    base_packages: tuple[BasePackage, ...] = (),
+    base_supplier: str = "",
+    inputs_license: str | None = None,
+) -> ImageSbomRecords:
     """The SBOM-facing records of a built image (pure; no I/O).
 
     Components: each bound staged input (recipe ``bind``, e.g. ``server``, ``archive``), and each
     rendered file found in our layers (origin ``rendered:config:<profile>`` / ``rendered:profile:...``).
+    ``base_packages`` is what :func:`read_base_packages` found in the base layers, ``base_supplier``
+    the recipe's ``base.supplier``, ``inputs_license`` the staged inputs' licence (build-info).
     """
     layers = tuple(
         ImageLayerRecord(
@@ -121,4 +133,7 @@ def image_sbom_records(result: ImageBuildResult) -> ImageSbomRecords:
         components=tuple(components),
         profile_id=result.profile_id,
         config_semantic_sha256=result.config_semantic_sha256,
+        base_packages=base_packages,
+        base_supplier=base_supplier,
+        inputs_license=inputs_license,
     )

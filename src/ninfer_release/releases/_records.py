@@ -124,14 +124,20 @@ def provenance_statement(
     config_bytes_sha256: str,
     model_sha256: str,
     deflate_engine: str,
+    build_inputs: Mapping[str, str] | None = None,
+    tool: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """Entry 8, ``<stem>.provenance.json``: an in-toto Statement v1 with a SLSA v1 provenance predicate.
 
-    ``subjects`` are entries 1–7 by name and SHA-256; ``staged_inputs`` maps each staged input
-    file (POSIX path relative to the lane's staged tree) to its SHA-256; ``deflate_engine`` names
-    the deflate implementation whose output the zip's bytes depend on. Unsigned: this is the
-    statement a signer would sign (signing is a later milestone). Spec: in-toto Statement v1,
-    SLSA Provenance v1 ``buildDefinition``/``runDetails``.
+    ``subjects`` are entries 1–7 by name and SHA-256; ``staged_inputs`` maps each shipped staged
+    file (POSIX path relative to the lane's staged tree) to its SHA-256; ``build_inputs`` maps
+    every other input by name (``staged/build-info.json``, ``staged/dependencies.lock.json``, the
+    release definition, profile, config template and package recipe by repository path) to its
+    SHA-256; ``tool`` is ninfer-release and its resolved Python dependencies as
+    ``(name, version)``, each named by its purl. ``resolvedDependencies`` lists them all (issue 14).
+    ``deflate_engine`` names the deflate implementation whose output the zip's bytes depend on.
+    The statement is unsigned here; ``sign`` / ``publish --sign`` wrap it in a DSSE envelope.
+    Spec: in-toto Statement v1, SLSA Provenance v1 ``buildDefinition``/``runDetails``.
     """
     resolved: list[dict[str, Any]] = [
         {
@@ -143,6 +149,12 @@ def provenance_statement(
     resolved.extend(
         {"name": f"staged/{path}", "digest": {"sha256": digest}}
         for path, digest in sorted(staged_inputs.items())
+    )
+    resolved.extend(
+        {"name": name, "digest": {"sha256": digest}} for name, digest in sorted((build_inputs or {}).items())
+    )
+    resolved.extend(
+        {"name": f"python/{name}", "uri": f"pkg:pypi/{name}@{version}"} for name, version in sorted(tool)
     )
     return {
         "_type": STATEMENT_TYPE,

@@ -376,12 +376,18 @@ def _check_bindings(
                     elif members[path] != sha:
                         run.fail(names.cdx, f"SHA-256 of {path!r} differs from the package member")
                         bad_cdx = True
-                dlls = [m for m in members if m.lower().endswith(".dll")]
-                for path in sorted(set(dlls) - set(hashes)):
-                    run.fail(names.cdx, f"package DLL {path!r} has no component")
+                # Every member is evidence of exactly one component (issue 14): a DLL, licence
+                # text or config the inventory does not list is a hole in it.
+                for path in sorted(set(members) - set(hashes)):
+                    run.fail(names.cdx, f"package member {path!r} is listed by no component")
+                    bad_cdx = True
+                if sbom.cyclonedx_root_sha256(cdx) != digests[names.zip]:
+                    run.fail(names.cdx, "metadata.component SHA-256 is not the package's")
                     bad_cdx = True
                 if not bad_cdx:
-                    run.checked.append(f"{names.cdx}: component hashes = package DLLs ({len(dlls)})")
+                    run.checked.append(
+                        f"{names.cdx}: evidence = package members ({len(members)}), root = package SHA-256"
+                    )
 
     config = small.get(names.config)
     profile = _load_json(run, names.profile, small.get(names.profile))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,11 @@ _FIELDS = {
     "homepage",
     "description",
     "files",
+    "cpe_vendor",
+    "cpe_product",
 }
+#: CPE 2.3 formatted-string binding (NISTIR 7695 §6.2): these characters stand unquoted in a value.
+_CPE_PLAIN = re.compile(r"[A-Za-z0-9._-]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +62,26 @@ class CatalogEntry:
         import fnmatch
 
         return any(fnmatch.fnmatchcase(file_name.lower(), p.lower()) for p in self.files)
+
+    cpe_vendor: str | None = None
+    cpe_product: str | None = None
+
+    def cpe(self, version: str) -> str | None:
+        """The CPE 2.3 name of ``version`` of this package, when the catalog maps vendor and product.
+
+        ``cpe:2.3:a:<vendor>:<product>:<version>:*:*:*:*:*:*:*`` with every character other than
+        letters, digits, ``.``, ``_`` and ``-`` backslash-quoted (``visual_c++`` →
+        ``visual_c\\+\\+``; NISTIR 7695 §6.2). The vendor/product pair is curated against the NVD CPE
+        dictionary in ``sbom/catalog.json``; the version is the package version.
+        """
+        if self.cpe_vendor is None or self.cpe_product is None:
+            return None
+        parts = [_cpe_quote(p) for p in (self.cpe_vendor, self.cpe_product, version)]
+        return "cpe:2.3:a:" + ":".join(parts) + ":*:*:*:*:*:*:*"
+
+
+def _cpe_quote(value: str) -> str:
+    return "".join(c if _CPE_PLAIN.match(c) else f"\\{c}" for c in value.lower())
 
 
 def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
@@ -114,8 +139,14 @@ def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
             homepage=item.get("homepage"),
             description=item.get("description"),
             files=tuple(files),
+            cpe_vendor=item.get("cpe_vendor"),
+            cpe_product=item.get("cpe_product"),
         )
         field = f"entries[{entry.name}]"
+        if (entry.cpe_vendor is None) != (entry.cpe_product is None):
+            problems.append(
+                Problem(file=where, field=field, message="cpe_vendor and cpe_product go together")
+            )
         if entry.kind not in DEPENDENCY_KINDS:
             problems.append(
                 Problem(file=where, field=f"{field}.kind", message=f"unknown kind {entry.kind!r}")
@@ -217,6 +248,7 @@ def apply_catalog(
                 license=dep.license or entry.license,
                 homepage=dep.homepage or entry.homepage,
                 description=dep.description or entry.description,
+                cpe=dep.cpe or entry.cpe(dep.version),
             )
         )
     if problems:

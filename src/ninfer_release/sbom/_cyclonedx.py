@@ -1,23 +1,31 @@
 """CycloneDX 1.6 JSON dependency inventory of a lane (cyclonedx-python-lib 11.12).
 
-Components, one per resolved dependency:
+Components, one per package identity (purl), ``version`` always the purl's version:
 
-* ``vendored:<name>@<version>`` — a vendored source (type library): purl, supplier, licence,
-  source URL as a VCS / source-distribution external reference, commit as a property.
-* ``file:<zip path>`` — every shipped engine or redistributable file: SHA-256, purl, supplier,
-  licence, version read from its PE version resource (CUDA DLLs: the CUDA version from the
-  version strings), and ``ninfer:*`` properties (``ninfer:path`` is the zip path the verifier
-  checks the hash against; ``ninfer:stand-in`` says whether it is a stand-in).
+* ``vendored:<name>@<version>`` — a vendored source compiled into the engine (type library):
+  purl, supplier, licence, source URL as a VCS / source-distribution external reference, commit.
+* ``engine:<name>@<version>`` / ``redistributable:<name>@<version>`` — a package whose files are
+  shipped: purl, CPE (where ``sbom/catalog.json`` maps vendor and product), supplier, licence,
+  and one ``evidence.occurrences`` entry per shipped file (``location`` = the zip path,
+  ``additionalContext`` = ``sha256:<hex>``, ``bom-ref`` = ``file:<zip path>``). What each PE file
+  says about itself is kept as properties ``ninfer:file:<path>:pe:<Key>`` (raw version strings),
+  ``…:pe-file-version``, ``…:pe-machine``, ``…:cuda-version``, ``…:pe-version-resource=none``.
+* ``metadata.component`` — the package (the zip): its SHA-256, its licence (every licence inside
+  it, ANDed) and an occurrence for every zip member no dependency ships (config, profile, NOTICE,
+  licence texts, the SPDX document), so every member appears exactly once.
 
-Dependency graph: the package (``metadata.component``) depends on the engine files; each PE file
-depends on the shipped files its import and delay-import tables name (Windows loader: same
-directory first); engine files depend on the vendored sources compiled into them; shipped
-redistributables that no import reaches (loaded by name at run time) hang off the package.
+Dependency graph (between packages): a package depends on the packages whose shipped files its PE
+files import or delay-import (Windows loader: same directory first); the engine depends on the
+vendored sources compiled into it; the root depends on the engine and on every package no import
+reaches. ``compositions``: the root's assemblies are ``complete`` (every zip member listed); a
+package's dependencies are ``complete`` when every DLL its files import is shipped, else
+``incomplete`` (system DLLs such as ``kernel32.dll`` are not listed); vendored sources ``unknown``.
+``metadata.lifecycles`` is ``build``.
 
 Determinism: ``serialNumber`` is ``urn:uuid:`` + UUIDv5(NAMESPACE_URL, serial identity) (C33),
-``metadata.timestamp`` is the source-date epoch, every component has an explicit bom-ref checked
-unique here (the library would silently rename a duplicate), and the output is the library's
-``JsonV1Dot6`` text (sorted keys) with one final LF.
+``metadata.timestamp`` is the source-date epoch, every bom-ref is explicit and checked unique here
+(the library would silently rename a duplicate), and the output is the library's ``JsonV1Dot6``
+text (sorted keys; ``compositions`` added after, which the library does not model) with one LF.
 """
 
 from __future__ import annotations
@@ -38,16 +46,23 @@ from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import uuid5_url
 from ninfer_release.sbom._iri import import_jsonschema_lean, is_iri, is_iri_reference
-from ninfer_release.sbom._license import normalize_license_expression
+from ninfer_release.sbom._license import combine_licenses, normalize_license_expression
 from ninfer_release.sbom._pe import check_pe_against_lock, pe_component_version
 from ninfer_release.sbom._purl import parse_purl
-from ninfer_release.sbom._records import DEPENDENCY_KINDS, REDIST_GROUPS, DependencyRecord, PeInfo
+from ninfer_release.sbom._records import (
+    DEPENDENCY_KINDS,
+    REDIST_GROUPS,
+    DependencyRecord,
+    PeInfo,
+    ShippedFile,
+)
 from ninfer_release.sbom._spdx import zip_path_problem
 
 log = logging.getLogger(__name__)
 CDX_WHERE = "cyclonedx"
-PROP_PATH = "ninfer:path"
+PROP_PATH = "ninfer:path"  # legacy (one component per file); still read by the verifier side
 PROP_STAND_IN = "ninfer:stand-in"
+SHA256_CONTEXT = "sha256:"
 _PE_SUFFIXES = (".dll", ".exe")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|tar)$", re.IGNORECASE)
@@ -57,22 +72,19 @@ def _is_pe(path: str) -> bool:
     return path.lower().endswith(_PE_SUFFIXES)
 
 
-@dataclass(frozen=True, kw_only=True)
-class _FileNode:
-    path: str
-    sha256: str
-    record: DependencyRecord
-    ref: str
-
-
 def file_bom_ref(path: str) -> str:
-    """The bom-ref of a shipped file: ``file:<zip path>``."""
+    """The bom-ref of a shipped file's evidence occurrence: ``file:<zip path>``."""
     return f"file:{path}"
 
 
 def vendored_bom_ref(name: str, version: str) -> str:
     """The bom-ref of a vendored source: ``vendored:<name>@<version>``."""
     return f"vendored:{name}@{version}"
+
+
+def package_bom_ref(dep: DependencyRecord) -> str:
+    """The bom-ref of a dependency: ``<kind>:<name>@<version>`` (``vendored:…``, ``engine:…``, …)."""
+    return f"{dep.kind}:{dep.name}@{dep.version}"
 
 
 def _check_records(dependencies: Sequence[DependencyRecord]) -> list[Problem]:
@@ -97,17 +109,7 @@ def _check_records(dependencies: Sequence[DependencyRecord]) -> list[Problem]:
             )
         if dep.kind != "vendored" and not dep.files:
             problems.append(Problem(file=CDX_WHERE, field=f"{field}.files", message="no shipped files"))
-        for f in dep.files:
-            if (why := zip_path_problem(f.path)) is not None:
-                problems.append(Problem(file=CDX_WHERE, field=f"{field}.files[{f.path}]", message=why))
-            if not _HEX64.match(f.sha256):
-                problems.append(
-                    Problem(
-                        file=CDX_WHERE,
-                        field=f"{field}.files[{f.path}].sha256",
-                        message="not 64 lowercase hex",
-                    )
-                )
+        problems += _file_problems(dep.files, f"{field}.files")
         if dep.purl is not None:
             try:
                 parse_purl(dep.purl, where=f"{CDX_WHERE}: {field}")
@@ -116,17 +118,32 @@ def _check_records(dependencies: Sequence[DependencyRecord]) -> list[Problem]:
     return problems
 
 
+def _file_problems(files: Sequence[ShippedFile], field: str) -> list[Problem]:
+    problems: list[Problem] = []
+    for f in files:
+        if (why := zip_path_problem(f.path)) is not None:
+            problems.append(Problem(file=CDX_WHERE, field=f"{field}[{f.path}]", message=why))
+        if not _HEX64.match(f.sha256):
+            problems.append(
+                Problem(file=CDX_WHERE, field=f"{field}[{f.path}].sha256", message="not 64 lowercase hex")
+            )
+    return problems
+
+
 def _resolve_imports(
     importer: str, imports: Sequence[str], by_name: Mapping[str, list[str]]
-) -> tuple[list[str], list[Problem]]:
-    """Shipped files that ``importer``'s imports name (lowercased basenames); same directory first."""
+) -> tuple[list[str], list[str], list[Problem]]:
+    """Shipped files ``importer``'s imports name (lowercased basenames; same directory first),
+    the imported names no shipped file provides (system DLLs), and ambiguity problems."""
     found: list[str] = []
+    unshipped: list[str] = []
     problems: list[Problem] = []
     here = posixpath.dirname(importer)
     for name in imports:
         candidates = [p for p in by_name.get(name, []) if p != importer]
         if not candidates:
-            continue  # a system DLL (kernel32.dll, api-ms-win-*) or one not shipped: not ours to list
+            unshipped.append(name)  # a system DLL (kernel32.dll, api-ms-win-*) or one not shipped
+            continue
         local = [p for p in candidates if posixpath.dirname(p) == here]
         if len(local) == 1:
             found.append(local[0])
@@ -140,7 +157,16 @@ def _resolve_imports(
                     message=f"{name} is ambiguous: shipped as {', '.join(sorted(candidates))}",
                 )
             )
-    return sorted(set(found)), problems
+    return sorted(set(found)), sorted(set(unshipped)), problems
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Node:
+    """One package component: its record, bom-ref, version (the purl's) and shipped files."""
+
+    ref: str
+    record: DependencyRecord
+    version: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,11 +174,13 @@ class _Plan:
     """Everything the document says, decided before any library object is built."""
 
     licences: Mapping[str, str]  # licence text as given → normalized expression
-    nodes: tuple[_FileNode, ...]
-    vendored: tuple[tuple[str, DependencyRecord], ...]
+    nodes: tuple[_Node, ...]
     graph: Mapping[str, tuple[str, ...]]  # bom-ref → sorted bom-refs it depends on (root included)
+    completeness: Mapping[str, str]  # bom-ref → aggregate of its dependencies
+    root_files: tuple[ShippedFile, ...]  # zip members no dependency ships
     root_ref: str
     tool_ref: str
+    root_license: str | None
 
 
 def _normalize_licences(
@@ -172,25 +200,37 @@ def _normalize_licences(
     return out, problems
 
 
+def _purl_version(dep: DependencyRecord) -> str:
+    """The component version: the purl's version when the purl names one, else the record's."""
+    if dep.purl is not None:
+        version = parse_purl(dep.purl).version
+        if version:
+            return str(version)
+    return dep.version
+
+
 def _plan(
     *,
     dependencies: Sequence[DependencyRecord],
     pe_infos: Mapping[str, PeInfo],
     component_license: str | None,
+    package_files: Sequence[ShippedFile] | None,
     root_ref: str,
     tool_ref: str,
 ) -> _Plan:
     """Check the records, assign bom-refs, cross-check PE versions and derive the graph (pure)."""
     problems = _check_records(dependencies)
+    problems += _file_problems(package_files or (), "package_files")
     licences, more = _normalize_licences(dependencies, component_license)
     problems += more
     if problems:
         raise InputError(problems=problems)
 
-    nodes: list[_FileNode] = []
-    vendored: list[tuple[str, DependencyRecord]] = []
+    nodes: list[_Node] = []
     owners: dict[str, str] = {}
     integrity: list[Problem] = []
+    owner_of_file: dict[str, str] = {}
+    purls: dict[str, str] = {}
 
     def claim(ref: str, owner: str) -> None:
         if ref in owners:
@@ -203,15 +243,21 @@ def _plan(
     claim(tool_ref, "metadata.tools")
     for i, dep in enumerate(dependencies):
         owner = f"dependencies[{i}:{dep.name}]"
-        if dep.kind == "vendored":
-            ref = vendored_bom_ref(dep.name, dep.version)
-            claim(ref, owner)
-            vendored.append((ref, dep))
-            continue
+        ref = package_bom_ref(dep) if dep.kind != "vendored" else vendored_bom_ref(dep.name, dep.version)
+        claim(ref, owner)
+        if dep.purl is not None:
+            key = str(parse_purl(dep.purl).to_string())
+            if key in purls:  # one component per package identity
+                message = f"purl {dep.purl!r} is also the purl of {purls[key]}"
+                integrity.append(Problem(file=CDX_WHERE, field=f"{owner}.purl", message=message))
+            purls.setdefault(key, owner)
+        nodes.append(_Node(ref=ref, record=dep, version=_purl_version(dep)))
         for f in dep.files:
-            ref = file_bom_ref(f.path)
-            claim(ref, f"{owner}.files[{f.path}]")
-            nodes.append(_FileNode(path=f.path, sha256=f.sha256, record=dep, ref=ref))
+            if f.path in owner_of_file:
+                message = f"also shipped by {owner_of_file[f.path]}; a file is evidence of one component"
+                integrity.append(Problem(file=f.path, field=f"{owner}.files", message=message))
+            owner_of_file.setdefault(f.path, owner)
+            claim(file_bom_ref(f.path), f"{owner}.files[{f.path}]")
             pe = pe_infos.get(f.path)
             if not _is_pe(f.path):
                 continue
@@ -220,48 +266,83 @@ def _plan(
                 problems.append(Problem(file=f.path, field="pe_infos", message=message))
             elif pe_component_version(pe, group=dep.group) is None:
                 log.warning("%s has no usable version resource: its version is left unknown", f.path)
-            elif dep.kind == "redistributable":
+            if pe is not None and dep.kind == "redistributable":
                 integrity += check_pe_against_lock(
                     path=f.path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
                 )
+    shipped = {f.path: f.sha256 for n in nodes for f in n.record.files}
     message = "PE file is not a shipped file of any dependency"
     problems += [
-        Problem(file=path, field="pe_infos", message=message)
-        for path in sorted(set(pe_infos) - {n.path for n in nodes})
+        Problem(file=path, field="pe_infos", message=message) for path in sorted(set(pe_infos) - set(shipped))
     ]
+    root_files: list[ShippedFile] = []
+    if package_files is not None:
+        members = {f.path: f.sha256 for f in package_files}
+        for path, sha in sorted(shipped.items()):
+            if members.get(path) != sha:
+                why = (
+                    "is not a package member" if path not in members else "has another SHA-256 in the package"
+                )
+                integrity.append(Problem(file=path, field="package_files", message=f"shipped file {why}"))
+        for f in sorted(package_files, key=lambda f: f.path):
+            if f.path not in shipped:
+                claim(file_bom_ref(f.path), f"package_files[{f.path}]")
+                root_files.append(f)
     if problems:
         raise InputError(problems=problems)
 
-    # Edges from import tables; engine files also depend on the vendored sources compiled into them.
-    by_name: dict[str, list[str]] = {}
-    for node in nodes:
-        by_name.setdefault(posixpath.basename(node.path).lower(), []).append(node.path)
-    vendored_refs = [ref for ref, _ in vendored]
-    graph: dict[str, set[str]] = {ref: set() for ref in vendored_refs}
-    for node in nodes:
-        pe = pe_infos.get(node.path)
-        targets, more = _resolve_imports(node.path, pe.all_imports if pe else (), by_name)
-        integrity += more
-        graph[node.ref] = {file_bom_ref(t) for t in targets}
-        if node.record.kind == "engine":
-            graph[node.ref].update(vendored_refs)
+    graph, completeness, more = _package_graph(nodes, pe_infos)
+    integrity += more
     if integrity:
         raise IntegrityError(problems=integrity)
-
-    # The package depends on the engine files (or, without any, on the vendored sources) and on
-    # every shipped file no import reaches (e.g. a DLL loaded by name at run time).
+    refs = [n.ref for n in nodes if n.record.kind != "vendored"]
     engine_refs = {n.ref for n in nodes if n.record.kind == "engine"}
+    vendored_refs = {n.ref for n in nodes if n.record.kind == "vendored"}
     top = engine_refs if engine_refs else set(vendored_refs)
-    top |= _unreached_roots(top, [n.ref for n in nodes], graph)
+    top |= _unreached_roots(top, refs, graph)
     graph[root_ref] = top
+    completeness[root_ref] = "complete" if package_files is not None else "unknown"
+    root_license = combine_licenses([licences[d.license] for d in dependencies if d.license is not None])
     return _Plan(
         licences=licences,
         nodes=tuple(nodes),
-        vendored=tuple(vendored),
         graph={ref: tuple(sorted(targets)) for ref, targets in sorted(graph.items())},
+        completeness=dict(sorted(completeness.items())),
+        root_files=tuple(root_files),
         root_ref=root_ref,
         tool_ref=tool_ref,
+        root_license=licences[component_license] if component_license is not None else root_license,
     )
+
+
+def _package_graph(
+    nodes: Sequence[_Node], pe_infos: Mapping[str, PeInfo]
+) -> tuple[dict[str, set[str]], dict[str, str], list[Problem]]:
+    """Package → packages edges from the PE import tables, and each package's completeness."""
+    owner = {f.path: n.ref for n in nodes for f in n.record.files}
+    by_name: dict[str, list[str]] = {}
+    for path in owner:
+        by_name.setdefault(posixpath.basename(path).lower(), []).append(path)
+    vendored = {n.ref for n in nodes if n.record.kind == "vendored"}
+    graph: dict[str, set[str]] = {}
+    completeness: dict[str, str] = {}
+    problems: list[Problem] = []
+    for node in nodes:
+        if node.record.kind == "vendored":
+            graph[node.ref] = set()
+            completeness[node.ref] = "unknown"  # what a vendored source needs is not recorded
+            continue
+        targets: set[str] = set(vendored) if node.record.kind == "engine" else set()
+        unshipped: set[str] = set()
+        for f in node.record.files:
+            pe = pe_infos.get(f.path)
+            found, missing, more = _resolve_imports(f.path, pe.all_imports if pe else (), by_name)
+            problems += more
+            targets.update(owner[t] for t in found)
+            unshipped.update(missing)
+        graph[node.ref] = targets - {node.ref}
+        completeness[node.ref] = "incomplete" if unshipped else "complete"
+    return graph, completeness, problems
 
 
 def cyclonedx_dependency_inventory(
@@ -280,43 +361,48 @@ def cyclonedx_dependency_inventory(
     component_authors: Sequence[str] = (),
     component_license: str | None = None,
     component_description: str | None = None,
+    component_sha256: str | None = None,
+    package_files: Sequence[ShippedFile] | None = None,
 ) -> bytes:
     """The CycloneDX 1.6 JSON document (bytes) of a lane's resolved dependencies.
 
-    ``dependencies`` are the resolved lock entries plus the engine files; ``pe_infos`` maps the
-    zip path of every shipped ``.dll``/``.exe`` to what :func:`read_pe` found in it.
-    ``serial_identity`` (e.g. ``https://example.invalid/engine/1.0.0-rc.1``) gives the serial
-    number ``urn:uuid:<UUIDv5(NAMESPACE_URL, identity)>`` (C33); ``epoch`` (seconds) gives
-    ``metadata.timestamp``. Metadata uses the 1.6 shapes: ``tools.components`` (tool
-    ``tool_name``/``tool_version`` with ``manufacturer`` ``tool_vendor``) and ``authors`` /
-    ``manufacturer`` / ``supplier`` on the component, never the deprecated ``author`` (C34).
-    Shape of components and graph: see the module docstring. Output is validated with
-    ``JsonStrictValidator(SchemaVersion.V1_6)``.
+    ``dependencies`` are the resolved lock entries plus the engine (one record per package
+    identity); ``pe_infos`` maps the zip path of every shipped ``.dll``/``.exe`` to what
+    :func:`read_pe` found in it. ``package_files`` (every zip member with its SHA-256) makes the
+    root component list the members no dependency ships, so each member is evidence exactly once;
+    ``component_sha256`` is the package's own SHA-256 (the zip), ``component_license`` its licence
+    (default: every dependency's licence ANDed). ``serial_identity`` gives the serial number
+    ``urn:uuid:<UUIDv5(NAMESPACE_URL, identity)>`` (C33); ``epoch`` (seconds) gives
+    ``metadata.timestamp``. Metadata uses the 1.6 shapes: ``tools.components``, ``lifecycles``
+    (build) and ``authors`` / ``manufacturer`` / ``supplier``, never the deprecated ``author``
+    (C34). Shape of components, graph and compositions: see the module docstring. Output is
+    validated with the strict CycloneDX 1.6 schema.
 
     Raises:
         InputError: a record is malformed (kind, group, path, hash, purl, licence), a shipped
             PE file has no entry in ``pe_infos``, or ``pe_infos`` names a file no record ships.
         IntegrityError: a redistributable's PE version disagrees with the lock version (names the
             file and both versions, see :func:`check_pe_against_lock`), two components would share
-            a bom-ref, an import is ambiguous, or the schema validator reports anything.
+            a bom-ref or a purl, a file is shipped twice or is not the package member it claims,
+            an import is ambiguous, or the schema validator reports anything.
     """
+    from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.bom import Bom, BomMetaData
     from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
     from cyclonedx.model.dependency import Dependency
+    from cyclonedx.model.lifecycle import LifecyclePhase, PredefinedLifecycle
     from cyclonedx.model.tool import ToolRepository
 
     plan = _plan(
         dependencies=dependencies,
         pe_infos=pe_infos,
         component_license=component_license,
+        package_files=package_files,
         root_ref=f"package:{component_name}@{component_version}",
         tool_ref=f"tool:{tool_name}@{tool_version}",
     )
-    components = {ref: _vendored_component(ref, dep, plan.licences) for ref, dep in plan.vendored}
-    components.update(
-        {node.ref: _file_component(node, pe_infos.get(node.path), plan.licences) for node in plan.nodes}
-    )
+    components = {node.ref: _package_component(node, pe_infos, plan.licences) for node in plan.nodes}
     root = Component(
         type=ComponentType.APPLICATION,
         name=component_name,
@@ -326,8 +412,10 @@ def cyclonedx_dependency_inventory(
         supplier=OrganizationalEntity(name=supplier),
         manufacturer=OrganizationalEntity(name=supplier),
         authors=[OrganizationalContact(name=a) for a in component_authors],
-        licenses=_licences(component_license, plan.licences),
+        licenses=_licence_list(plan.root_license),
         description=component_description,
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=component_sha256)] if component_sha256 else [],
+        evidence=_evidence(plan.root_files),
     )
     tool = Component(
         type=ComponentType.APPLICATION,
@@ -344,6 +432,7 @@ def cyclonedx_dependency_inventory(
             tools=ToolRepository(components=[tool]),
             manufacturer=OrganizationalEntity(name=supplier),
             supplier=OrganizationalEntity(name=supplier),
+            lifecycles=[PredefinedLifecycle(LifecyclePhase.BUILD)],
         ),
     )
     bom.components.update(components.values())
@@ -358,7 +447,7 @@ def cyclonedx_dependency_inventory(
         for ref, targets in plan.graph.items()
     ]
     text: str = _json_v1_6()(bom).output_as_string(indent=2)
-    data = (text.rstrip("\n") + "\n").encode("utf-8")
+    data = with_compositions(text, _lane_compositions(plan.root_ref, plan.completeness))
     messages = validate_cyclonedx_bytes(data)
     if messages:
         raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=m) for m in messages])
@@ -402,17 +491,61 @@ def _json_v1_6() -> type[Any]:
     return LinearJsonV1Dot6
 
 
-def _licences(text: str | None, normalized: Mapping[str, str]) -> list[Any]:
+def _lane_compositions(root: str, completeness: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The root's ``assemblies`` and every package's ``dependencies``, grouped by completeness."""
+    by_aggregate: dict[str, list[str]] = {}
+    for ref, aggregate in completeness.items():
+        if ref != root:
+            by_aggregate.setdefault(aggregate, []).append(ref)
+    compositions: list[dict[str, Any]] = [{"aggregate": completeness[root], "assemblies": [root]}]
+    compositions += [
+        {"aggregate": aggregate, "dependencies": sorted(refs)}
+        for aggregate, refs in sorted(by_aggregate.items())
+    ]
+    return compositions
+
+
+def with_compositions(text: str, compositions: Sequence[Mapping[str, Any]]) -> bytes:
+    """The library's JSON ``text`` with ``compositions`` added, as document bytes (one final LF).
+
+    cyclonedx-python-lib 11 does not model CycloneDX 1.6 ``compositions``, so they are added to
+    its output; keys keep the library's order and ASCII escaping (``json.dumps`` defaults).
+    """
+    doc = json.loads(text)
+    doc["compositions"] = [dict(c) for c in compositions]
+    return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
+
+def _licence_list(expression: str | None) -> list[Any]:
     from cyclonedx.model.license import LicenseExpression
 
-    return [] if text is None else [LicenseExpression(normalized[text])]
+    return [] if expression is None else [LicenseExpression(expression)]
 
 
-def _vendored_component(ref: str, dep: DependencyRecord, licences: Mapping[str, str]) -> Any:
+def _evidence(files: Sequence[ShippedFile]) -> Any:
+    """One occurrence per shipped file: the zip path, ``sha256:<hex>``, bom-ref ``file:<path>``."""
+    from cyclonedx.model.component_evidence import ComponentEvidence, Occurrence
+
+    if not files:
+        return None
+    return ComponentEvidence(
+        occurrences=[
+            Occurrence(
+                bom_ref=file_bom_ref(f.path),
+                location=f.path,
+                additional_context=f"{SHA256_CONTEXT}{f.sha256}",
+            )
+            for f in sorted(files, key=lambda f: f.path)
+        ]
+    )
+
+
+def _package_component(node: _Node, pe_infos: Mapping[str, PeInfo], licences: Mapping[str, str]) -> Any:
     from cyclonedx.model import ExternalReference, ExternalReferenceType, Property, XsUri
     from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.model.contact import OrganizationalEntity
 
+    dep = node.record
     ext = []
     if dep.source_url:
         archive = _ARCHIVE.search(dep.source_url)
@@ -420,85 +553,49 @@ def _vendored_component(ref: str, dep: DependencyRecord, licences: Mapping[str, 
         ext.append(ExternalReference(type=kind, url=XsUri(dep.source_url)))
     if dep.homepage:
         ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
-    props = [Property(name="ninfer:kind", value="vendored")]
-    if dep.commit:
-        props.append(Property(name="ninfer:commit", value=dep.commit))
-    props.append(Property(name=PROP_STAND_IN, value="true" if dep.stand_in else "false"))
-    return Component(
-        type=ComponentType.LIBRARY,
-        name=dep.name,
-        version=dep.version,
-        bom_ref=ref,
-        purl=parse_purl(dep.purl) if dep.purl else None,
-        supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
-        licenses=_licences(dep.license, licences),
-        description=_description(dep),
-        external_references=ext,
-        properties=props,
-    )
-
-
-def _file_component(node: _FileNode, pe: PeInfo | None, licences: Mapping[str, str]) -> Any:
-    from cyclonedx.model import (
-        ExternalReference,
-        ExternalReferenceType,
-        HashAlgorithm,
-        HashType,
-        Property,
-        XsUri,
-    )
-    from cyclonedx.model.component import Component
-    from cyclonedx.model.contact import OrganizationalEntity
-
-    dep = node.record
-    # A PE image carries the version its own resource names, or none at all: never the package's
-    # or the component tag in its place (issue 8 item 5). Other files of a dependency: its version.
-    version = pe_component_version(pe, group=dep.group) if pe is not None else dep.version
-    values = [
+    values: list[tuple[str, str | None]] = [
         ("ninfer:kind", dep.kind),
-        ("ninfer:package", dep.name),
-        ("ninfer:package-version", dep.version),
-        (PROP_PATH, node.path),
-        (PROP_STAND_IN, "true" if dep.stand_in else "false"),
         ("ninfer:group", dep.group),
-        ("ninfer:pe-machine", pe.machine if pe else None),
-        ("ninfer:pe-file-version", pe.file_version if pe else None),
-        ("ninfer:cuda-version", pe.cuda_version if pe else None),
         ("ninfer:commit", dep.commit),
+        (PROP_STAND_IN, "true" if dep.stand_in else "false"),
     ]
-    if pe is not None:
-        # The raw version strings as read, so a consumer sees what the file says about itself.
-        prefix = f"ninfer:file:{node.path}:pe"
-        values += [(f"{prefix}:{key}", value) for key, value in sorted(pe.version_strings.items())]
-        if pe.file_version is None:
-            values.append((f"{prefix}-version-resource", "none"))
-    ext = []
-    if dep.homepage:
-        ext.append(ExternalReference(type=ExternalReferenceType.WEBSITE, url=XsUri(dep.homepage)))
+    if dep.version != node.version:
+        values.append(("ninfer:lock-version", dep.version))  # e.g. lock 3.11.3, purl v3.11.3
+    for f in sorted(dep.files, key=lambda f: f.path):
+        values += _pe_properties(f.path, pe_infos.get(f.path), dep.group)
+    exe = any(f.path.lower().endswith(".exe") for f in dep.files)
     return Component(
-        type=_component_type(node.path),
-        name=posixpath.basename(node.path),
-        version=version,
+        type=ComponentType.APPLICATION if exe else ComponentType.LIBRARY,
+        name=dep.name,
+        version=node.version,
         bom_ref=node.ref,
         purl=parse_purl(dep.purl) if dep.purl else None,
+        cpe=dep.cpe,
         supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
-        licenses=_licences(dep.license, licences),
-        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=node.sha256)],
+        licenses=_licence_list(licences[dep.license] if dep.license is not None else None),
         description=_description(dep),
         external_references=ext,
         properties=[Property(name=k, value=v) for k, v in values if v],
+        evidence=_evidence(dep.files),
     )
 
 
-def _component_type(path: str) -> Any:
-    from cyclonedx.model.component import ComponentType
-
-    lower = path.lower()
-    if lower.endswith(".exe"):
-        return ComponentType.APPLICATION
-    if lower.endswith(_PE_SUFFIXES):
-        return ComponentType.LIBRARY
-    return ComponentType.FILE  # a shipped data/licence file of a dependency
+def _pe_properties(path: str, pe: PeInfo | None, group: str | None) -> list[tuple[str, str | None]]:
+    """What a shipped PE file says about itself, as ``ninfer:file:<path>:…`` properties."""
+    if pe is None:
+        return []
+    prefix = f"ninfer:file:{path}"
+    values: list[tuple[str, str | None]] = [
+        (f"{prefix}:pe-machine", pe.machine),
+        (f"{prefix}:pe-file-version", pe.file_version),
+        (f"{prefix}:pe-product-version", pe.product_version),
+        (f"{prefix}:cuda-version", pe.cuda_version),
+    ]
+    # The raw version strings as read, so a consumer sees what the file says about itself.
+    values += [(f"{prefix}:pe:{key}", value) for key, value in sorted(pe.version_strings.items())]
+    if pe_component_version(pe, group=group) is None:
+        values.append((f"{prefix}:pe-version-resource", "none"))
+    return values
 
 
 def _description(dep: DependencyRecord) -> str | None:
@@ -512,10 +609,10 @@ def _description(dep: DependencyRecord) -> str | None:
 
 
 def _unreached_roots(top: set[str], refs: Sequence[str], graph: Mapping[str, set[str]]) -> set[str]:
-    """Files no path from ``top`` reaches, reduced to those nothing else unreached imports.
+    """Packages no path from ``top`` reaches, reduced to those nothing else unreached depends on.
 
-    A cycle among unreached files contributes its smallest bom-ref, so the result is
-    deterministic and every file ends up reachable from the package.
+    A cycle among unreached packages contributes its smallest bom-ref, so the result is
+    deterministic and every package ends up reachable from the root.
     """
     roots: set[str] = set()
     while True:
@@ -701,6 +798,12 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
         for target in [dep.get("ref"), *(dep.get("dependsOn") or [])]:
             if target not in known:
                 out.append(f"dependency names unknown bom-ref {target!r}")
+    for composition in raw.get("compositions") or []:
+        if not isinstance(composition, dict):
+            continue
+        for target in [*(composition.get("assemblies") or []), *(composition.get("dependencies") or [])]:
+            if target not in known:
+                out.append(f"composition names unknown bom-ref {target!r}")
     if not data.endswith(b"\n") or data.endswith(b"\n\n"):
         out.append("document must end with exactly one LF")
     return out
@@ -715,14 +818,29 @@ def _walk_components(components: list[Any]) -> list[dict[str, Any]]:
     return found
 
 
-def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
-    """Shipped zip path → SHA-256 of every component that records a ``ninfer:path`` property.
+def _occurrences(component: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """(location, SHA-256 or ``None``) of each evidence occurrence of ``component``."""
+    evidence = component.get("evidence")
+    found: list[tuple[str, str | None]] = []
+    for o in (evidence.get("occurrences") or []) if isinstance(evidence, dict) else []:
+        if not isinstance(o, dict) or not isinstance(o.get("location"), str):
+            continue
+        context = str(o.get("additionalContext") or "")
+        sha = context.removeprefix(SHA256_CONTEXT).lower() if context.startswith(SHA256_CONTEXT) else None
+        found.append((o["location"], sha))
+    return found
 
-    Components without that property but with a SHA-256 are keyed by their bom-ref instead.
+
+def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
+    """Shipped zip path → SHA-256 of every file the document lists.
+
+    Files are the evidence occurrences of every component and of ``metadata.component``
+    (``location`` = zip path, ``additionalContext`` = ``sha256:<hex>``); a component of the older
+    one-per-file shape names its file by the ``ninfer:path`` property and carries its SHA-256.
 
     Raises:
-        IntegrityError: the bytes are not JSON, a path is listed twice, or a component with a
-            path has no SHA-256.
+        IntegrityError: the bytes are not JSON, a path is listed twice, or a listed file has no
+            SHA-256.
     """
     try:
         raw = json.loads(data.decode("utf-8"))
@@ -730,30 +848,52 @@ def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
         raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=f"not UTF-8 JSON: {exc}")]) from None
     out: dict[str, str] = {}
     problems: list[Problem] = []
-    for c in _walk_components(raw.get("components") or [] if isinstance(raw, dict) else []):
-        props = {
-            str(p.get("name")): str(p.get("value")) for p in c.get("properties") or [] if isinstance(p, dict)
-        }
-        sha = next(
-            (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"),
-            None,
-        )
-        key = props.get(PROP_PATH) or (str(c["bom-ref"]) if sha is not None and "bom-ref" in c else None)
-        if key is None:
-            continue
-        if sha is None:
-            problems.append(Problem(file=CDX_WHERE, field=key, message="component has no SHA-256"))
-            continue
-        if key in out:
-            problems.append(Problem(file=CDX_WHERE, field=key, message="listed twice"))
-        out[key] = sha
+    components = _walk_components(raw.get("components") or [] if isinstance(raw, dict) else [])
+    metadata = raw.get("metadata") if isinstance(raw, dict) else None
+    if isinstance(metadata, dict) and isinstance(metadata.get("component"), dict):
+        components.append(metadata["component"])
+    for c in components:
+        listed = list(_occurrences(c))
+        path = _props(c).get(PROP_PATH)
+        if path is not None:
+            sha = next(
+                (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"),
+                None,
+            )
+            listed.append((path, sha))
+        for key, sha in listed:
+            if sha is None or not _HEX64.match(sha):
+                problems.append(Problem(file=CDX_WHERE, field=key, message="listed without a SHA-256"))
+                continue
+            if key in out:
+                problems.append(Problem(file=CDX_WHERE, field=key, message="listed twice"))
+            out[key] = sha
     if problems:
         raise IntegrityError(problems=problems)
     return out
 
 
+def cyclonedx_root_sha256(data: bytes) -> str | None:
+    """The SHA-256 ``metadata.component`` carries (the package's own digest), or ``None``."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    component = (raw.get("metadata") or {}).get("component") if isinstance(raw, dict) else None
+    if not isinstance(component, dict):
+        return None
+    for h in component.get("hashes") or []:
+        if isinstance(h, dict) and h.get("alg") == "SHA-256":
+            return str(h.get("content")).lower()
+    return None
+
+
 def _props(component: Mapping[str, Any]) -> dict[str, str]:
-    return {str(p.get("name")): str(p.get("value")) for p in component.get("properties") or []}
+    return {
+        str(p.get("name")): str(p.get("value"))
+        for p in component.get("properties") or []
+        if isinstance(p, dict)
+    }
 
 
 def cross_check_cyclonedx(
@@ -761,19 +901,20 @@ def cross_check_cyclonedx(
 ) -> list[Problem]:
     """Problems between a CycloneDX document and the zip's members (empty = consistent).
 
-    ``members`` maps zip member path → SHA-256. Every component with a ``ninfer:path`` must name
-    a member with that SHA-256; components keyed only by bom-ref are not zip files and are skipped.
+    ``members`` maps zip member path → SHA-256. Every file the document lists (evidence
+    occurrences, see :func:`parse_cyclonedx_hashes`) must be a member with that SHA-256, and every
+    member must be listed (each exactly once: a duplicate raises).
 
     Raises:
-        IntegrityError: the bytes are not JSON, or a component with a path has no SHA-256.
+        IntegrityError: the bytes are not JSON, or a listed file has no SHA-256 or is listed twice.
     """
     hashes = parse_cyclonedx_hashes(data)
-    raw = json.loads(data)
-    paths = {_props(c).get(PROP_PATH) for c in _walk_components(raw.get("components") or [])} - {None}
     problems: list[Problem] = []
-    for key in sorted(str(p) for p in paths):
+    for key in sorted(set(hashes) | set(members)):
         if key not in members:
             problems.append(Problem(file=where, field=key, message="component file is not in the zip"))
+        elif key not in hashes:
+            problems.append(Problem(file=where, field=key, message="zip member is listed by no component"))
         elif members[key].lower() != hashes[key]:
             problems.append(Problem(file=where, field=key, message="SHA-256 differs from the zip member"))
     return problems

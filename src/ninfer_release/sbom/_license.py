@@ -122,6 +122,25 @@ def _check_structure(expression: str, fail: Callable[[str], InputError]) -> None
         raise fail("empty licence expression")
 
 
+def combine_licenses(expressions: Iterable[str]) -> str | None:
+    """The conjunction of normalized licence ``expressions``: every licence that applies, ANDed.
+
+    Top-level ``AND`` terms are split and de-duplicated, terms are sorted, and a term holding ``OR``
+    is parenthesized (``AND`` binds tighter than ``OR``; SPDX 2.3 Annex D). ``NOASSERTION``/``NONE``
+    terms are dropped. Example: ``["Apache-2.0 AND MIT", "MIT", "BSD-2-Clause OR MIT"]`` →
+    ``"(BSD-2-Clause OR MIT) AND Apache-2.0 AND MIT"``. ``None`` when nothing is left.
+    """
+    terms: set[str] = set()
+    for expression in expressions:
+        text = expression.strip()
+        if "(" in text or " OR " in text:
+            terms.add(text if text.startswith("(") and text.endswith(")") else f"({text})")
+        else:
+            terms.update(part.strip() for part in text.split(" AND "))
+    terms -= {"NOASSERTION", "NONE", ""}
+    return " AND ".join(sorted(terms)) if terms else None
+
+
 def parse_license(expression: str) -> object:
     """spdx-tools' ``LicenseExpression`` for an already normalized expression string."""
     from spdx_tools.common.spdx_licensing import spdx_licensing

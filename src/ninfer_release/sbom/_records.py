@@ -51,6 +51,9 @@ class DependencyRecord:
       (``group`` says which kind; ``version`` is the *package* version from the lock, e.g. the
       wheel version ``13.3.29``; ``stand_in`` marks a sample file that is not the real thing).
     * ``engine``: the engine's own executables/DLLs (``files``), built from the lane's source.
+
+    ``cpe`` is a CPE 2.3 formatted string where ``sbom/catalog.json`` maps the package to an NVD
+    vendor and product (:func:`ninfer_release.sbom.apply_catalog` fills it in).
     """
 
     kind: DependencyKind
@@ -66,6 +69,7 @@ class DependencyRecord:
     homepage: str | None = None
     description: str | None = None
     stand_in: bool = False
+    cpe: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

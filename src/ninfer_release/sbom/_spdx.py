@@ -147,11 +147,14 @@ class _Licenses:
     refs: set[str]
 
 
-def _normalize_all(files: Sequence[FileRecord], declared_license: str | None) -> _Licenses:
+def _normalize_all(
+    files: Sequence[FileRecord], declared_license: str | None, concluded_license: str | None
+) -> _Licenses:
     expressions: dict[str, str] = {}
     refs: set[str] = set()
     problems: list[Problem] = []
-    wanted = [(f"files[{f.path}]", f.license) for f in files] + [("declared_license", declared_license)]
+    wanted = [(f"files[{f.path}]", f.license) for f in files]
+    wanted += [("declared_license", declared_license), ("concluded_license", concluded_license)]
     for field, text in wanted:
         if text is None or text in expressions:
             continue
@@ -186,6 +189,9 @@ def spdx_file_inventory(
     package_purl: str | None = None,
     homepage: str | None = None,
     package_comment: str | None = None,
+    concluded_license: str | None = None,
+    package_copyright: str | None = None,
+    document_comment: str | None = None,
 ) -> bytes:
     """The SPDX 2.3 JSON document (bytes) inventorying the files of one package.
 
@@ -198,8 +204,10 @@ def spdx_file_inventory(
     ``<namespace_base>/<name>-<release_id>-<uuid5>`` (C28; ``release_id`` defaults to
     ``package_version``). ``created`` is ``epoch`` (seconds, UTC). Licence expressions are
     normalized (C29) and every ``LicenseRef-`` used gets ``hasExtractedLicensingInfos`` from
-    ``extracted_licenses`` (id → text). Output: the spdx-tools JSON writer's bytes (4-space
-    indent, ASCII, deterministic for a deterministic model) plus one final LF.
+    ``extracted_licenses`` (id → text). The package carries ``package_purl`` as a purl external
+    reference, ``concluded_license`` (default NOASSERTION) and ``package_copyright`` (default
+    NOASSERTION); ``document_comment`` is the document's comment. Output: the spdx-tools JSON
+    writer's bytes (4-space indent, ASCII, deterministic for a deterministic model) plus one LF.
 
     Raises:
         DefinitionError: ``namespace_base`` is not an absolute http(s) URI without fragment.
@@ -222,7 +230,7 @@ def spdx_file_inventory(
     from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
 
     kept = _check_files(files, spdx_file_path)
-    licenses = _normalize_all(kept, declared_license)
+    licenses = _normalize_all(kept, declared_license, concluded_license)
     texts = require_license_texts(licenses.refs, extracted_licenses, where=SPDX_WHERE)
     namespace = spdx_namespace(
         namespace_base=namespace_base,
@@ -289,9 +297,9 @@ def spdx_file_inventory(
         files_analyzed=True,
         verification_code=verification,
         homepage=homepage,
-        license_concluded=SpdxNoAssertion(),
+        license_concluded=license_of(concluded_license),
         license_declared=license_of(declared_license),
-        copyright_text=SpdxNoAssertion(),
+        copyright_text=package_copyright if package_copyright else SpdxNoAssertion(),
         comment=package_comment,
         external_references=external_refs,
         primary_package_purpose=PackagePurpose.APPLICATION,
@@ -305,6 +313,7 @@ def spdx_file_inventory(
         creators=[Actor(ActorType.TOOL, creator_tool), Actor(ActorType.ORGANIZATION, supplier)],
         created=datetime_utc(epoch).replace(tzinfo=None),
         data_license="CC0-1.0",
+        document_comment=document_comment,
     )
     relationships = [Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, package_id)]
     relationships += [Relationship(package_id, RelationshipType.CONTAINS, f.spdx_id) for f in spdx_files]
