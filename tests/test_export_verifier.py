@@ -135,7 +135,17 @@ def _cdx_edit(edit: Callable[[list[dict[str, object]]], None]) -> Mutation:
 
 
 def _first_dll(components: list[dict[str, object]]) -> dict[str, object]:
-    return next(c for c in components if str(c.get("name", "")).lower().endswith(".dll") or c.get("hashes"))
+    """The first component whose evidence lists a shipped DLL (one component per package)."""
+    return next(
+        c
+        for c in components
+        if any(str(o["location"]).endswith(".dll") for o in c.get("evidence", {}).get("occurrences", []))  # type: ignore[attr-defined]
+    )
+
+
+def _first_dll_occurrence(components: list[dict[str, object]]) -> dict[str, object]:
+    occurrence: dict[str, object] = _first_dll(components)["evidence"]["occurrences"][0]  # type: ignore[index]
+    return occurrence
 
 
 def _set_key(name: str, path: tuple[str, ...], value: object, *, deep: bool = False) -> Mutation:
@@ -315,7 +325,7 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         False,
     ),
     "cdx-dll-hash-changed-resealed": (
-        _cdx_edit(lambda cs: _first_dll(cs)["hashes"][0].update(content="0" * 64)),  # type: ignore[index]
+        _cdx_edit(lambda cs: _first_dll_occurrence(cs).update(additionalContext="sha256:" + "0" * 64)),
         False,
     ),
     "cdx-dll-component-dropped-resealed": (_cdx_edit(lambda cs: cs.remove(_first_dll(cs))), False),

@@ -583,8 +583,10 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
                     run.fail(n_cdx, f"names {path!r}, which is not in the package")
                 elif members[path] != sha:
                     run.fail(n_cdx, f"SHA-256 of {path!r} differs from the package member")
-            for path in sorted(m for m in members if m.lower().endswith(".dll") and m not in hashes):
-                run.fail(n_cdx, f"package DLL {path!r} has no component")
+            for path in sorted(set(members) - set(hashes)):
+                run.fail(n_cdx, f"package member {path!r} is listed by no component")
+            if _cdx_root_sha256(doc) != digests.get(n_zip):
+                run.fail(n_cdx, "metadata.component SHA-256 is not the package's")
 
     config = small.get(n_config)
     profile = _load_json(run, n_profile, small.get(n_profile))
@@ -735,23 +737,47 @@ def _cdx_problems(doc: Any, data: bytes) -> list[str]:
 
 
 def _cdx_hashes(doc: dict[str, Any]) -> dict[str, str]:
+    """Zip path -> SHA-256 of every file the document lists: the evidence occurrences of every
+    component and of ``metadata.component`` (``location``, ``additionalContext`` = ``sha256:<hex>``),
+    and a component of the older one-per-file shape by its ``ninfer:path`` property and hash."""
     out = {}
-    for c in _walk(doc.get("components") or []):
+    components = list(_walk(doc.get("components") or []))
+    root = _get(doc, "metadata", "component")
+    if isinstance(root, dict):
+        components.append(root)
+    for c in components:
+        listed = []
+        evidence = c.get("evidence")
+        for o in (evidence.get("occurrences") or []) if isinstance(evidence, dict) else []:
+            if isinstance(o, dict) and isinstance(o.get("location"), str):
+                context = str(o.get("additionalContext") or "")
+                sha = context[len("sha256:") :].lower() if context.startswith("sha256:") else None
+                listed.append((o["location"], sha))
         props = {
             str(p.get("name")): str(p.get("value")) for p in c.get("properties") or [] if isinstance(p, dict)
         }
-        sha = next(
-            (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"), None
-        )
-        key = props.get(_PROP_PATH) or (str(c["bom-ref"]) if sha is not None and "bom-ref" in c else None)
-        if key is None:
-            continue
-        if sha is None:
-            raise Finding(f"CycloneDX component {key!r} has no SHA-256")
-        if key in out:
-            raise Finding(f"CycloneDX component {key!r} listed twice")
-        out[key] = sha
+        if _PROP_PATH in props:
+            sha = next(
+                (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"),
+                None,
+            )
+            listed.append((props[_PROP_PATH], sha))
+        for key, sha in listed:
+            if sha is None:
+                raise Finding(f"CycloneDX lists {key!r} without a SHA-256")
+            if key in out:
+                raise Finding(f"CycloneDX lists {key!r} twice")
+            out[key] = sha
     return out
+
+
+def _cdx_root_sha256(doc: dict[str, Any]) -> str:
+    """The SHA-256 ``metadata.component`` carries (the package's), or ``""``."""
+    root = _get(doc, "metadata", "component")
+    for h in (root.get("hashes") or []) if isinstance(root, dict) else []:
+        if isinstance(h, dict) and h.get("alg") == "SHA-256":
+            return str(h.get("content")).lower()
+    return ""
 
 
 _TOML_STRING = re.compile(r'^([A-Za-z0-9_]+) = "((?:[^"\\]|\\.)*)"$')
