@@ -40,7 +40,12 @@ from ninfer_release.lazyexports import lazy_exports
 
 if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
     from ninfer_release.packaging._cache import DeflateCache
-    from ninfer_release.packaging._compress import DEFAULT_CHUNK, CompressedMember, compress_members
+    from ninfer_release.packaging._compress import (
+        DEFAULT_CHUNK,
+        CompressedMember,
+        ZipLayout,
+        compress_members,
+    )
     from ninfer_release.packaging._paths import DEFAULT_INSTALL_ROOT, MAX_PATH, check_windows_paths
     from ninfer_release.packaging._recipe import (
         IncludeRule,
@@ -77,7 +82,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         scan_zip,
         unsafe_name,
     )
-    from ninfer_release.packaging._zipwrite import ZipEntryDigest, ZipResult, write_zip
+    from ninfer_release.packaging._zipwrite import ZipEntryDigest, ZipResult, finish_zip, write_zip
     from ninfer_release.packaging._zlib import DEFLATE_ENGINE
 
 _EXPORTS = {
@@ -86,6 +91,7 @@ _EXPORTS = {
         "DEFAULT_CHUNK",
         "CompressedMember",
         "compress_members",
+        "ZipLayout",
     ),
     "._paths": (
         "DEFAULT_INSTALL_ROOT",
@@ -131,6 +137,7 @@ _EXPORTS = {
         "ZipEntryDigest",
         "ZipResult",
         "write_zip",
+        "finish_zip",
     ),
     "._zlib": ("DEFLATE_ENGINE",),
 }
@@ -159,6 +166,7 @@ __all__ = [
     "StagedTree",
     "VendoredSource",
     "ZipEntryDigest",
+    "ZipLayout",
     "ZipMember",
     "ZipResult",
     "ZipScan",
@@ -166,6 +174,7 @@ __all__ = [
     "check_stand_in_claims",
     "check_windows_paths",
     "compress_members",
+    "finish_zip",
     "iter_member_digests",
     "load_recipe",
     "load_staged_tree",

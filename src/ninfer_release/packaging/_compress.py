@@ -26,20 +26,24 @@ the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_E
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import os
+import shutil
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import Digests
 from ninfer_release.packaging._cache import CachedStream, DeflateCache
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
-from ninfer_release.packaging._zipformat import DEFLATED, STORED
+from ninfer_release.packaging._zipformat import DEFLATED, LIMIT32, LOCAL_FMT, STORED, encode_name
 from ninfer_release.packaging._zlib import engine as zlib
 from ninfer_release.packaging._zlib import require_deflate_engine
 
@@ -77,6 +81,49 @@ class CompressedMember:
     def digests(self) -> Digests:
         """Size and digests of the uncompressed bytes."""
         return Digests(size=self.size, sha256=self.sha256, sha1=self.sha1)
+
+
+@dataclass(kw_only=True)
+class ZipLayout:
+    """An archive laid out in place: the streams go straight into the zip's own temp file.
+
+    Each member's stream is preceded by room for its local header (``reserved``: name →
+    (header offset, header length)); :func:`~ninfer_release.packaging.finish_zip` writes the
+    headers into that room and the central directory at the end, so no stream is copied. Open it
+    with :meth:`create` in the output's folder; ``finish_zip`` (or :meth:`discard`) ends it.
+    """
+
+    path: Path
+    file: BinaryIO
+    position: int = 0
+    reserved: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, directory: Path) -> ZipLayout:
+        """A new, empty layout file in ``directory`` (the folder the zip will be renamed into)."""
+        fd, name = tempfile.mkstemp(prefix=".layout-", suffix=".zip.tmp", dir=directory)
+        return cls(path=Path(name), file=os.fdopen(fd, "w+b"))
+
+    def reserve(self, name: str, size: int) -> None:
+        """Leave room for ``name``'s local header (zip64 sizes when ``size`` needs them)."""
+        length = LOCAL_FMT.size + len(encode_name(name)[0]) + (20 if size >= LIMIT32 else 0)
+        self.reserved[name] = (self.position, length)
+        self.file.write(bytes(length))
+        self.position += length
+
+    def discard(self) -> None:
+        """Close and delete the layout file (on failure, or after a fallback copy)."""
+        self.file.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _entry_size(entry: PlanEntry) -> int:
+    if entry.data is not None:
+        return len(entry.data)
+    try:
+        return entry.source.stat().st_size if entry.source is not None else 0
+    except OSError:
+        return 0  # reading it reports the problem
 
 
 @dataclass(kw_only=True)
@@ -153,6 +200,7 @@ def compress_members(
     progress: Callable[[int], None] | None = None,
     cache: DeflateCache | None = None,
     known_sha256: Mapping[str, str] | None = None,
+    layout: ZipLayout | None = None,
 ) -> list[CompressedMember]:
     """Read each entry once; return its digests and deflate stream spooled under ``workdir``.
 
@@ -168,6 +216,9 @@ def compress_members(
     lock's): such a member's deflate stream is taken from the cache when its bytes, read and
     hashed once as always, have that SHA-256 (no deflate), and stored there after it was
     deflated (:mod:`._cache`). The result's bytes are the same with or without a cache.
+
+    ``layout``: write the streams into that archive-to-be instead of a spool, each after room for
+    its local header (entries should come in zip order: see :func:`finish_zip`).
 
     Raises:
         InputError: a staged file cannot be read, or a generated entry has no bytes yet.
@@ -192,14 +243,28 @@ def compress_members(
             ]
         )
 
-    fd, spool_name = tempfile.mkstemp(prefix=".members-", suffix=".deflate", dir=workdir)
-    spool = Path(spool_name)
+    if layout is None:
+        fd, spool_name = tempfile.mkstemp(prefix=".members-", suffix=".deflate", dir=workdir)
+        spool = Path(spool_name)
+        sink: contextlib.AbstractContextManager[BinaryIO] = os.fdopen(fd, "wb")
+        position = 0
+    else:
+        spool = layout.path
+        sink = contextlib.nullcontext(layout.file)
+        position = layout.position
     done: list[CompressedMember] = []
     pending: deque[tuple[_State, Future[bytes] | None, bytes, bool]] = deque()
-    position = 0
+
+    def start_member(out: BinaryIO, state: _State) -> None:
+        nonlocal position
+        if layout is not None:
+            layout.position = position
+            layout.reserve(state.entry.name, _entry_size(state.entry))
+            position = layout.position
+        state.offset = position
 
     with (
-        os.fdopen(fd, "wb") as out,
+        sink as out,
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deflate") as pool,
     ):
 
@@ -214,7 +279,7 @@ def compress_members(
                     fut.cancel()  # a piece submitted before the decision: its output is not used
                 blob = piece
             if state.offset is None:
-                state.offset = position
+                start_member(out, state)
             out.write(blob)
             position += len(blob)
             state.length += len(blob)
@@ -230,6 +295,11 @@ def compress_members(
                     while pending:  # keep the result in input order
                         drain_one()
                     member = _from_cache(entry, hit, known_sha256 or {}, chunk_size, progress)
+                    if member is not None and layout is not None:
+                        state = _State(entry=entry)
+                        start_member(out, state)
+                        member = _copy_cached(member, out, spool, position)
+                        position += member.spool_length
                     if member is not None:
                         done.append(member)
                         continue
@@ -272,10 +342,21 @@ def compress_members(
             for _, fut, _, _ in pending:
                 if fut is not None:
                     fut.cancel()
-            out.close()
-            spool.unlink(missing_ok=True)
+            if layout is None:
+                out.close()
+                spool.unlink(missing_ok=True)
             raise
+    if layout is not None:
+        layout.position = position
     return done
+
+
+def _copy_cached(member: CompressedMember, out: BinaryIO, spool: Path, offset: int) -> CompressedMember:
+    """Append a cached member's stream to ``out`` (a layout) at ``offset``: the member as laid out."""
+    with member.spool.open("rb") as src:
+        shutil.copyfileobj(src, out, 1 << 20)
+    member.spool.unlink(missing_ok=True)
+    return dataclasses.replace(member, spool=spool, spool_offset=offset)
 
 
 def _lookup(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.packaging._compress import CompressedMember
+from ninfer_release.packaging._compress import CompressedMember, ZipLayout
 from ninfer_release.packaging._zipformat import (
     STORED,
     central_header,
@@ -207,6 +207,120 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
         path=out,
         size=w.pos,
         sha256=w.sha256.hexdigest(),
+        entries=tuple(
+            ZipEntryDigest(
+                name=m.name,
+                size=m.size,
+                compressed_size=m.compressed_size,
+                sha256=m.sha256,
+                sha1=m.sha1,
+                crc32=m.crc32,
+                method=m.method,
+            )
+            for m in ordered
+        ),
+    )
+
+
+def _in_place(layout: ZipLayout, ordered: list[CompressedMember]) -> bool:
+    """True when the layout holds ``ordered`` exactly in zip order, each after its header's room."""
+    position = 0
+    for m in ordered:
+        room = layout.reserved.get(m.name)
+        header = len(
+            local_header(
+                name=m.name,
+                method=m.method,
+                crc32=0,
+                size=m.size,
+                compressed_size=m.compressed_size,
+                epoch=0,
+                zip64=False,
+            )
+        )
+        if (
+            room != (position, header)
+            or m.spool != layout.path
+            or m.spool_offset != position + header
+            or m.spool_length != m.compressed_size
+        ):
+            return False
+        position += header + m.compressed_size
+    return position == layout.position
+
+
+def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
+    """Turn ``layout`` into the zip of ``members`` at ``out`` (atomic replace): :func:`write_zip`'s bytes.
+
+    When the layout holds the members in zip order (sorted by UTF-8 name, as
+    :func:`~ninfer_release.packaging.compress_members` wrote them), only the local headers are
+    written into their room and the central directory appended: no stream is copied. The archive's
+    SHA-256 is then read back from the file (the page cache) once. Otherwise (members compressed
+    out of zip order) the streams are copied by :func:`write_zip`. The layout is consumed either way.
+
+    Raises:
+        as :func:`write_zip`.
+    """
+    ordered = sorted(members, key=lambda m: m.name.encode("utf-8"))
+    try:
+        problems = _name_problems(ordered)
+        if problems:
+            raise InputError(problems=problems)
+        layout.file.flush()
+        if not _in_place(layout, ordered):
+            result = write_zip(ordered, out, epoch=epoch)
+            layout.discard()
+            return result
+        f = layout.file
+        offsets: list[int] = []
+        for m in ordered:
+            offset, _ = layout.reserved[m.name]
+            offsets.append(offset)
+            zip64 = needs_zip64(size=m.size, compressed_size=m.compressed_size, offset=offset)
+            header = local_header(
+                name=m.name,
+                method=m.method,
+                crc32=m.crc32,
+                size=m.size,
+                compressed_size=m.compressed_size,
+                epoch=epoch,
+                zip64=zip64,
+            )
+            os.pwrite(f.fileno(), header, offset)
+        digest = hashlib.sha256()
+        f.seek(0)
+        left = layout.position
+        while left and (block := f.read(min(_COPY, left))):
+            digest.update(block)
+            left -= len(block)
+        f.seek(layout.position)
+        tail = b"".join(
+            central_header(
+                name=m.name,
+                method=m.method,
+                crc32=m.crc32,
+                size=m.size,
+                compressed_size=m.compressed_size,
+                offset=offset,
+                epoch=epoch,
+            )
+            for m, offset in zip(ordered, offsets, strict=True)
+        )
+        tail += end_records(count=len(ordered), cd_offset=layout.position, cd_size=len(tail))
+        f.write(tail)
+        digest.update(tail)
+        f.flush()
+        os.fsync(f.fileno())
+        f.close()
+        layout.path.chmod(0o644)
+        layout.path.replace(out)
+    except BaseException:
+        layout.discard()
+        raise
+    return ZipResult(
+        path=out,
+        size=layout.position + len(tail),
+        sha256=digest.hexdigest(),
         entries=tuple(
             ZipEntryDigest(
                 name=m.name,

@@ -7,8 +7,10 @@ place atomically. Input digests come from the one read that compressed each stag
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -291,6 +293,16 @@ def package_plan(
     )
 
 
+@contextlib.contextmanager
+def _zip_layout(directory: Path) -> Iterator[packaging.ZipLayout]:
+    """A zip laid out in ``directory``; removed unless :func:`packaging.finish_zip` renamed it."""
+    layout = packaging.ZipLayout.create(directory)
+    try:
+        yield layout
+    finally:
+        layout.discard()  # after finish_zip the file is already renamed: this only closes
+
+
 def build_native_set(
     *,
     release: Release,
@@ -339,19 +351,27 @@ def build_native_set(
     with (
         staged_directory(out) as stage,
         tempfile.TemporaryDirectory(prefix=".ninfer-spool-", dir=out.parent) as tmp,
+        _zip_layout(stage) as zip_layout,
     ):
         work = Path(tmp)
-        members = list(
-            packaging.compress_members(
-                plan.staged_entries,
+        ready = [e for e in plan.entries if e.name != spdx_member]
+        # In zip order, straight into the zip's own file (packaging.finish_zip): the SPDX document,
+        # which needs every other digest, comes last (it sorts last: "sbom/" after "bin/",
+        # "config/", "licenses/", "profile/"; otherwise finish_zip copies the streams instead).
+        members: list[packaging.CompressedMember] = []
+        for is_staged, group in itertools.groupby(
+            sorted(ready, key=lambda e: e.name.encode("utf-8")), key=lambda e: e.staged_path is not None
+        ):
+            members += packaging.compress_members(
+                list(group),
                 workdir=work,
                 workers=workers,
                 level=plan.deflate_level,
-                progress=bytes_done,
+                progress=bytes_done if is_staged else None,
                 cache=deflate_cache,
                 known_sha256={r.file: r.sha256 for r in staged.lock.redistributables},
+                layout=zip_layout,
             )
-        )
         sha_of = {m.staged_path: m.sha256 for m in members if m.staged_path is not None}
         packaging.check_lock_digests(staged, sha_of)
         zip_name_of = {e.staged_path: e.name for e in plan.staged_entries if e.staged_path is not None}
@@ -366,10 +386,6 @@ def build_native_set(
             {path: m for path, pe in pe_by_staged.items() if (m := sbom.stand_in_marker(pe)) is not None},
         )
         pe_infos = {zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
-        generated = [e for e in plan.generated_entries if e.name != spdx_member]
-        members += packaging.compress_members(
-            generated, workdir=work, workers=workers, level=plan.deflate_level
-        )
 
         files = [
             sbom.FileRecord(
@@ -418,8 +434,10 @@ def build_native_set(
         )
         plan = plan.with_generated({spdx_member: spdx_bytes})
         spdx_entry = [e for e in plan.generated_entries if e.name == spdx_member]
-        members += packaging.compress_members(spdx_entry, workdir=work, workers=1, level=plan.deflate_level)
-        zres = packaging.write_zip(members, stage / names.zip, epoch=epoch)
+        members += packaging.compress_members(
+            spdx_entry, workdir=work, workers=1, level=plan.deflate_level, layout=zip_layout
+        )
+        zres = packaging.finish_zip(zip_layout, members, stage / names.zip, epoch=epoch)
         # Refused before the set is sealed: the output directory appears only when complete.
         check_package_budget(
             package=names.zip,
