@@ -121,3 +121,67 @@ def test_failed_gate_with_status_qualified_is_caught(qualified_copy: Path) -> No
     res = cli("verify", qualified_copy)
     assert res.code == 5, res.text
     assert "status 'qualified' does not follow from its 1 receipts, failed gates G1" in res.err
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("receipts", 0, "bound", "source_commit"), "0" * 40, "bound.source_commit '" + "0" * 40),
+        (("receipts", 0, "bound", "profile_id"), "other-profile", "bound.profile_id 'other-profile'"),
+    ],
+)
+def test_receipt_entry_naming_another_source_or_profile_is_caught(
+    qualified_copy: Path, path: tuple[Any, ...], value: Any, message: str
+) -> None:
+    """A receipt entry of a ``qualified`` record that names another source commit or profile than
+    ``bound_to`` is caught like one naming another package: sealing
+    refuses such a receipt, so a record holding one was edited (hostile review of issue 8)."""
+    _relabel(qualified_copy, ".qualification.json", path, value)  # type: ignore[arg-type]
+    res = cli("verify", qualified_copy)
+    assert res.code == 5, res.text
+    assert f"{S}.qualification.json: receipts[0] " in res.err and message in res.err, res.err
+
+
+def test_public_entry_carrying_scratch_evidence_is_caught(qualified_copy: Path) -> None:
+    """A scratch run relabelled ``public`` (its scratch block kept) is not a run of the public package."""
+    record = qualified_copy / f"{S}.qualification.json"
+    doc = json.loads(record.read_bytes())
+    doc["receipts"][0]["scratch"] = {"variant": "port-only"}
+    record.write_bytes(_dump(doc))
+    _rebind(qualified_copy)
+    res = cli("verify", qualified_copy)
+    assert res.code == 5, res.text
+    assert "receipts[0] ('run-1.json') has binding 'public' but carries scratch evidence" in res.err
+
+
+def test_scratch_entry_naming_the_public_bytes_as_its_own_is_caught(qualified_copy: Path) -> None:
+    """``scratch_equivalence`` whose own bound bytes are the public package's: sealing refuses it."""
+    record = qualified_copy / f"{S}.qualification.json"
+    doc = json.loads(record.read_bytes())
+    r = doc["receipts"][0]
+    r["binding"] = "scratch_equivalence"
+    r["scratch"] = {
+        "variant": "port-only",
+        "equivalence": {
+            "package_sha256": r["bound"]["package_sha256"],
+            "config_sha256": r["bound"]["config_sha256"],
+            "evidence": "same bytes",
+        },
+    }
+    record.write_bytes(_dump(doc))
+    _rebind(qualified_copy)
+    res = cli("verify", qualified_copy)
+    assert res.code == 5, res.text
+    assert "receipts[0] ('run-1.json') is a scratch run naming the public package's own bytes" in res.err
+
+
+def test_the_same_receipt_listed_twice_is_caught(qualified_copy: Path) -> None:
+    """One receipt counted twice (same SHA-256) inflates the evidence; sealing never writes that."""
+    record = qualified_copy / f"{S}.qualification.json"
+    doc = json.loads(record.read_bytes())
+    doc["receipts"].append(dict(doc["receipts"][0], name="run-2.json"))
+    record.write_bytes(_dump(doc))
+    _rebind(qualified_copy)
+    res = cli("verify", qualified_copy)
+    assert res.code == 5, res.text
+    assert "receipts[1] ('run-2.json') has the SHA-256 of receipts[0]" in res.err

@@ -601,6 +601,47 @@ def _check_identity(
         )
 
 
+def _receipt_entry_problems(entry: Mapping[str, Any], bound_to: Any) -> list[str]:
+    """Why one receipt entry of a qualification record does not qualify ``bound_to`` (empty: it does).
+
+    What sealing (:func:`~._receipts.bind_receipts`) demands, read back: a ``public`` receipt bound
+    this source commit, profile, config and package and carries no scratch evidence; a
+    ``scratch_equivalence`` one bound this source and profile, its own other bytes, and
+    equivalence evidence naming this config and package.
+    """
+    kind = entry.get("binding")
+    if kind not in ("public", "scratch_equivalence"):
+        return [f"binding {kind!r} is not public or scratch_equivalence"]
+    want = {
+        "source_commit": _get(bound_to, "source_commit"),
+        "profile_id": _get(bound_to, "profile_id"),
+        "config_sha256": _get(bound_to, "config_bytes_sha256"),
+        "package_sha256": _get(bound_to, "package_sha256"),
+    }
+    problems = [
+        f"bound.{key} {_get(entry, 'bound', key)!r} is not bound_to's {want[key]!r}"
+        for key in ("source_commit", "profile_id")
+        if _get(entry, "bound", key) != want[key]
+    ]
+    own = (_get(entry, "bound", "package_sha256"), _get(entry, "bound", "config_sha256"))
+    public = (want["package_sha256"], want["config_sha256"])
+    if kind == "public":
+        if "scratch" in entry:
+            problems.append("has binding 'public' but carries scratch evidence")
+        if own != public:
+            problems.append("does not bind this package and config")
+        return problems
+    equivalence = (
+        _get(entry, "scratch", "equivalence", "package_sha256"),
+        _get(entry, "scratch", "equivalence", "config_sha256"),
+    )
+    if own == public:
+        problems.append("is a scratch run naming the public package's own bytes")
+    if equivalence != public:
+        problems.append("does not bind this package and config (scratch.equivalence)")
+    return problems
+
+
 def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: str | None) -> None:
     """The qualification record (schema 2) binds this package, and its status follows from its
     receipts and gate ledger: ``qualified`` exactly when there is a receipt and no gate failed;
@@ -617,14 +658,14 @@ def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: 
         run.fail(name, "receipts is not a list of objects")
         return
     reports: list[dict[str, str]] = []
+    seen: dict[Any, int] = {}
     for i, r in enumerate(receipts):
-        kind = r.get("binding")
-        where = ("bound",) if kind == "public" else ("scratch", "equivalence")
-        key = "config_sha256"
-        if kind not in ("public", "scratch_equivalence"):
-            run.fail(name, f"receipts[{i}].binding {kind!r} is not public or scratch_equivalence")
-        elif _get(r, *where, "package_sha256") != bound or _get(r, *where, key) != config:
-            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) does not bind this package and config")
+        for problem in _receipt_entry_problems(r, doc.get("bound_to")):
+            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) {problem}")
+        digest = r.get("sha256")
+        if isinstance(digest, str) and digest in seen:
+            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) has the SHA-256 of receipts[{seen[digest]}]")
+        seen.setdefault(digest, i)
         gates = r.get("gates")
         if not isinstance(gates, dict) or not all(isinstance(v, str) for v in gates.values()):
             run.fail(name, f"receipts[{i}].gates is not an object of gate -> result")
