@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,24 @@ def _set_key(name: str, path: tuple[str, ...], value: object, *, deep: bool = Fa
     return mutate
 
 
+def _qualification_edit(edit: Callable[[dict[str, Any]], None]) -> Mutation:
+    """Edit the qualification record, then re-seal everything around it (provenance, manifest,
+    SHA256SUMS): only the record's own consistency with the package can tell."""
+
+    def mutate(d: Path, s: str) -> None:
+        _edit_json(d, s + ".qualification.json", edit)  # type: ignore[arg-type]
+        _reseal_all(d, s)
+
+    return mutate
+
+
+def _fail_gate_keep_qualified(doc: dict[str, Any]) -> None:
+    doc["receipts"][0]["gates"]["G1"] = "fail"
+    doc["gates"]["merged"]["G1"] = "fail"
+    doc["gates"]["counts"] = {"pass": 1, "fail": 1, "not_applicable": 1}
+    doc["gates"]["failed"] = ["G1"]
+
+
 def _flip(suffix: str, *, resealed: bool) -> Mutation:
     def mutate(d: Path, s: str) -> None:
         name = "SHA256SUMS" if suffix == "SHA256SUMS" else s + suffix
@@ -276,6 +295,28 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         _set_key(".qualification.json", ("status",), "unqualified", deep=True),
         False,
     ),
+    "qualification-failed-gate-kept-qualified": (_qualification_edit(_fail_gate_keep_qualified), False),
+    "qualification-bound-to-other-package": (
+        _qualification_edit(lambda q: q["bound_to"].update(package_sha256="ab" * 32)),
+        False,
+    ),
+    "qualification-receipt-other-package": (
+        _qualification_edit(lambda q: q["receipts"][0]["bound"].update(package_sha256="ab" * 32)),
+        False,
+    ),
+    "qualification-receipt-other-source": (
+        _qualification_edit(lambda q: q["receipts"][0]["bound"].update(source_commit="0" * 40)),
+        False,
+    ),
+    "qualification-receipt-listed-twice": (
+        _qualification_edit(lambda q: q["receipts"].append(dict(q["receipts"][0], name="run-2.json"))),
+        False,
+    ),
+    "qualification-gate-counts-forged": (
+        _qualification_edit(lambda q: q["gates"]["counts"].update(not_applicable=0)),
+        False,
+    ),
+    "qualification-schema-1": (_qualification_edit(lambda q: q.update(schema=1)), False),
     "route-package-size": (_set_key(".route.json", ("package", "size"), 1, deep=True), False),
     "route-checkpoint-dir": (
         _set_key(".route.json", ("install", "checkpoint_dir"), "cache/x", deep=True),
@@ -408,3 +449,28 @@ def test_both_native_sets_pass_and_sums_sha256_pins(
     assert _standalone(script, d.parent / "nothing").returncode == 4
     assert _standalone(script, d, "--bogus", "x").returncode == 2
     assert TAGS["rtx3090"] in stem("rtx3090")
+
+
+def test_standalone_states_the_qualification_never_a_plain_ok(
+    script: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Like ``verify``: an unqualified set reads as an unqualified draft, a qualified one with its
+    gate counts; ``--json`` carries ``qualification``, ``draft`` and ``gates``;
+    ``--require-qualified`` fails an unqualified set (exit 5)."""
+    draft = release_out(tmp_path_factory) / "rtx4090"
+    res = _standalone(script, draft)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith(f"{draft}: OK (unqualified draft, not for release; ")
+    doc = json.loads(_standalone(script, draft, "--json").stdout)
+    assert (doc["qualification"], doc["draft"]) == ("unqualified", True)
+    assert doc["gates"] == {"pass": 0, "fail": 0, "not_applicable": 0}
+    res = _standalone(script, draft, "--require-qualified")
+    assert res.returncode == 5
+    assert "qualification.json: status unqualified; --require-qualified needs a qualified set" in res.stderr
+    sealed = qualified_out(tmp_path_factory) / "rtx4090"
+    res = _standalone(script, sealed, "--require-qualified")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith(f"{sealed}: OK (qualified: 2 pass, 0 fail, 1 not applicable; ")
+    doc = json.loads(_standalone(script, sealed, "--json").stdout)
+    assert (doc["qualification"], doc["draft"]) == ("qualified", False)
+    assert doc["gates"] == {"pass": 2, "fail": 0, "not_applicable": 1}

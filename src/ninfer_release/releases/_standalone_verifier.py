@@ -4,10 +4,14 @@
 Written out verbatim by ``ninfer-release export-verifier --out FILE`` for installer hosts where
 ninfer-release and its SBOM libraries are not installed. Usage::
 
-    python3 -I ninfer-verify.py SET_DIR [--sums-sha256 HEX] [--json]
+    python3 -I ninfer-verify.py SET_DIR [--sums-sha256 HEX] [--json] [--require-qualified]
 
-Exit 0: every check holds. Exit 5: the set fails (one ``FAIL:`` line per finding on stderr).
-Exit 2: usage. Exit 4: SET_DIR is not a directory.
+Exit 0: every check holds. Exit 5: the set fails (one ``FAIL:`` line per finding on stderr);
+with ``--require-qualified``, also when the set is unqualified. Exit 2: usage. Exit 4: SET_DIR is
+not a directory. Like ``verify``, the verdict always states the qualification:
+``OK (qualified: 2 pass, 0 fail, 1 not applicable; N checks)`` or ``OK (unqualified draft, not for
+release; N checks)``, never a plain ``OK``; and ``--json`` carries ``ok``, ``qualification``,
+``draft``, ``gates`` (the gate counts), ``checked``, ``warnings`` and ``failures``.
 
 It checks what ``ninfer-release verify`` checks, except the SBOM libraries' schema validation:
 the exact 11 files; ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms; CRLF and a
@@ -80,6 +84,10 @@ class Run:
         self.checked: list[str] = []
         self.warnings: list[str] = []
         self.failures: list[str] = []
+        #: The qualification record's status and gate counts, as ``verify`` reports them.
+        self.qualification: str | None = None
+        self.gate_counts: dict[str, int] = {}
+        self.record = ""  # the qualification record's file name, once the set's stem is known
 
     def fail(self, name: str, message: str) -> None:
         self.failures.append(f"{name}: {message}")
@@ -480,6 +488,7 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
     entries = [stem + s for s in ENTRY_SUFFIXES]
     every = [*entries, SUMS_NAME]
     n_zip, n_spdx, n_cdx, n_config, n_profile, n_model, n_qual, n_prov, n_route, n_manifest = entries
+    run.record = n_qual
     for n in every:
         p = os.path.join(directory, n)
         if not os.path.isfile(p) or os.path.islink(p):
@@ -592,6 +601,11 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
     profile = _load_json(run, n_profile, small.get(n_profile))
     manifest = _load_json(run, n_manifest, small.get(n_manifest))
     qualification = _load_json(run, n_qual, small.get(n_qual))
+    if isinstance(qualification, dict):
+        status, counts = qualification.get("status"), _get(qualification, "gates", "counts")
+        run.qualification = status if status in ("qualified", "unqualified") else None
+        if isinstance(counts, dict) and all(type(v) is int for v in counts.values()):
+            run.gate_counts = {str(k): v for k, v in counts.items()}
     provenance = _load_json(run, n_prov, small.get(n_prov))
     route = _load_json(run, n_route, small.get(n_route))
     model = _load_json(run, n_model, small.get(n_model))
@@ -890,39 +904,148 @@ def _identity(
         if isinstance(doc, dict) and _get(doc, *path) != manifest.get(key):
             run.fail(doc_name, "{} does not equal {} {}".format(".".join(path), n_manifest, key))
     if isinstance(qualification, dict):
-        status, receipts = qualification.get("status"), qualification.get("receipts")
-        if (
-            not isinstance(receipts, list)
-            or status not in ("qualified", "unqualified")
-            or ((status == "qualified") != bool(receipts))
-        ):
-            run.fail(n_qual, f"status {status!r} does not follow from its receipts")
+        _qualification(run, n_qual, qualification, zip_sha256)
     if isinstance(tag, str) and zip_sha256 is not None:
         instance = f"{tag}-{zip_sha256[:16]}"
         if manifest.get("release_instance_id") != instance:
             run.fail(n_manifest, f"release_instance_id is not {instance!r}")
 
 
+_GATE_RESULTS = ("pass", "fail", "not_applicable")
+_GATE_ID = re.compile(r"[A-Z][A-Z0-9]{0,15}")
+
+
+def _gate_key(gate: str) -> tuple[str, int, str]:
+    """G2 before G10: the letter prefix, the number, then any suffix (as ``verify`` orders them)."""
+    m = re.fullmatch(r"([A-Z]+)([0-9]*)(.*)", gate) if _GATE_ID.fullmatch(gate) else None
+    return (m.group(1), int(m.group(2) or 0), m.group(3)) if m else ("~", 0, gate)
+
+
+def _ledger(reports: list[dict[str, str]]) -> dict[str, Any]:
+    """The receipts' gates merged (fail > pass > not_applicable; an unknown result is a fail)."""
+    rank = {"not_applicable": 0, "pass": 1, "fail": 2}
+    merged: dict[str, str] = {}
+    for gates in reports:
+        for gate, result in gates.items():
+            value = result if result in rank else "fail"
+            if gate not in merged or rank[value] > rank[merged[gate]]:
+                merged[gate] = value
+    order = sorted(merged, key=_gate_key)
+    return {
+        "merged": {g: merged[g] for g in order},
+        "counts": {r: sum(1 for v in merged.values() if v == r) for r in _GATE_RESULTS},
+        "failed": [g for g in order if merged[g] == "fail"],
+    }
+
+
+def _receipt_problems(entry: dict[str, Any], bound_to: Any) -> list[str]:
+    """Why one receipt entry does not qualify ``bound_to`` (what sealing demands, read back)."""
+    kind = entry.get("binding")
+    if kind not in ("public", "scratch_equivalence"):
+        return [f"binding {kind!r} is not public or scratch_equivalence"]
+    want = {
+        "source_commit": _get(bound_to, "source_commit"),
+        "profile_id": _get(bound_to, "profile_id"),
+    }
+    problems = [
+        f"bound.{key} {_get(entry, 'bound', key)!r} is not bound_to's {want[key]!r}"
+        for key in ("source_commit", "profile_id")
+        if _get(entry, "bound", key) != want[key]
+    ]
+    own = (_get(entry, "bound", "package_sha256"), _get(entry, "bound", "config_sha256"))
+    public = (_get(bound_to, "package_sha256"), _get(bound_to, "config_bytes_sha256"))
+    if kind == "public":
+        if "scratch" in entry:
+            problems.append("has binding 'public' but carries scratch evidence")
+        if own != public:
+            problems.append("does not bind this package and config")
+        return problems
+    equivalence = (
+        _get(entry, "scratch", "equivalence", "package_sha256"),
+        _get(entry, "scratch", "equivalence", "config_sha256"),
+    )
+    if own == public:
+        problems.append("is a scratch run naming the public package's own bytes")
+    if equivalence != public:
+        problems.append("does not bind this package and config (scratch.equivalence)")
+    return problems
+
+
+def _qualification(run: Run, name: str, doc: dict[str, Any], zip_sha256: str | None) -> None:
+    """The record (schema 2) binds this package; its status follows from its receipts and gates."""
+    if doc.get("schema") != 2:
+        run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
+        return
+    bound = _get(doc, "bound_to", "package_sha256")
+    if zip_sha256 is not None and bound != zip_sha256:
+        run.fail(name, f"bound_to.package_sha256 is {bound!r}, but the package has {zip_sha256}")
+    receipts = doc.get("receipts")
+    if not isinstance(receipts, list) or not all(isinstance(r, dict) for r in receipts):
+        run.fail(name, "receipts is not a list of objects")
+        return
+    reports: list[dict[str, str]] = []
+    seen: dict[Any, int] = {}
+    for i, r in enumerate(receipts):
+        for problem in _receipt_problems(r, doc.get("bound_to")):
+            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) {problem}")
+        digest = r.get("sha256")
+        if isinstance(digest, str) and digest in seen:
+            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) has the SHA-256 of receipts[{seen[digest]}]")
+        seen.setdefault(digest, i)
+        gates = r.get("gates")
+        if not isinstance(gates, dict) or not all(isinstance(v, str) for v in gates.values()):
+            run.fail(name, f"receipts[{i}].gates is not an object of gate -> result")
+            continue
+        reports.append(gates)
+    ledger = _ledger(reports)
+    if _get(doc, "gates") != ledger:
+        run.fail(name, "gates (merged, counts, failed) do not follow from the receipts' gates")
+    want = "qualified" if receipts and not ledger["failed"] else "unqualified"
+    if doc.get("status") != want:
+        run.fail(name, f"status {doc.get('status')!r} does not follow from its {len(receipts)} receipts")
+
+
+def _state(run: Run) -> str:
+    """What the verdict says of qualification: an unqualified set never reads as a plain OK."""
+    if run.qualification != "qualified":
+        return f"{run.qualification or 'qualification unknown'} draft, not for release"
+    c = run.gate_counts
+    if not any(c.values()):
+        return "qualified: no gates reported"
+    return "qualified: {} pass, {} fail, {} not applicable".format(
+        c.get("pass", 0), c.get("fail", 0), c.get("not_applicable", 0)
+    )
+
+
+USAGE = "usage: ninfer-verify SET_DIR [--sums-sha256 HEX] [--json] [--require-qualified]\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
-    args = [a for a in args if a != "--json"]
+    require_qualified = "--require-qualified" in args
+    args = [a for a in args if a not in ("--json", "--require-qualified")]
     expected = None
     if "--sums-sha256" in args:
         i = args.index("--sums-sha256")
         if i + 1 >= len(args):
-            sys.stderr.write("usage: ninfer-verify SET_DIR [--sums-sha256 HEX] [--json]\n")
+            sys.stderr.write(USAGE)
             return 2
         expected = args[i + 1]
         del args[i : i + 2]
     if len(args) != 1 or args[0].startswith("-"):
-        sys.stderr.write("usage: ninfer-verify SET_DIR [--sums-sha256 HEX] [--json]\n")
+        sys.stderr.write(USAGE)
         return 2
     directory = args[0]
     if not os.path.isdir(directory):
         sys.stderr.write(f"error: {directory}: not a directory\n")
         return 4
     run = verify(directory, expected)
+    if require_qualified and run.qualification != "qualified":
+        run.fail(
+            run.record or directory,
+            f"status {run.qualification or 'unknown'}; --require-qualified needs a qualified set",
+        )
     for w in run.warnings:
         sys.stderr.write(f"warning: {w}\n")
     for f in run.failures:
@@ -931,12 +1054,16 @@ def main(argv: list[str] | None = None) -> int:
         doc = {
             "ok": not run.failures,
             "directory": directory,
+            "qualification": run.qualification,
+            "draft": run.qualification != "qualified",
+            "gates": run.gate_counts,
             "checked": run.checked,
+            "warnings": run.warnings,
             "failures": run.failures,
         }
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     elif not run.failures:
-        sys.stdout.write(f"{directory}: OK ({len(run.checked)} checks)\n")
+        sys.stdout.write(f"{directory}: OK ({_state(run)}; {len(run.checked)} checks)\n")
     return 5 if run.failures else 0
 
 

@@ -652,7 +652,6 @@ def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: 
     bound = _get(doc, "bound_to", "package_sha256")
     if zip_sha256 is not None and bound != zip_sha256:
         run.fail(name, f"bound_to.package_sha256 is {bound!r}, but the package has {zip_sha256}")
-    config = _get(doc, "bound_to", "config_bytes_sha256")
     receipts = doc.get("receipts")
     if not isinstance(receipts, list) or not all(isinstance(r, dict) for r in receipts):
         run.fail(name, "receipts is not a list of objects")
