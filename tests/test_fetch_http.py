@@ -26,6 +26,7 @@ from flow_support import (
     flip_byte,
     ok,
     qualified_out,
+    release_out,
     samples,
     set_names,
     stem,
@@ -382,3 +383,21 @@ def test_with_model_needs_route(tmp_path: Path) -> None:
 
 def _ranged_path(server: Nginx, path: str) -> int:
     return (server.work / "access.log").read_text().count(f'{path} HTTP/1.1" 206')
+
+
+def test_text_verdicts_over_https_state_the_qualification(
+    nginx: Nginx, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """``verify https://…`` and ``fetch`` never print a plain ``OK``: an unqualified draft says so,
+    a qualified set gives its gate counts; ``--require-qualified`` fails the draft (exit 5)."""
+    shutil.copytree(release_out(tmp_path_factory) / "rtx4090", nginx.root / "unqualified" / TAGS["rtx4090"])
+    draft = f"{nginx.base}/unqualified/{TAGS['rtx4090']}/"
+    tls = ("--ca-file", nginx.ca, "--retries", "1")
+    for args in (("verify", draft), ("fetch", draft, "--out", tmp_path / "out")):
+        res = cli(*args, *tls)
+        assert res.code == 0, res.text
+        assert f"OK (unqualified draft, not for release; {stem('rtx4090')}, " in res.out, res.out
+    assert cli("verify", draft, "--require-qualified", *tls).code == 5
+    res = cli("fetch", _url(nginx, "rtx4090"), "--out", tmp_path / "q", *tls)
+    assert res.code == 0, res.text
+    assert f"OK (qualified: 2 pass, 0 fail, 1 not applicable; {stem('rtx4090')}, " in res.out, res.out

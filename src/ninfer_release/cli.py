@@ -952,7 +952,7 @@ def fetch_cmd(
     Exit 0 when the set verifies; 4 network/HTTP/input problems; 5 wrong size, digest or set.
     """
     from ninfer_release.errors import IntegrityError, Problem
-    from ninfer_release.releases import fetch_route, fetch_set
+    from ninfer_release.releases import fetch_route, fetch_set, qualification_phrase
 
     if (url is None) == (route is None):
         raise click.UsageError("give either URL or --route ROUTE.json")
@@ -980,7 +980,10 @@ def fetch_cmd(
     lines = [f"{f.status}: {f.name} ({f.size} bytes)" for f in result.files] if ctx.verbosity >= 1 else []
     if result.model is not None:
         lines.append(f"model {result.model.status}: {result.model.name} ({result.model.size} bytes)")
-    lines.append(f"{result.url}: fetched into {out}, OK ({report.stem}, {len(report.checked)} checks)")
+    state = qualification_phrase(report)
+    lines.append(
+        f"{result.url}: fetched into {out}, OK ({state}; {report.stem}, {len(report.checked)} checks)"
+    )
     emit(ctx, {"ok": True, **result.as_dict()}, lines)
 
 

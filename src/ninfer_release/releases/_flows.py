@@ -58,20 +58,8 @@ class LocatedReport:
         ``OK (unqualified draft, not for release; <stem>, N checks)`` or ``FAILED (...)``.
         """
         r = self.report
-        state = r.qualification or "qualification unknown"
-        if r.qualification == "qualified":
-            counts = r.gate_counts
-            state += ": " + (
-                f"{counts.get('pass', 0)} pass, {counts.get('fail', 0)} fail, "
-                f"{counts.get('not_applicable', 0)} not applicable"
-                if counts and any(counts.values())
-                else "no gates reported"
-            )
-            if self.draft:
-                state = f"qualified draft ({state})"
-        else:
-            state += " draft, not for release"
         verdict = "OK" if r.ok else f"FAILED ({len(r.failures)} failures)"
+        state = qualification_phrase(r, draft_reference=self.draft_reference)
         return f"{self.location}: {verdict} ({state}; {r.stem}, {len(r.checked)} checks)"
 
     def as_dict(self) -> dict[str, Any]:
@@ -80,6 +68,22 @@ class LocatedReport:
         doc["artifact_digest"] = self.manifest_digest
         doc["draft"] = self.draft
         return doc
+
+
+def qualification_phrase(report: VerifyReport, *, draft_reference: bool = False) -> str:
+    """What a verdict says of qualification (every ``OK`` line carries it, so an unqualified set
+    never reads as a plain ``OK``): ``qualified: 2 pass, 0 fail, 1 not applicable`` (``qualified
+    draft (…)`` from a ``<tag>.draft`` reference) or ``unqualified draft, not for release``."""
+    if report.qualification != "qualified":
+        return f"{report.qualification or 'qualification unknown'} draft, not for release"
+    counts = report.gate_counts
+    state = "qualified: " + (
+        f"{counts.get('pass', 0)} pass, {counts.get('fail', 0)} fail, "
+        f"{counts.get('not_applicable', 0)} not applicable"
+        if counts and any(counts.values())
+        else "no gates reported"
+    )
+    return f"qualified draft ({state})" if draft_reference else state
 
 
 def bound_sums_sha256(release_manifest: Mapping[str, Any], stem: str) -> str | None:
