@@ -71,6 +71,8 @@ def test_qualified_set_read_from_a_draft_tag_is_a_draft(
     assert f"{ref}: OK (qualified draft (qualified: 2 pass, 0 fail, 1 not applicable); {S}, " in res.out
     code, doc = _verify_json(ref)
     assert code == 0 and doc["qualification"] == "qualified" and doc["draft"] is True
+    # --require-qualified judges the bytes: the same qualified set passes it from a draft reference.
+    assert cli("verify", ref, "--require-qualified").code == 0
 
 
 @pytest.fixture
@@ -185,3 +187,36 @@ def test_the_same_receipt_listed_twice_is_caught(qualified_copy: Path) -> None:
     res = cli("verify", qualified_copy)
     assert res.code == 5, res.text
     assert "receipts[1] ('run-2.json') has the SHA-256 of receipts[0]" in res.err
+
+
+#: The keys of ``verify --json`` (README "Installer consumer's flow"): stable, on every path.
+VERIFY_JSON_KEYS = [
+    "artifact_digest",
+    "checked",
+    "directory",
+    "draft",
+    "failures",
+    "gates",
+    "location",
+    "ok",
+    "qualification",
+    "sha256sums_sha256",
+    "stem",
+    "warnings",
+]
+
+
+def test_verify_json_keys_are_the_documented_ones(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    set_dir = release_out(tmp_path_factory) / LANE
+    assert cli("publish", set_dir, "--to", f"dir://{store}", "--draft").code == 0
+    for location in (set_dir, f"dir://{store}:{TAGS[LANE]}.draft"):
+        code, doc = _verify_json(location)
+        assert code == 0 and sorted(doc) == VERIFY_JSON_KEYS, doc
+        assert sorted(doc["gates"]) == ["fail", "not_applicable", "pass"]
+        assert (doc["qualification"], doc["draft"]) == ("unqualified", True)
+        assert cli("verify", location, "--require-qualified").code == 5
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert all(f"`{key}`" in readme for key in VERIFY_JSON_KEYS)
