@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -144,49 +145,43 @@ def test_receipt_entry_naming_another_source_or_profile_is_caught(
     assert f"{S}.qualification.json: receipts[0] " in res.err and message in res.err, res.err
 
 
-def test_public_entry_carrying_scratch_evidence_is_caught(qualified_copy: Path) -> None:
-    """A scratch run relabelled ``public`` (its scratch block kept) is not a run of the public package."""
-    record = qualified_copy / f"{S}.qualification.json"
-    doc = json.loads(record.read_bytes())
+def _scratch_calls_itself_public(doc: dict[str, Any]) -> None:
     doc["receipts"][0]["scratch"] = {"variant": "port-only"}
-    record.write_bytes(_dump(doc))
-    _rebind(qualified_copy)
-    res = cli("verify", qualified_copy)
-    assert res.code == 5, res.text
-    assert "receipts[0] ('run-1.json') has binding 'public' but carries scratch evidence" in res.err
 
 
-def test_scratch_entry_naming_the_public_bytes_as_its_own_is_caught(qualified_copy: Path) -> None:
-    """``scratch_equivalence`` whose own bound bytes are the public package's: sealing refuses it."""
-    record = qualified_copy / f"{S}.qualification.json"
-    doc = json.loads(record.read_bytes())
+def _scratch_names_the_public_bytes(doc: dict[str, Any]) -> None:
     r = doc["receipts"][0]
+    eq = {k: r["bound"][k] for k in ("package_sha256", "config_sha256")}
     r["binding"] = "scratch_equivalence"
-    r["scratch"] = {
-        "variant": "port-only",
-        "equivalence": {
-            "package_sha256": r["bound"]["package_sha256"],
-            "config_sha256": r["bound"]["config_sha256"],
-            "evidence": "same bytes",
-        },
-    }
-    record.write_bytes(_dump(doc))
-    _rebind(qualified_copy)
-    res = cli("verify", qualified_copy)
-    assert res.code == 5, res.text
-    assert "receipts[0] ('run-1.json') is a scratch run naming the public package's own bytes" in res.err
+    r["scratch"] = {"variant": "port-only", "equivalence": {**eq, "evidence": "same bytes"}}
 
 
-def test_the_same_receipt_listed_twice_is_caught(qualified_copy: Path) -> None:
-    """One receipt counted twice (same SHA-256) inflates the evidence; sealing never writes that."""
+def _receipt_listed_twice(doc: dict[str, Any]) -> None:
+    doc["receipts"].append(dict(doc["receipts"][0], name="run-2.json"))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # A scratch run relabelled public (its scratch block kept) is no run of the public package.
+        (_scratch_calls_itself_public, "receipts[0] ('run-1.json') has binding 'public' but carries scratch"),
+        # scratch_equivalence whose own bound bytes are the public package's: sealing refuses it.
+        (_scratch_names_the_public_bytes, "receipts[0] ('run-1.json') is a scratch run naming the public"),
+        # One receipt counted twice (same SHA-256) inflates the evidence; sealing never writes that.
+        (_receipt_listed_twice, "receipts[1] ('run-2.json') has the SHA-256 of receipts[0]"),
+    ],
+)
+def test_receipt_entries_sealing_never_writes_are_caught(
+    qualified_copy: Path, edit: Callable[[dict[str, Any]], None], message: str
+) -> None:
     record = qualified_copy / f"{S}.qualification.json"
     doc = json.loads(record.read_bytes())
-    doc["receipts"].append(dict(doc["receipts"][0], name="run-2.json"))
+    edit(doc)
     record.write_bytes(_dump(doc))
     _rebind(qualified_copy)
     res = cli("verify", qualified_copy)
     assert res.code == 5, res.text
-    assert "receipts[1] ('run-2.json') has the SHA-256 of receipts[0]" in res.err
+    assert message in res.err, res.err
 
 
 #: The keys of ``verify --json`` (README "Installer consumer's flow"): stable, on every path.
