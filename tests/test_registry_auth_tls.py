@@ -180,3 +180,58 @@ def test_htpasswd_without_credentials_says_how_to_log_in(
     options = RegistryOptions(ca_file=test_ca.ca, environ={"DOCKER_CONFIG": str(tmp_path)})
     with pytest.raises(RegistryError, match="requires a login and no credentials were found"):
         RegistryClient(tls_registry.host, options=options).get_manifest("auth/x", "v1")
+
+
+def test_an_expired_token_is_renewed_before_it_is_sent(
+    token_registry: TokenRegistry, test_ca: LoopbackCA, tmp_path: Path
+) -> None:
+    config = write_docker_config(tmp_path / "docker", [token_registry.host])
+    client = RegistryClient(
+        token_registry.host,
+        options=RegistryOptions(ca_file=test_ca.ca, environ={"DOCKER_CONFIG": str(config)}),
+    )
+    assert client.get_manifest("auth/expiry", "v0") is None
+    transport = client._http
+    old = transport._tokens["auth/expiry"]
+    transport._tokens["auth/expiry"] = type(old)(value=old.value, expires_at=0.0, scopes=old.scopes)
+    sent: list[str] = []
+    original = transport._session.request
+
+    def spy(method: str, url: str, **kwargs: object) -> object:
+        headers = kwargs.get("headers") or {}
+        sent.append(str(headers.get("Authorization", "")) if isinstance(headers, dict) else "")
+        return original(method, url, **kwargs)  # type: ignore[arg-type]
+
+    transport._session.request = spy  # type: ignore[method-assign]
+    before = token_registry.issuer.issued
+    assert client.get_manifest("auth/expiry", "v0") is None
+    assert f"Bearer {old.value}" not in sent  # the expired token was never sent
+    assert token_registry.issuer.issued == before + 1
+
+
+def test_plain_http_elsewhere_only_with_insecure_registry(
+    registry: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A host that is not loopback never gets plain HTTP unless named with --insecure-registry,
+    and then loudly (the plain session registry stands in for a remote one here)."""
+    import ninfer_release.registry._transport as transport
+
+    monkeypatch.setattr(transport, "is_loopback_host", lambda host: False)
+    with pytest.raises(RegistryError, match=f"plain HTTP only with --insecure-registry {registry}"):
+        RegistryClient(registry, options=RegistryOptions()).get_manifest("plain/x", "v0")
+    allowed = RegistryOptions(insecure_hosts=frozenset({registry}))
+    with caplog.at_level("WARNING", logger="ninfer_release.registry"):
+        assert RegistryClient(registry, options=allowed).get_manifest("plain/x", "v0") is None
+    assert f"INSECURE: talking plain HTTP to {registry}" in caplog.text
+
+
+def test_loopback_tries_https_first_then_plain_http(
+    registry: str, tls_registry: Registry, test_ca: LoopbackCA, tmp_path: Path
+) -> None:
+    plain = RegistryClient(registry, options=RegistryOptions())
+    assert plain.get_manifest("plain/y", "v0") is None and plain._http.base().startswith("http://")
+    config = write_docker_config(tmp_path / "docker", [tls_registry.host])
+    tls = RegistryClient(
+        tls_registry.host, options=RegistryOptions(ca_file=test_ca.ca, environ={"DOCKER_CONFIG": str(config)})
+    )
+    assert tls.get_manifest("plain/y", "v0") is None and tls._http.base().startswith("https://")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -194,3 +195,50 @@ def test_publish_through_nginx_cap_from_the_cli(
     assert published.stdout.startswith("published: ")
     verified = run_nr("verify", f"{to}:{TAGS[lane]}", env=env, timeout=300)
     assert verified.returncode == 0, verified.stderr
+
+
+def _run_with_tty_stderr(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal (progress shows) and stdout on a pipe."""
+    import pty
+    import subprocess
+
+    from flow_support import nr_command
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*nr_command(), *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={**os.environ, **env, "TERM": "xterm", "COLUMNS": "120"},
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    code = proc.wait(timeout=300)
+    os.close(master)
+    return code, out, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_on_a_terminal_shows_files_and_total_and_never_touches_stdout(
+    registry: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    lane = "rtx4090"
+    set_dir = qualified_out(tmp_path_factory) / lane
+    to = f"oci://{registry}/{registry_namespace(tmp_path_factory, 'progress')}/{lane}"
+    code, out, err = _run_with_tty_stderr(["publish", str(set_dir), "--to", to], {})
+    assert code == 0, err
+    assert out.startswith("published: ") and out.count("\n") == 1  # stdout: the result line only
+    zip_name = next(p.name for p in set_dir.glob("*.zip"))
+    assert f"publish: {zip_name}" in err and "publish: total" in err
+    code, out, err = _run_with_tty_stderr(["--json", "verify", f"{to}:{TAGS[lane]}"], {})
+    assert code == 0, err
+    assert json.loads(out)["ok"] is True  # stdout is exactly one JSON document
+    assert "verify: total" not in err  # no progress under --json
