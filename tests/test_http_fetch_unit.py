@@ -146,3 +146,22 @@ def test_redirect_loop_and_404(server: str, tmp_path: Path) -> None:
 def test_urls_refused(url: str) -> None:
     with pytest.raises(InputError):
         check_url(url)
+
+
+def test_progress_reports_start_and_every_byte_including_a_resumed_partial(
+    server: str, tmp_path: Path
+) -> None:
+    events: list[tuple[str, str, int]] = []
+    partial = tmp_path / "p" / f"{SHA}.partial"
+    partial.parent.mkdir()
+    partial.write_bytes(BODY[:5000])
+    with HttpFetcher(HttpPolicy(retries=0), progress=lambda *e: events.append(e)) as http:
+        http.fetch(
+            Wanted(name="file.bin", url=server + "/no-range", size=len(BODY), sha256=SHA),
+            dest=tmp_path / "file.bin",
+            partials=tmp_path / "p",
+        )
+    assert events[0] == ("start", "file.bin", len(BODY))
+    assert events[1] == ("advance", "file.bin", 5000)  # the partial counts as done...
+    assert events[2] == ("advance", "file.bin", -5000)  # ...until the server ignores Range
+    assert sum(n for kind, _, n in events if kind == "advance") == len(BODY)
