@@ -165,3 +165,11 @@ def test_progress_reports_start_and_every_byte_including_a_resumed_partial(
     assert events[1] == ("advance", "file.bin", 5000)  # the partial counts as done...
     assert events[2] == ("advance", "file.bin", -5000)  # ...until the server ignores Range
     assert sum(n for kind, _, n in events if kind == "advance") == len(BODY)
+
+
+def test_a_missing_or_bad_ca_file_is_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.pem").write_text("not a certificate\n")
+    for ca in (tmp_path / "missing.pem", tmp_path / "bad.pem"):
+        with pytest.raises(InputError, match="cannot load the CA file") as info:
+            HttpFetcher(HttpPolicy(ca_file=ca))
+        assert str(ca) in info.value.lines[0]

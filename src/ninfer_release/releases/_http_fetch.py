@@ -145,10 +145,16 @@ class HttpFetcher:
     """Downloads files by URL under one :class:`HttpPolicy` and one overall deadline."""
 
     def __init__(self, policy: HttpPolicy, *, progress: FetchProgress | None = None) -> None:
+        """Raises: InputError: ``policy.ca_file`` cannot be read as a PEM CA bundle (exit 4)."""
         self.policy = policy
         self.progress = progress
         self._deadline = time.monotonic() + policy.deadline
-        context = ssl.create_default_context(cafile=str(policy.ca_file) if policy.ca_file else None)
+        try:
+            context = ssl.create_default_context(cafile=str(policy.ca_file) if policy.ca_file else None)
+        except (OSError, ssl.SSLError) as exc:
+            raise InputError(
+                problems=[Problem(file=str(policy.ca_file), message=f"cannot load the CA file: {exc}")]
+            ) from None
         self._pool = urllib3.PoolManager(ssl_context=context, retries=False)
 
     def close(self) -> None:
