@@ -22,6 +22,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# Children run as installed code does: with bytecode caches (some shells here export
+# PYTHONDONTWRITEBYTECODE=1, which makes every child recompile the project and its libraries).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 CLI = Path(sys.executable).parent / "ninfer-release"
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 LANE = "rtx4090"

@@ -61,7 +61,13 @@ def test_verify_of_a_directory_loads_no_publisher_http_client_or_templates(
 
 
 @pytest.mark.parametrize(
-    "package", ["ninfer_release.releases", "ninfer_release.packaging", "ninfer_release.sbom"]
+    "package",
+    [
+        "ninfer_release.releases",
+        "ninfer_release.packaging",
+        "ninfer_release.sbom",
+        "ninfer_release.containers",
+    ],
 )
 def test_lazy_exports_are_the_listed_names_and_resolve(package: str) -> None:
     pkg = importlib.import_module(package)
@@ -80,7 +86,7 @@ def test_the_type_checking_imports_match_the_exports() -> None:
     # The TYPE_CHECKING block (what mypy sees) and _EXPORTS (what runs) list the same names.
     import ast
 
-    for package in ("releases", "packaging", "sbom"):
+    for package in ("releases", "packaging", "sbom", "containers"):
         init = Path(importlib.import_module(f"ninfer_release.{package}").__file__ or "")
         tree = ast.parse(init.read_bytes())
         guarded = next(n for n in tree.body if isinstance(n, ast.If))

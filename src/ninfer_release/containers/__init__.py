@@ -22,56 +22,141 @@ Terms: *manifest digest* — ``sha256:`` of the exact manifest bytes, the image'
 container lane binds (RFC 8785 SHA-256 of the parsed engine config).
 """
 
-from ninfer_release.containers._base import BaseLocation, parse_base
-from ninfer_release.containers._base_scan import BasePackage, read_base_packages
-from ninfer_release.containers._build import (
-    BoundInput,
-    BuiltLayer,
-    ImageBackend,
-    ImageBuildRequest,
-    ImageBuildResult,
-    ImagePlan,
-    OciBackend,
-    RenderedInputs,
-    build_image,
-    check_inputs,
-    image_config,
-    plan_image,
-    read_build_result,
-)
-from ninfer_release.containers._carry import CarryRecord, CheckedBlob, carry_image, check_labels
-from ninfer_release.containers._docker_backend import DockerBackend, PushTarget, docker_host
-from ninfer_release.containers._layers import (
-    LayerBlob,
-    LayerEntry,
-    LayerFile,
-    check_layer_path,
-    gzip_bytes,
-    gzip_header,
-    write_layer,
-)
-from ninfer_release.containers._load import StagedImageInfo, load_recipe, read_build_info, render_inputs
-from ninfer_release.containers._recipe import ImageRecipe, LayerItem, LayerSpec, SmokeSpec, parse_recipe
-from ninfer_release.containers._registry import (
-    ImageReference,
-    RegistryClient,
-    RegistryHTTPError,
-    parse_reference,
-)
-from ninfer_release.containers._samples import (
-    SAMPLE_EPOCH,
-    check_sample_base_tool,
-    make_sample_base_layout,
-    make_sample_rtx5090_inputs,
-    sample_layout_step,
-    stand_in_commit,
-)
-from ninfer_release.containers._sbom_records import (
-    ImageComponentRecord,
-    ImageLayerRecord,
-    ImageSbomRecords,
-    image_sbom_records,
-)
+from typing import TYPE_CHECKING
+
+from ninfer_release.lazyexports import lazy_exports
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.containers._base import BaseLocation, parse_base
+    from ninfer_release.containers._base_scan import BasePackage, read_base_packages
+    from ninfer_release.containers._build import (
+        BoundInput,
+        BuiltLayer,
+        ImageBackend,
+        ImageBuildRequest,
+        ImageBuildResult,
+        ImagePlan,
+        OciBackend,
+        RenderedInputs,
+        build_image,
+        check_inputs,
+        image_config,
+        plan_image,
+        read_build_result,
+    )
+    from ninfer_release.containers._carry import CarryRecord, CheckedBlob, carry_image, check_labels
+    from ninfer_release.containers._docker_backend import DockerBackend, PushTarget, docker_host
+    from ninfer_release.containers._layers import (
+        LayerBlob,
+        LayerEntry,
+        LayerFile,
+        check_layer_path,
+        gzip_bytes,
+        gzip_header,
+        write_layer,
+    )
+    from ninfer_release.containers._load import StagedImageInfo, load_recipe, read_build_info, render_inputs
+    from ninfer_release.containers._recipe import ImageRecipe, LayerItem, LayerSpec, SmokeSpec, parse_recipe
+    from ninfer_release.containers._registry import (
+        ImageReference,
+        RegistryClient,
+        RegistryHTTPError,
+        parse_reference,
+    )
+    from ninfer_release.containers._samples import (
+        SAMPLE_EPOCH,
+        check_sample_base_tool,
+        make_sample_base_layout,
+        make_sample_rtx5090_inputs,
+        sample_layout_step,
+        stand_in_commit,
+    )
+    from ninfer_release.containers._sbom_records import (
+        ImageComponentRecord,
+        ImageLayerRecord,
+        ImageSbomRecords,
+        image_sbom_records,
+    )
+
+_EXPORTS = {
+    "._base": (
+        "BaseLocation",
+        "parse_base",
+    ),
+    "._base_scan": (
+        "BasePackage",
+        "read_base_packages",
+    ),
+    "._build": (
+        "BoundInput",
+        "BuiltLayer",
+        "ImageBackend",
+        "ImageBuildRequest",
+        "ImageBuildResult",
+        "ImagePlan",
+        "OciBackend",
+        "RenderedInputs",
+        "build_image",
+        "check_inputs",
+        "image_config",
+        "plan_image",
+        "read_build_result",
+    ),
+    "._carry": (
+        "CarryRecord",
+        "CheckedBlob",
+        "carry_image",
+        "check_labels",
+    ),
+    "._docker_backend": (
+        "DockerBackend",
+        "PushTarget",
+        "docker_host",
+    ),
+    "._layers": (
+        "LayerBlob",
+        "LayerEntry",
+        "LayerFile",
+        "check_layer_path",
+        "gzip_bytes",
+        "gzip_header",
+        "write_layer",
+    ),
+    "._load": (
+        "StagedImageInfo",
+        "load_recipe",
+        "read_build_info",
+        "render_inputs",
+    ),
+    "._recipe": (
+        "ImageRecipe",
+        "LayerItem",
+        "LayerSpec",
+        "SmokeSpec",
+        "parse_recipe",
+    ),
+    "._registry": (
+        "ImageReference",
+        "RegistryClient",
+        "RegistryHTTPError",
+        "parse_reference",
+    ),
+    "._samples": (
+        "SAMPLE_EPOCH",
+        "check_sample_base_tool",
+        "make_sample_base_layout",
+        "make_sample_rtx5090_inputs",
+        "sample_layout_step",
+        "stand_in_commit",
+    ),
+    "._sbom_records": (
+        "ImageComponentRecord",
+        "ImageLayerRecord",
+        "ImageSbomRecords",
+        "image_sbom_records",
+    ),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "SAMPLE_EPOCH",
