@@ -40,6 +40,15 @@ def test_json_after_the_subcommand_prints_one_document() -> None:
     assert doc["ok"] is True and doc["version"] == "v0.13.1"
 
 
+def test_verify_set_json_after_the_subcommand(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from flow_support import release_out
+
+    result = cli("verify", release_out(tmp_path_factory) / "rtx4090", "--json")
+    ok(result)
+    doc = json.loads(result.out)
+    assert doc["ok"] is True and doc["stem"] == "ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64"
+
+
 def test_json_after_the_subcommand_shapes_errors_too(tmp_path: Path) -> None:
     result = cli("verify", tmp_path, "--json")
     assert result.code == 4, result.text

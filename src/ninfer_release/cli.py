@@ -90,6 +90,14 @@ def _resolve(previous: Context | None, flags: dict[str, bool]) -> Context:
     return resolved
 
 
+def _with_example(kwargs: dict[str, Any], example: str | None) -> dict[str, Any]:
+    """Click command keywords with an ``Example:`` epilog of ``example``'s lines (kept unwrapped)."""
+    if example:
+        lines = "\n".join(f"  {line}" for line in example.strip().splitlines())
+        kwargs["epilog"] = f"\b\nExample:\n{lines}"
+    return kwargs
+
+
 class _Command(click.Command):
     """A leaf command: takes the global options too, and shows an ``Example:`` block in its help.
 
@@ -97,10 +105,7 @@ class _Command(click.Command):
     """
 
     def __init__(self, *args: Any, example: str | None = None, **kwargs: Any) -> None:
-        if example:
-            lines = "\n".join(f"  {line}" for line in example.strip().splitlines())
-            kwargs["epilog"] = f"\b\nExample:\n{lines}"
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **_with_example(kwargs, example))
         self.params.extend(_global_options())
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -116,10 +121,7 @@ class _Group(click.Group):
     group_class = type  # sub-groups are of this same class
 
     def __init__(self, *args: Any, example: str | None = None, **kwargs: Any) -> None:
-        if example:
-            lines = "\n".join(f"  {line}" for line in example.strip().splitlines())
-            kwargs["epilog"] = f"\b\nExample:\n{lines}"
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **_with_example(kwargs, example))
 
 
 @click.group(
