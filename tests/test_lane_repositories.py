@@ -113,3 +113,36 @@ def test_repositories_that_are_not_each_lanes_own_are_refused(
         load_release(path, env={})
     assert any(p.field == field or message in p.message for p in info.value.problems), info.value.lines
     assert any(message in line for line in info.value.lines), info.value.lines
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "{tmp}/omp-ninfer/rtx4090/../rtx3090",
+        "{tmp}/omp-ninfer/rtx3090/x/..",
+        "{tmp}/link",
+        "{tmp}/link/",
+        "{tmp}/OMP-NINFER/RTX3090",
+    ],
+)
+def test_another_lanes_directory_store_behind_dot_dot_or_a_link_is_refused(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, spelling: str
+) -> None:
+    """The store is the directory the path names, however it is spelt (hostile review of issue 8)."""
+    real = tmp_path / "omp-ninfer" / "rtx3090"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    to = "dir://" + spelling.format(tmp=tmp_path)
+    res = cli("publish", qualified_out(tmp_path_factory) / "rtx4090", "--to", to, "--release", RELEASE)
+    assert res.code == 7, res.text
+    assert "is lane rtx3090's publication repository (omp-ninfer/rtx3090)" in res.err
+    assert list(real.iterdir()) == [] and not (tmp_path / "OMP-NINFER").exists()
+
+
+def test_a_registry_repository_that_only_starts_like_a_lanes_is_no_lanes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    for to in ("oci://127.0.0.1:9/omp-ninfer/rtx4090-other", "oci://127.0.0.1:9/omp-ninfer/rtx4090/x"):
+        res = cli("publish", qualified_out(tmp_path_factory) / "rtx4090", "--to", to, "--release", RELEASE)
+        assert res.code == 7, res.text
+        assert "is not lane rtx4090's publication repository" in res.err

@@ -99,3 +99,18 @@ def test_supersede_bad_target_is_input_error(run_cli) -> None:
     code, _, err = run_cli("supersede", MANIFEST, "--to", "oci://127.0.0.1:0/x")
     assert code == 4
     assert "Traceback" not in err
+
+
+def test_a_lane_store_named_through_dot_dot_or_a_link_is_still_that_lanes(run_cli, tmp_path: Path) -> None:
+    """``dir://…/omp-ninfer/rtx4090/../rtx3090`` and a symbolic link to ``omp-ninfer/rtx3090`` are
+    the 3090 store, not a shared one: only the 3090 marker lands there (hostile review of issue 8)."""
+    real = tmp_path / "omp-ninfer" / "rtx3090"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    for target in (f"dir://{tmp_path}/omp-ninfer/rtx4090/../rtx3090", f"dir://{tmp_path}/link/"):
+        code, out, err = run_cli("--json", "supersede", MANIFEST, "--to", target)
+        assert code == 0, err
+        placed = [(s["tag"], s["status"]) for s in json.loads(out)["superseded"]]
+        assert (OLD["rtx4090"], "skipped") in placed and (OLD["rtx3090"], "skipped") not in placed, placed
+        assert _has_marker(f"dir://{real}", OLD["rtx3090"])
+        assert not _has_marker(f"dir://{real}", OLD["rtx4090"])

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -382,10 +383,16 @@ def publish_set(
 
 
 def store_path(target: Target) -> str:
-    """The path a store is known by: a registry target's repository, a directory store's path."""
+    """The path a store is known by: a registry target's repository, or the real path of a
+    directory store — ``..`` and symbolic links resolved (:func:`os.path.realpath`) and lower-cased
+    (repositories are lower case; on a case-insensitive file system ``OMP-NINFER/RTX3090`` *is*
+    ``omp-ninfer/rtx3090``), so a lane's store is its lane's however it is spelt
+    (``…/rtx4090/../rtx3090``, a link to it)."""
     from ninfer_release.releases._publish import OciTarget
 
-    return target.repository if isinstance(target, OciTarget) else target.path.as_posix()
+    if isinstance(target, OciTarget):
+        return target.repository
+    return Path(os.path.realpath(target.path)).as_posix().lower()
 
 
 def _lane_store_problems(release: Release, lane: Lane, parsed: Target, target: str) -> list[Problem]:
