@@ -205,6 +205,55 @@ CASES: tuple[Case, ...] = (
         message="measurements.a: not a number, string or boolean",
     ),
     Case(
+        id="same-receipt-twice",
+        make=lambda d: (_json(d / "a.json", GOOD), _json(d / "rtx4090" / "b.json", GOOD)),
+        file="rtx4090/b.json",
+        message="the same receipt as",
+    ),
+    Case(
+        id="upper-case-hex",
+        make=lambda d: _json(d / "run.json", {**GOOD, "package_sha256": "CD" * 32}),
+        file="run.json",
+        message="package_sha256: 'CDCD",
+    ),
+    Case(
+        id="digest-with-whitespace",
+        make=lambda d: _json(d / "run.json", {**GOOD, "config_sha256": "ab" * 32 + "\n"}),
+        file="run.json",
+        message="config_sha256: ",
+    ),
+    Case(
+        id="look-alike-lane-field",
+        make=lambda d: _json(d / "run.json", {**GOOD, "lane": "rt\u0445 4090".replace(" ", "")}),
+        file="run.json",
+        message="is not a lane id",
+    ),
+    Case(
+        id="look-alike-lane-directory",
+        make=lambda d: _json(d / "rtx\uff14090" / "run.json", GOOD),
+        file="rtx\uff14090",
+        message="directory names no lane of the release",
+    ),
+    Case(
+        id="blank-equivalence-evidence",
+        make=lambda d: _json(
+            d / "run.json",
+            {
+                **GOOD,
+                "scratch": {
+                    "variant": "port-only",
+                    "equivalence": {
+                        "package_sha256": "ef" * 32,
+                        "config_sha256": "01" * 32,
+                        "evidence": " \t ",
+                    },
+                },
+            },
+        ),
+        file="run.json",
+        message="scratch.equivalence.evidence: blank",
+    ),
+    Case(
         id="short-commit",
         make=lambda d: _json(d / "run.json", {**GOOD, "source_commit": "7a25cd72"}),
         file="run.json",
@@ -300,4 +349,26 @@ def test_link_inside_the_directory_is_followed(tmp_path: Path) -> None:
     (receipts / "rtx4090").mkdir()
     (receipts / "rtx4090" / "run.json").symlink_to("../.store/real.json.orig")
     (loaded,) = read_receipts(receipts, lanes=("rtx3090", "rtx4090"))
+    assert loaded.receipt.lane == "rtx4090" and loaded.name == "run.json"
+
+
+def test_receipts_path_that_is_a_file_is_refused(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """``--receipts FILE``: a usage error from the CLI (exit 2, Click names the file); the library
+    says it is not a directory (exit 4), not that nothing was found."""
+    receipts = tmp_path / "receipts.json"
+    _json(receipts, GOOD)
+    args = ["build", "lane", "rtx4090", "--release", RELEASE, "--inputs", samples(tmp_path_factory)]
+    res = cli(*args, "--out", tmp_path / "out", "--receipts", receipts)
+    assert res.code == 2 and f"'{receipts}' is a file" in res.err, res.text
+    with pytest.raises(InputError, match="not a directory"):
+        read_receipts(receipts, lanes=("rtx4090",))
+
+
+def test_receipts_directory_behind_a_symbolic_link_is_read(tmp_path: Path) -> None:
+    """``--receipts LINK`` to a directory: its receipts are read as if named directly."""
+    _json(tmp_path / "real" / "rtx4090" / "run.json", GOOD)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (loaded,) = read_receipts(tmp_path / "link", lanes=("rtx3090", "rtx4090"))
     assert loaded.receipt.lane == "rtx4090" and loaded.name == "run.json"

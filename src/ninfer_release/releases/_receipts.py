@@ -51,6 +51,7 @@ BindingKind = Literal["public", "scratch_equivalence"]
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX64_ANY_CASE = re.compile(r"[0-9A-Fa-f]{64}")
 _LANE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _PROFILE_ID = re.compile(r"[a-z0-9][a-z0-9.-]{0,119}")
 _GATE_ID = re.compile(r"[A-Z][A-Z0-9]{0,15}")  # G1 … G26, G18L
@@ -269,6 +270,10 @@ class _Parser:
         if not isinstance(value, str) or not value:
             self.bad(path, f"not a non-empty string (got {value!r})")
             return ""
+        if not value.strip():
+            # Evidence (or a note) of whitespace only says nothing, yet would read as given.
+            self.bad(path, "blank (whitespace only)")
+            return ""
         if len(value) > max_len:
             self.bad(path, f"longer than {max_len} characters")
             return ""
@@ -340,7 +345,9 @@ class _Parser:
                 if _SECRET_KEYS.fullmatch(key):
                     self.bad(path, "a field of this name holds a secret; receipts are public")
                 self.scrub_text(key, path, is_key=True)
-                if not (key.endswith("_sha256") and isinstance(v, str) and _HEX64.fullmatch(v)):
+                # A digest field is checked as a digest (an upper-case one is told "not 64
+                # lowercase hex"), never mistaken for a bearer key.
+                if not (key.endswith("_sha256") and isinstance(v, str) and _HEX64_ANY_CASE.fullmatch(v)):
                     self.scrub(v, path)
         elif isinstance(value, list):
             for i, v in enumerate(value):
@@ -437,9 +444,11 @@ def read_receipts(receipts_dir: Path, *, lanes: Collection[str]) -> tuple[Loaded
             lane; an entry that is not ``*.json``; a receipt that is not a regular file inside the
             directory (FIFO, device, link out); a receipt that does not parse
             (:meth:`Receipt.parse`); a receipt naming no lane, or a lane other than its directory's;
-            two receipts of one lane with the same file name.
+            two receipts of one lane with the same file name; the same receipt bytes twice.
     """
     if not receipts_dir.is_dir():
+        if receipts_dir.exists():
+            raise _refuse(receipts_dir, "not a directory (--receipts names a directory of receipts)")
         raise _refuse(receipts_dir, "receipts directory not found")
     known = ", ".join(sorted(lanes))
     found: list[tuple[Path, str | None]] = []
@@ -461,8 +470,14 @@ def read_receipts(receipts_dir: Path, *, lanes: Collection[str]) -> tuple[Loaded
             raise _refuse(entry, "not a receipt (*.json) or a lane directory")
     out: list[LoadedReceipt] = []
     seen: set[tuple[str, str]] = set()
+    by_digest: dict[str, Path] = {}
     for path, dir_lane in found:
         raw = read_receipt_file(path, root=receipts_dir)
+        digest = sha256_bytes(raw)
+        if digest in by_digest:
+            # One run counted twice (a copy, a link to it) would inflate the evidence.
+            raise _refuse(path, f"the same receipt as {by_digest[digest]} (one run is one receipt)")
+        by_digest[digest] = path
         rec = Receipt.parse(raw, source=str(path))
         if rec.lane not in lanes:
             raise _refuse(
@@ -473,7 +488,7 @@ def read_receipts(receipts_dir: Path, *, lanes: Collection[str]) -> tuple[Loaded
         if (rec.lane, path.name) in seen:
             raise _refuse(path, f"a second receipt named {path.name} for lane {rec.lane}")
         seen.add((rec.lane, path.name))
-        out.append(LoadedReceipt(path=str(path), name=path.name, sha256=sha256_bytes(raw), receipt=rec))
+        out.append(LoadedReceipt(path=str(path), name=path.name, sha256=digest, receipt=rec))
     return tuple(out)
 
 
