@@ -32,6 +32,7 @@ TOP_HELP = (
     "  publish          Publish a sealed 11-file set as one immutable OCI...\n"
     "  receipt          Qualification receipts: a template bound to a draft...\n"
     "  samples          Sample inputs: staged engine builds for the native...\n"
+    "  sign             Sign a local set: Sigstore bundles (DSSE) of its...\n"
     "  supersede        Record MANIFEST's superseded tags (e.g. beta.1) in...\n"
     "  verify           Verify an asset set: a directory,...\n"
     "\n"

@@ -863,6 +863,23 @@ def _fetch_progress(ctx: Context) -> Iterator[Callable[[str, str, int], None] | 
     is_flag=True,
     help="Fail (exit 5) unless the set is qualified (receipts bound to these bytes, no failed gate).",
 )
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(dir_okay=False),
+    help="PEM public key (Ed25519 / ECDSA P-256): check the set's signatures stored beside it.",
+)
+@click.option(
+    "--require-signature",
+    is_flag=True,
+    help="With --key: a missing signature is a failure (exit 5).",
+)
+@click.option(
+    "--signatures",
+    "signatures_dir",
+    type=click.Path(file_okay=False),
+    help="Directory holding a local set's *.sigstore.json (default: <DIR>.sigstore/ beside it).",
+)
 @_http_options
 @_insecure_flag
 @click.pass_obj
@@ -873,6 +890,9 @@ def verify_cmd(
     sums_sha256: str | None,
     release_manifest: str | None,
     require_qualified: bool,
+    key_path: str | None,
+    require_signature: bool,
+    signatures_dir: str | None,
     insecure_registry: tuple[str, ...],
     **http: Any,
 ) -> None:
@@ -881,9 +901,23 @@ def verify_cmd(
 
     Says whether the set is qualified or an unqualified draft. Exit 0 when every check holds;
     exit 5 with one line per failure otherwise (with --require-qualified, also when unqualified).
+    With --key, the signatures of the provenance and SHA256SUMS (Sigstore bundles beside the set)
+    must verify with that key and sign these exact bytes.
     """
     from ninfer_release.errors import IntegrityError, Problem
     from ninfer_release.releases import verify_location
+
+    if (require_signature or signatures_dir) and key_path is None:
+        raise click.UsageError("--require-signature and --signatures need --key PUB")
+    signatures = None
+    if key_path is not None:
+        from ninfer_release.releases import SignatureCheck, load_verifying_key
+
+        signatures = SignatureCheck(
+            key=load_verifying_key(Path(key_path)),
+            require=require_signature,
+            directory=Path(signatures_dir) if signatures_dir else None,
+        )
 
     bound = _read_release_manifest(Path(release_manifest)) if release_manifest is not None else None
     # Only a registry reference needs the registry client; a directory never loads it.
@@ -902,6 +936,7 @@ def verify_cmd(
             require_qualified=require_qualified,
             registry=options,
             transfer=_transfer(progress),
+            signatures=signatures,
         )
     report = located.report
     for w in report.warnings:
@@ -1427,6 +1462,12 @@ def diff_cmd(ctx: Context, old: str, new: str) -> None:
     type=click.Path(dir_okay=False),
     help="Release definition the set must agree with.",
 )
+@click.option(
+    "--sign",
+    "sign_key",
+    type=click.Path(dir_okay=False),
+    help="PEM private key: also sign the provenance and SHA256SUMS, stored beside the tag.",
+)
 @_registry_flags
 @click.pass_obj
 def publish_cmd(
@@ -1436,16 +1477,26 @@ def publish_cmd(
     draft: bool,
     latest: bool,
     release_path: str | None,
+    sign_key: str | None,
     ca_file: str | None,
     insecure_registry: tuple[str, ...],
 ) -> None:
-    """Publish a sealed 11-file set as one immutable OCI artifact (component prerelease)."""
+    """Publish a sealed 11-file set as one immutable OCI artifact (component prerelease).
+
+    With --sign KEY, Sigstore bundles (DSSE) of the provenance and SHA256SUMS are attached beside
+    the tag: an OCI referrer tagged <tag>.sigstore, or files://DIR/<tag>.sigstore/.
+    """
     from ninfer_release.errors import InputError, Problem
     from ninfer_release.profiles import load_release
     from ninfer_release.releases import publish_set
 
     if not Path(set_dir).is_dir():
         raise InputError(problems=[Problem(file=set_dir, message="not a directory holding an asset set")])
+    key = None
+    if sign_key is not None:  # a bad key stops before anything is published
+        from ninfer_release.releases import load_signing_key
+
+        key = load_signing_key(Path(sign_key))
     release = load_release(Path(release_path), env=os.environ) if release_path else None
     options = _registry_options(ca_file, insecure_registry)
     with _byte_progress(ctx, "publish") as progress:
@@ -1458,6 +1509,16 @@ def publish_cmd(
             registry=options,
             transfer=_transfer(progress),
         )
+        signed = None
+        if key is not None:
+            from ninfer_release.releases import sign_published
+
+            signed = sign_published(
+                Path(set_dir), to, key, draft=draft, registry=options, transfer=_transfer(progress)
+            )
+    lines = [f"{result.status}: {result.ref} ({result.manifest_digest})"]
+    if signed is not None:
+        lines.append(f"signatures {signed.status}: {signed.ref} ({signed.manifest_digest})")
     emit(
         ctx,
         {
@@ -1466,8 +1527,47 @@ def publish_cmd(
             "ref": result.ref,
             "manifest_digest": result.manifest_digest,
             "latest_moved": result.latest_moved,
+            "signatures": None
+            if signed is None
+            else {"status": signed.status, "ref": signed.ref, "manifest_digest": signed.manifest_digest},
         },
-        [f"{result.status}: {result.ref} ({result.manifest_digest})"],
+        lines,
+    )
+
+
+@cli.command(
+    "sign",
+    example="ninfer-release sign out/rtx4090 --key signing.pem\n"
+    "ninfer-release verify out/rtx4090 --key signing.pub --require-signature",
+)
+@click.argument("set_dir", metavar="SET_DIR", type=click.Path(file_okay=False))
+@click.option(
+    "--key",
+    "key_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="PEM private key (Ed25519 or ECDSA P-256; passphrase in $NINFER_SIGNING_KEY_PASSPHRASE).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    help="Where the *.sigstore.json go (default: SET_DIR.sigstore/ beside the set).",
+)
+@click.pass_obj
+def sign_cmd(ctx: Context, set_dir: str, key_path: str, out: str | None) -> None:
+    """Sign a local set: Sigstore bundles (DSSE) of its provenance and SHA256SUMS, written beside
+    the set, never into it. The set must verify first (exit 5 otherwise); a bundle already there
+    with other bytes is never overwritten (exit 4).
+    """
+    from ninfer_release.releases import load_signing_key, sign_local
+
+    key = load_signing_key(Path(key_path))
+    paths = sign_local(Path(set_dir), key, out=Path(out) if out else None)
+    emit(
+        ctx,
+        {"ok": True, "key_id": key.key_id, "algorithm": key.algorithm, "bundles": [str(p) for p in paths]},
+        [f"signed {set_dir} with {key.algorithm} key {key.key_id[:16]}: {', '.join(str(p) for p in paths)}"],
     )
 
 

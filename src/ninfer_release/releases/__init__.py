@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     from ninfer_release.releases._flows import (
         LocatedReport,
         MarkerPlacement,
+        SignatureCheck,
         plan_supersession,
         publish_set,
         qualification_phrase,
@@ -88,6 +89,8 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         package_plan,
         profile_asset,
     )
+    from ninfer_release.releases._sign_flow import sign_local, sign_published
+    from ninfer_release.releases._signing import load_signing_key, load_verifying_key
     from ninfer_release.releases._verify import VerifyReport, verify_set
 
 _EXPORTS = {
@@ -120,6 +123,7 @@ _EXPORTS = {
     "._flows": (
         "LocatedReport",
         "MarkerPlacement",
+        "SignatureCheck",
         "plan_supersession",
         "store_path",
         "publish_set",
@@ -176,6 +180,14 @@ _EXPORTS = {
         "package_plan",
         "profile_asset",
     ),
+    "._sign_flow": (
+        "sign_local",
+        "sign_published",
+    ),
+    "._signing": (
+        "load_signing_key",
+        "load_verifying_key",
+    ),
     "._verify": (
         "VerifyReport",
         "verify_set",
@@ -221,6 +233,7 @@ __all__ = [
     "ReleaseDiff",
     "Scratch",
     "SealedSet",
+    "SignatureCheck",
     "VerifyReport",
     "bind_receipts",
     "build_native_set",
@@ -229,6 +242,8 @@ __all__ = [
     "fetch_route",
     "fetch_set",
     "is_prerelease",
+    "load_signing_key",
+    "load_verifying_key",
     "merge_gates",
     "names_for_tag",
     "open_publisher",
@@ -245,6 +260,8 @@ __all__ = [
     "receipt_template",
     "release_instance_id",
     "route_changes",
+    "sign_local",
+    "sign_published",
     "stem_from_names",
     "store_path",
     "supersede_tags",

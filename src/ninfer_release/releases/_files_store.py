@@ -22,6 +22,7 @@ place: while the lock is held, a reader can briefly see no draft (never half of 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from ninfer_release import hashing
@@ -29,6 +30,8 @@ from ninfer_release.checksums import parse_sha256sums
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 from ninfer_release.releases._publish import (
     DRAFT_SUFFIX,
+    SIGNATURES_SUFFIX,
+    SIGNATURES_TYPE,
     SUMS_NAME,
     Blob,
     PublishRequest,
@@ -112,14 +115,8 @@ class FilesStore:
                 stage.mkdir()
                 for blob in plan.layers:
                     write_verified(blob, stage / str(blob.title))
-                stage.chmod(0o755)
-                fsync_dir(stage)
-                final = self.root / target_tag
-                if final.exists():  # only a draft can be here: the tag itself was refused above
-                    final.rename(staging / f"{target_tag}.old")
-                # The commit point: before this rename the tag is absent, after it complete.
-                stage.rename(final)
-                fsync_dir(self.root)
+                # Only a draft can already be there: the tag itself was refused above.
+                self._commit(stage, target_tag, staging)
         except OSError as exc:
             raise PublishError(
                 problems=[
@@ -127,6 +124,20 @@ class FilesStore:
                 ]
             ) from exc
         return PublishResult(status="published", ref=self.url(target_tag), manifest_digest=sums_digest)
+
+    def _commit(self, stage: Path, name: str, staging: Path) -> None:
+        """Make the complete directory ``stage`` the store's ``ROOT/<name>`` in one rename.
+
+        A directory already there (a draft being replaced) is first moved into ``staging``.
+        """
+        stage.chmod(0o755)
+        fsync_dir(stage)
+        final = self.root / name
+        if final.exists():
+            final.rename(staging / f"{name}.old")
+        # The commit point: before this rename the name is absent, after it complete.
+        stage.rename(final)
+        fsync_dir(self.root)
 
     def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
         """Refused: supersession markers live in OCI stores (``dir://``, ``oci://``).
@@ -138,6 +149,73 @@ class FilesStore:
             f"{self.url(tag)}: a files:// store keeps no supersession markers; record them with "
             "'supersede --to dir://…' or 'oci://…'"
         )
+
+    def attach_signatures(self, tag: str, bundles: Mapping[str, bytes], *, epoch: int) -> PublishResult:
+        """Write ``bundles`` beside the tag: ``ROOT/<tag>.sigstore/<name>.sigstore.json`` (one
+        rename, like a tag; ``epoch`` is unused here: file times are not part of a files store).
+
+        The same bundles again → ``already_published``; other bundles are never replaced, except a
+        draft's (a draft is replaceable itself).
+
+        Raises:
+            PublishError: ``<tag>`` is not in the store, other signatures are there, or the store
+                cannot be written (exit 7).
+        """
+        del epoch
+        name = tag + SIGNATURES_SUFFIX
+        if not is_valid_tag(name) or self._listing(tag) is None:
+            raise PublishError(f"{self.url(tag)}: nothing published at {tag} to attach signatures to")
+        want = {n: (hashing.sha256_bytes(d), len(d)) for n, d in bundles.items()}
+        sums_digest = "sha256:" + hashing.sha256_file(self.root / tag / SUMS_NAME)
+        try:
+            with locked_store(self.root) as staging:
+                current = self._listing(name)
+                if current == want:
+                    return PublishResult(
+                        status="already_published", ref=self.url(name), manifest_digest=sums_digest
+                    )
+                if current is not None and not tag.endswith(DRAFT_SUFFIX):
+                    raise PublishError(
+                        f"{self.url(name)}: other signatures are already there; signatures are never replaced"
+                    )
+                stage = staging / name
+                stage.mkdir()
+                for bundle_name, data in sorted(bundles.items()):
+                    if not is_bare_name(bundle_name):
+                        raise PublishError(f"{self.url(name)}: {bundle_name!r} is not a bare file name")
+                    write_verified(
+                        Blob(
+                            media_type=SIGNATURES_TYPE,
+                            digest="sha256:" + hashing.sha256_bytes(data),
+                            size=len(data),
+                            title=bundle_name,
+                            data=data,
+                        ),
+                        stage / bundle_name,
+                    )
+                self._commit(stage, name, staging)  # only a draft's signatures are replaced
+        except OSError as exc:
+            raise PublishError(
+                problems=[
+                    Problem(file=str(self.root), message=f"cannot write the store: {exc.strerror or exc}")
+                ]
+            ) from exc
+        return PublishResult(status="published", ref=self.url(name), manifest_digest=sums_digest)
+
+    def pull_signatures(self, tag: str, *, subject: str | None) -> dict[str, bytes] | None:
+        """The bundles in ``ROOT/<tag>.sigstore/`` (name → bytes), ``None`` when there are none.
+
+        ``subject`` is not needed here: each bundle's payload is checked against the set itself.
+        """
+        del subject
+        directory = self.root / (tag + SIGNATURES_SUFFIX)
+        if not directory.is_dir():
+            return None
+        out: dict[str, bytes] = {}
+        for path in sorted(directory.iterdir()):
+            if path.is_file() and path.name.endswith(".sigstore.json") and path.stat().st_size <= 16 << 20:
+                out[path.name] = path.read_bytes()
+        return out
 
     def pull(self, ref: str, dest: Path) -> PulledSet:
         """Copy the set at ``ROOT/<ref>`` into the existing directory ``dest``, each file verified.

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ninfer_release.registry import RegistryOptions
     from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
     from ninfer_release.releases._publish import PublishResult, Target
+    from ninfer_release.releases._signing import VerifyingKey
 
 # The publisher, the HTTP client and the release definition load only in the flows that use them:
 # verifying a directory must not pay for them (DESIGN §11, docs/benchmarks.md).
@@ -150,6 +151,7 @@ def verify_location(
     require_qualified: bool = False,
     registry: RegistryOptions | None = None,
     transfer: Callable[[str, int, int], None] | None = None,
+    signatures: SignatureCheck | None = None,
 ) -> LocatedReport:
     """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG``, ``dir://PATH:TAG``,
     ``files://DIR:TAG`` or ``https://HOST/…/<tag>/`` (fetched by URL with ``http``, see
@@ -160,7 +162,10 @@ def verify_location(
     binds no such lane is a failure (DESIGN.md §4: one digest pins everything).
     ``require_qualified``: an ``unqualified`` set is a failure too (the CLI exits 5).
     ``registry`` configures the registry client (default: the environment); ``transfer`` gets
-    ``(file, bytes, total)`` while pulling.
+    ``(file, bytes, total)`` while pulling. ``signatures`` (``verify --key``): the set's
+    signatures, stored beside it (a directory's ``<dir>.sigstore/``, a store's ``<tag>.sigstore``),
+    must verify with the key and sign this set's exact bytes (:mod:`._signing`); a missing one is
+    a failure only when ``signatures.require``.
 
     Raises:
         InputError: the reference is malformed or names nothing (exit 4).
@@ -176,6 +181,8 @@ def verify_location(
             http=http or HttpPolicy(),
             progress=fetch_progress,
         )
+        if signatures is not None:
+            located = _signed(located, signatures, None, None)
         return _required(located, require_qualified)
     if not location.startswith(REMOTE_SCHEMES):
         if not Path(location).is_dir():
@@ -197,9 +204,13 @@ def verify_location(
             release_manifest=release_manifest,
             progress=progress,
         )
-        return _required(
-            LocatedReport(location=location, manifest_digest=None, report=report), require_qualified
-        )
+        located = LocatedReport(location=location, manifest_digest=None, report=report)
+        if signatures is not None:
+            from ninfer_release.releases._signing import read_bundles, signatures_dir_for
+
+            folder = signatures.directory or signatures_dir_for(Path(location))
+            located = _signed(located, signatures, Path(location), lambda names: read_bundles(folder, names))
+        return _required(located, require_qualified)
     from ninfer_release.releases._publish import DRAFT_SUFFIX, open_publisher, parse_target
 
     target = parse_target(location)
@@ -219,13 +230,66 @@ def verify_location(
             release_manifest=release_manifest,
             progress=progress,
         )
-    located = LocatedReport(
-        location=location,
-        manifest_digest=pulled.manifest_digest,
-        report=replace(report, directory=location),
-        draft_reference=target.tag is not None and target.tag.endswith(DRAFT_SUFFIX),
-    )
+        located = LocatedReport(
+            location=location,
+            manifest_digest=pulled.manifest_digest,
+            report=replace(report, directory=location),
+            draft_reference=target.tag is not None and target.tag.endswith(DRAFT_SUFFIX),
+        )
+        if signatures is not None:
+            tag = target.tag
+
+            def stored(names: AssetNames) -> Mapping[str, bytes]:
+                del names
+                if tag is None:  # by digest: signatures are found by their tag, <tag>.sigstore
+                    return {}
+                return publisher.pull_signatures(tag, subject=pulled.manifest_digest) or {}
+
+            located = _signed(located, signatures, dest, stored)
     return _required(located, require_qualified)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignatureCheck:
+    """What ``verify --key`` asks: the public key, whether a missing signature fails, and (for a
+    directory) where its signatures are when not in the sibling ``<dir>.sigstore/``."""
+
+    key: VerifyingKey
+    require: bool = False
+    directory: Path | None = None
+
+
+def _signed(
+    located: LocatedReport,
+    check: SignatureCheck,
+    set_dir: Path | None,
+    bundles_of: Callable[[AssetNames], Mapping[str, bytes]] | None,
+) -> LocatedReport:
+    """``located`` with the signature checks and failures added (one line each)."""
+    from ninfer_release.releases._signing import check_signatures
+
+    report = located.report
+    if report.stem is None:
+        return located  # the set itself failed to name its files; verify already says so
+    names = AssetNames(stem=report.stem)
+    if set_dir is None or bundles_of is None:
+        failures = (
+            [
+                f"{located.location}: signatures are not fetched by URL; "
+                "verify a store reference or a directory"
+            ]
+            if check.require
+            else []
+        )
+        checks: list[str] = []
+    else:
+        failures, checks = check_signatures(
+            set_dir, names, bundles_of(names), check.key, require=check.require
+        )
+    return replace(
+        located,
+        report=replace(report, checked=(*report.checked, *checks), failures=(*report.failures, *failures)),
+    )
 
 
 def _required(located: LocatedReport, require_qualified: bool) -> LocatedReport:

@@ -43,6 +43,10 @@ if TYPE_CHECKING:  # the registry client (requests) loads only when a registry i
 ARTIFACT_TYPE = "application/vnd.omp-ninfer.asset-set.v1"
 #: The artifact type of a supersession marker (tagged ``<tag>.superseded``).
 SUPERSESSION_TYPE = "application/vnd.omp-ninfer.supersession.v1"
+#: The artifact type of a set's signatures (Sigstore bundles; tagged ``<tag>.sigstore``, a referrer
+#: of the set's manifest): the media type of a Sigstore bundle, as sigstore clients look it up.
+SIGNATURES_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
+SIGNATURES_SUFFIX = ".sigstore"
 MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
 INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
 #: OCI image-spec 1.1 "empty descriptor" media type (the marker's one layer).
@@ -282,6 +286,14 @@ class Publisher(Protocol):
 
     def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
         """Record that ``tag`` is superseded by ``by``; ``tag`` can never be published again."""
+        ...
+
+    def attach_signatures(self, tag: str, bundles: Mapping[str, bytes], *, epoch: int) -> PublishResult:
+        """Store the signatures (bundle name → bytes) of the set at ``tag`` beside it."""
+        ...
+
+    def pull_signatures(self, tag: str, *, subject: str | None) -> dict[str, bytes] | None:
+        """The signatures stored beside ``tag`` (bundle name → bytes), or ``None`` when none."""
         ...
 
 
@@ -744,6 +756,51 @@ def open_publisher(
 # --- the rules, over a minimal store ----------------------------------------------------------
 
 
+def plan_signatures(
+    *, tag: str, bundles: Mapping[str, bytes], epoch: int, subject: tuple[str, int]
+) -> ArtifactPlan:
+    """The signatures artifact of the set at ``tag``: one layer per Sigstore bundle (titled with
+    its name, media type :data:`SIGNATURES_TYPE`), ``subject`` = (digest, size) of the set's
+    manifest (so an OCI registry lists it as a referrer), tagged ``<tag>.sigstore``.
+
+    Raises:
+        InputError: ``tag`` is not a tag, or a bundle name is not a bare file name.
+    """
+    problems: list[Problem] = []
+    if not is_valid_tag(tag + SIGNATURES_SUFFIX):
+        problems.append(Problem(file="sign", field="tag", message=f"{tag!r} cannot carry signatures"))
+    bad = [n for n in bundles if not is_bare_name(n)]
+    problems += [Problem(file="sign", field=n, message="not a bare file name") for n in bad]
+    if problems:
+        raise InputError(problems=problems)
+    config = blob_of_bytes(EMPTY_JSON, SIGNATURES_TYPE)
+    layers = [
+        Blob(
+            media_type=SIGNATURES_TYPE,
+            digest="sha256:" + hashing.sha256_bytes(data),
+            size=len(data),
+            title=name,
+            data=data,
+        )
+        for name, data in sorted(bundles.items())
+    ]
+    manifest = render_manifest(
+        artifact_type=SIGNATURES_TYPE,
+        config=config,
+        layers=layers,
+        annotations={ANN_CREATED: reproducible.iso8601(epoch)},
+        subject={"mediaType": MANIFEST_MEDIA_TYPE, "digest": subject[0], "size": subject[1]},
+    )
+    return ArtifactPlan(
+        tag=tag + SIGNATURES_SUFFIX,
+        artifact_type=SIGNATURES_TYPE,
+        config=config,
+        layers=tuple(layers),
+        manifest=manifest,
+        digest="sha256:" + hashing.sha256_bytes(manifest),
+    )
+
+
 class StorePublisher(abc.ABC):
     """Immutability, drafts, supersession, ``latest`` and verified pulls, in one place.
 
@@ -894,6 +951,75 @@ class StorePublisher(abc.ABC):
                 self._put_blob(blob)
             self._put_manifest(plan, [plan.tag])
         return PublishResult(status="published", ref=self.url(plan.tag), manifest_digest=plan.digest)
+
+    def attach_signatures(self, tag: str, bundles: Mapping[str, bytes], *, epoch: int) -> PublishResult:
+        """Store ``bundles`` as the signatures artifact of the set at ``tag`` (:func:`plan_signatures`).
+
+        The same signatures again → ``already_published``; other signatures already attached are
+        never replaced (refused, like a tag) — except a draft's, which is replaceable itself.
+
+        Raises:
+            PublishError: nothing is published at ``tag``, other signatures are attached, or the
+                store failed (exit 7).
+        """
+        with self._lock():
+            data = self._read_manifest(tag)
+            if data is None:
+                raise PublishError(f"{self.url(tag)}: nothing published at {tag} to attach signatures to")
+            subject = ("sha256:" + hashing.sha256_bytes(data), len(data))
+            plan = plan_signatures(tag=tag, bundles=bundles, epoch=epoch, subject=subject)
+            current = self.resolve(plan.tag)
+            if current == plan.digest:
+                return PublishResult(
+                    status="already_published", ref=self.url(plan.tag), manifest_digest=plan.digest
+                )
+            # A draft is replaceable, and so are its signatures; a tag's signatures are not.
+            if current is not None and not tag.endswith(DRAFT_SUFFIX):
+                raise PublishError(
+                    f"{self.url(plan.tag)}: other signatures are already attached ({current}); "
+                    "signatures are never replaced"
+                )
+            for blob in plan.blobs:
+                self._put_blob(blob)
+            self._put_manifest(plan, [plan.tag])
+        return PublishResult(status="published", ref=self.url(plan.tag), manifest_digest=plan.digest)
+
+    def pull_signatures(self, tag: str, *, subject: str | None) -> dict[str, bytes] | None:
+        """The bundles attached to the set at ``tag`` (name → bytes), ``None`` when none are.
+
+        ``subject`` (the set's manifest digest, when known) must be the artifact's ``subject``:
+        signatures of other bytes are not these bytes' signatures.
+
+        Raises:
+            IntegrityError: the signatures artifact is malformed, names another subject, or a blob
+                does not match its digest (exit 5).
+        """
+        url = self.url(tag + SIGNATURES_SUFFIX)
+        data = self._read_manifest(tag + SIGNATURES_SUFFIX) if is_valid_tag(tag + SIGNATURES_SUFFIX) else None
+        if data is None:
+            return None
+        parsed = parse_manifest(data, ref=url, expect_type=SIGNATURES_TYPE)
+        named = (json.loads(data).get("subject") or {}).get("digest")
+        if subject is not None and named != subject:
+            raise IntegrityError(
+                problems=[Problem(file=url, field="subject", message=f"signs {named}, not the set {subject}")]
+            )
+        out: dict[str, bytes] = {}
+        for layer in parsed.layers:
+            if layer.size > 16 << 20:
+                raise IntegrityError(
+                    problems=[Problem(file=url, field=str(layer.title), message="too large")]
+                )
+            with self._open_blob(layer.digest) as chunks:
+                blob = b"".join(chunks)
+            if "sha256:" + hashing.sha256_bytes(blob) != layer.digest or len(blob) != layer.size:
+                raise IntegrityError(
+                    problems=[
+                        Problem(file=url, field=str(layer.title), message="blob does not match its digest")
+                    ]
+                )
+            out[str(layer.title)] = blob
+        return out
 
     def pull(self, ref: str, dest: Path) -> PulledSet:
         """Download every layer of the set at ``ref`` into the existing directory ``dest``.
