@@ -115,6 +115,26 @@ def test_redistributable_claimed_real_while_its_version_resource_says_stand_in_i
     assert f"redistributables[{index}].stand_in" in result.err and "dependencies.lock.json" in result.err
 
 
+def test_real_file_declared_a_stand_in_is_refused(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The other way round (hostile review of issue 8 item 5): ``cudart64_13.dll`` whose version
+    resource presents the real NVIDIA runtime, declared ``"stand_in": true``, is refused (exit 4)
+    naming the lock field and the version string: a real file is never labelled a placeholder."""
+    lane_dir = _copy_lane(tmp_path, tmp_path_factory, "rtx4090")
+    lock = _json(lane_dir / "dependencies.lock.json")
+    index = next(i for i, r in enumerate(lock["redistributables"]) if r["file"] == "bin/cudart64_13.dll")
+    lock["redistributables"][index]["stand_in"] = True
+    (lane_dir / "dependencies.lock.json").write_text(json.dumps(lock))
+    result = _build(lane_dir, tmp_path / "out", "rtx4090")
+    assert result.code == 4, result.text
+    assert f"redistributables[{index}].stand_in" in result.err
+    assert (
+        "bin/cudart64_13.dll is declared a stand-in, but its version resource does not say so" in result.err
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def _pe(file_version: str | None, strings: dict[str, str] | None = None) -> PeInfo:
     return PeInfo(
         machine="x86_64",

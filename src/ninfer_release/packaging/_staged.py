@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -473,13 +473,21 @@ def check_lock_digests(staged: StagedTree, sha256_by_path: Mapping[str, str]) ->
         raise InputError(problems=problems)
 
 
-def check_stand_in_claims(staged: StagedTree, markers: Mapping[str, tuple[str, str]]) -> None:
-    """Refuse a file whose own version resource says "stand-in" while its input says it is real.
+def check_stand_in_claims(
+    staged: StagedTree,
+    markers: Mapping[str, tuple[str, str]],
+    versioned: Collection[str] = (),
+) -> None:
+    """Refuse a file whose own version resource says "stand-in" while its input says it is real,
+    and one declared a stand-in whose version resource presents it as the real file.
 
     ``markers`` maps staged paths to the (version-string key, value) that labels the file a
     stand-in (``sbom.stand_in_marker``). Each such file must be declared ``"stand_in": true`` by the
     document that ships it: ``build-info.json`` ``engine_files[i]`` or the lock's
     ``redistributables[i]`` (issue 8 item 5: a placeholder is never presented as the real thing).
+    ``versioned`` names the staged PE files that have version strings; one of them without a
+    marker that is declared a stand-in is refused too: a real file is never labelled a
+    placeholder (a stand-in with no version resource at all stays allowed).
 
     Raises:
         InputError: one problem per false claim, naming the document, the field and the file (exit 4).
@@ -495,6 +503,15 @@ def check_stand_in_claims(staged: StagedTree, markers: Mapping[str, tuple[str, s
     ]
     for document, field, path, stand_in in claims:
         marker = markers.get(path)
+        if marker is None and stand_in and path in versioned:
+            problems.append(
+                Problem(
+                    file=document,
+                    field=field,
+                    message=f"{path} is declared a stand-in, but its version resource does not say so "
+                    '(it presents the real file); set "stand_in": false, or ship the stand-in',
+                )
+            )
         if marker is not None and not stand_in:
             key, value = marker
             problems.append(

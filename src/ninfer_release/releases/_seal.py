@@ -384,6 +384,7 @@ def build_native_set(
         packaging.check_stand_in_claims(
             staged,
             {path: m for path, pe in pe_by_staged.items() if (m := sbom.stand_in_marker(pe)) is not None},
+            versioned=[path for path, pe in pe_by_staged.items() if pe.version_strings],
         )
         pe_infos = {zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
 
