@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -401,3 +402,38 @@ def test_text_verdicts_over_https_state_the_qualification(
     res = cli("fetch", _url(nginx, "rtx4090"), "--out", tmp_path / "q", *tls)
     assert res.code == 0, res.text
     assert f"OK (qualified: 2 pass, 0 fail, 1 not applicable; {stem('rtx4090')}, " in res.out, res.out
+
+
+def test_progress_bars_per_file_and_total_on_a_terminal_only(nginx: Nginx, tmp_path: Path) -> None:
+    import os
+    import pty
+
+    from flow_support import nr_command
+
+    master, slave = pty.openpty()
+    args = ["fetch", _url(nginx, "rtx4090"), "--out", str(tmp_path / "out"), "--ca-file", str(nginx.ca)]
+    proc = subprocess.Popen(
+        [*nr_command(), *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "160"},
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    assert proc.wait(timeout=300) == 0
+    os.close(master)
+    err = b"".join(chunks).decode("utf-8", "replace")
+    assert stem("rtx4090") + ".zip" in err and "total" in err  # one bar per file, one for the total
+    assert out.count("\n") == 1 and ": fetched into " in out  # stdout: the result line only
+    # off a terminal (and under --json): no bars at all
+    res = _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", tmp_path / "out2")
+    assert res.code == 0 and "total" not in res.err
