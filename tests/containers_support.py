@@ -69,7 +69,13 @@ def small_recipe(base_digest: str, **overrides: Any) -> dict[str, Any]:
         "ports": [18082],
         "checkpoint_mount": "/checkpoints-v013",
         "layers": [
-            {"name": "engine", "entries": [{"staged": "engine.cfg", "dest": "opt/engine/engine.cfg"}]}
+            {
+                "name": "engine",
+                "entries": [
+                    {"staged": "engine.cfg", "dest": "opt/engine/engine.cfg"},
+                    {"dir": "checkpoints-v013"},  # the checkpoint mount must be a layer directory
+                ],
+            }
         ],
     }
     data.update(overrides)

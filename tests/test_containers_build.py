@@ -170,6 +170,24 @@ def test_image_config_labels_ports_user_mount(tmp_path: Path, samples: Samples) 
     assert config["history"][0] == base_cfg["history"][0]
 
 
+def test_checkpoint_mount_is_owned_by_the_image_user_and_nothing_else_is(
+    tmp_path: Path, samples: Samples
+) -> None:
+    """Issue 8 §4: ``/checkpoints-v013`` is 10001:10001 0755 in the layer (a volume mounted there
+    copies that ownership, so the non-root engine can save checkpoints); every other entry of our
+    layers stays uid/gid 0."""
+    out = tmp_path / "o"
+    _build5090(samples, out)
+    manifest, _, _ = image_config_of(out / "layout")
+    owners: dict[str, tuple[int, int, int]] = {}
+    for layer in manifest["layers"][1:]:  # ours; the first is the base's
+        blob = out / "layout" / "blobs" / "sha256" / layer["digest"].removeprefix("sha256:")
+        with tarfile.open(blob, mode="r:gz") as tar:
+            owners.update({m.name: (m.uid, m.gid, m.mode) for m in tar})
+    assert owners.pop("checkpoints-v013") == (10001, 10001, 0o755)
+    assert owners and {(uid, gid) for uid, gid, _ in owners.values()} == {(0, 0)}
+
+
 def test_repo_recipe_pins_the_sample_base_made_with_the_release_epoch(samples: Samples) -> None:
     """The repo recipe's base pin is the sample busybox base (Debian 12 busybox-static, epoch 1795132800)."""
     assert load_recipe(RECIPE).base_digest == samples.base_digest, (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,10 @@ from containers_support import (
     Samples,
     fake_engine,
     make_samples,
+    request_for,
 )
 from ninfer_release.containers import DockerBackend, PushTarget, build_image, load_recipe
-from ninfer_release.errors import ExitCode
+from ninfer_release.errors import BackendError, ExitCode
 from registry_fixtures import LoopbackCA, Registry
 
 
@@ -110,6 +112,14 @@ def test_docker_backend_loads_smoke_runs_without_network_and_pushes(
     assert backend["image_id"] == doc["config"]["digest"]
     assert backend["smoke"]["network"] == "none" and backend["smoke"]["exit_code"] == 0
     assert "self-test ok uid=10001" in backend["smoke"]["output"]
+    # Issue 8 §4: the self-test saved a checkpoint into the mount as the image user, on both kinds
+    # of volume (a named volume is initialised from the image directory, ownership included).
+    assert backend["smoke"]["checkpoint_mount"] == "/checkpoints-v013"
+    assert backend["smoke"]["user"] == "10001:10001"
+    assert backend["smoke"]["volumes"] == [
+        {"volume": v, "exit_code": 0, "probe": "self-test.ckpt", "probe_uid": 10001}
+        for v in ("anonymous", "named")
+    ]
     pushed = backend["pushed"]
     assert pushed["reference"] == f"{target}@{pushed['digest']}"
     info = json.loads(
@@ -120,6 +130,70 @@ def test_docker_backend_loads_smoke_runs_without_network_and_pushes(
     assert info["Digest"] == pushed["digest"]
     assert info["Labels"]["io.ninfer.lane"] == "rtx5090"
     assert json.loads((out / "image.json").read_bytes())["backend"]["pushed"]["digest"] == pushed["digest"]
+
+
+@pytest.mark.docker
+def test_checkpoint_mount_is_writable_by_the_image_user_on_named_and_anonymous_volumes(
+    built: Path, docker_host: str
+) -> None:
+    """Issue 8 §4: running as the image user (no --user override), write a checkpoint file into
+    the mount on a fresh named volume and on the anonymous volume the image's VOLUME gives; both are
+    real mounts, the file is owned by 10001, and the named volume keeps it."""
+    docker_cli = need_tool("docker")
+    record = json.loads((built / "image.json").read_bytes())
+    tag = record["outputs"]["repo_tags"][0]
+    base = [docker_cli, "-H", docker_host]
+    subprocess.run([*base, "load", "-i", str(built / "image.tar")], capture_output=True, check=True)
+    script = (
+        "busybox grep -q ' /checkpoints-v013 ' /proc/mounts"
+        " && echo ckpt > /checkpoints-v013/session.ckpt"
+        " && busybox id -u && busybox stat -c %u /checkpoints-v013 /checkpoints-v013/session.ckpt"
+    )
+    volume = f"ninfer-test-{uuid.uuid4().hex[:12]}"
+    subprocess.run([*base, "volume", "create", volume], capture_output=True, check=True)
+    try:
+        for mount in (["-v", f"{volume}:/checkpoints-v013"], []):  # named, then anonymous (VOLUME)
+            proc = subprocess.run(
+                [*base, "run", "--rm", "--network", "none", *mount, "--entrypoint", "/bin/busybox", tag,
+                 "sh", "-c", script],
+                capture_output=True, text=True,
+            )  # fmt: skip
+            assert proc.returncode == 0, (mount, proc.stderr)
+            assert proc.stdout.split() == ["10001", "10001", "10001"], mount
+        kept = subprocess.run(
+            [*base, "run", "--rm", "--network", "none", "-v", f"{volume}:/c", "--entrypoint", "/bin/busybox",
+             tag, "stat", "-c", "%u %s", "/c/session.ckpt"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert kept.returncode == 0, kept.stderr
+        assert kept.stdout.split() == ["10001", "5"]
+    finally:
+        subprocess.run([*base, "volume", "rm", "-f", volume], capture_output=True)
+
+
+@pytest.mark.docker
+def test_smoke_fails_when_the_checkpoint_probe_is_not_written(
+    tmp_path: Path, samples: Samples, docker_host: str
+) -> None:
+    """The backend's smoke check can fail: a probe the self-test does not write is a backend error
+    naming the mount, and no output directory is left."""
+    import dataclasses
+
+    recipe = load_recipe(RECIPE)
+    assert recipe.smoke is not None
+    recipe = dataclasses.replace(
+        recipe, smoke=dataclasses.replace(recipe.smoke, checkpoint_probe="never.ckpt")
+    )
+    out = tmp_path / "o"
+    result = build_image(
+        request_for(recipe, inputs=samples.inputs, base=str(samples.base), out=out, epoch=RELEASE_EPOCH,
+                    rendered=samples.rendered)
+    )  # fmt: skip
+    backend = DockerBackend(base_url=docker_host, smoke=recipe.smoke)
+    with pytest.raises(BackendError) as exc:
+        backend.deliver(result)
+    assert "anonymous volume at /checkpoints-v013" in str(exc.value)
+    assert "not writable by the image user" in str(exc.value)
 
 
 @pytest.mark.docker

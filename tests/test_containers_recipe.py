@@ -83,3 +83,24 @@ def test_recipe_yaml_loaded_through_profiles_loader(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_recipe(p)
     assert str(p) in str(info.value)
+
+
+def test_checkpoint_mount_must_be_a_layer_directory() -> None:
+    """Issue 8 §4: a mount no ``dir:`` entry creates would be made root-owned by the engine at run
+    time, unwritable by the image user; the recipe is refused naming the field."""
+    data = small_recipe(DIGEST)
+    data["layers"][0]["entries"] = [e for e in data["layers"][0]["entries"] if "dir" not in e]
+    with pytest.raises(InputError) as info:
+        parse_recipe(data, file="containers/x.yaml")
+    assert [p.field for p in info.value.problems] == ["checkpoint_mount"]
+    assert "root-owned" in info.value.problems[0].message
+    assert parse_recipe(small_recipe(DIGEST), file="containers/x.yaml").owner == (10001, 10001)
+
+
+def test_smoke_checkpoint_probe_is_a_plain_name() -> None:
+    data = small_recipe(DIGEST, smoke={"args": ["--self-test"], "expect": "ok", "checkpoint_probe": "../x"})
+    with pytest.raises(InputError) as info:
+        parse_recipe(data, file="containers/x.yaml")
+    assert [p.field for p in info.value.problems] == ["smoke.checkpoint_probe"]
+    assert load_recipe(RECIPE).smoke is not None
+    assert load_recipe(RECIPE).smoke.checkpoint_probe == "self-test.ckpt"  # type: ignore[union-attr]

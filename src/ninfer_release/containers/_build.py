@@ -511,7 +511,15 @@ def _layer_entries(
     bound: list[BoundInput] = []
     for item in spec.items:
         if item.kind == "dir":
-            entries.append(LayerEntry(path=item.dest, kind="dir", mode=DIR_MODE, origin=item.field_path))
+            # The checkpoint mount belongs to the image user: a volume mounted there (named or
+            # anonymous) is initialised from this directory, ownership included, so the non-root
+            # engine can save checkpoints (issue 8 §4). Every other entry stays root-owned.
+            uid, gid = recipe.owner if "/" + item.dest == recipe.checkpoint_mount.rstrip("/") else (0, 0)
+            entries.append(
+                LayerEntry(
+                    path=item.dest, kind="dir", mode=DIR_MODE, uid=uid, gid=gid, origin=item.field_path
+                )
+            )
         elif item.kind == "rendered":
             assert request.rendered is not None
             data = request.rendered.config if item.source == "config" else request.rendered.profile_document

@@ -17,19 +17,24 @@ is imported: they cost about half a second, which every other command would pay.
 
 from __future__ import annotations
 
+import io
 import logging
+import tarfile
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ninfer_release.errors import BackendError, IntegrityError
 
-from ._build import ImageBuildResult
+from ._build import LABEL_PREFIX, ImageBuildResult
 from ._recipe import SmokeSpec
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+#: The label naming the checkpoint mount (set by the build from the recipe).
+CHECKPOINT_MOUNT_LABEL = LABEL_PREFIX + "checkpoint-mount"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,35 +141,78 @@ class DockerBackend:
             )
         facts: dict[str, Any] = {"name": self.name, "image_id": image_id, "loaded": messages, "tag": local}
         if self.smoke is not None:
-            facts["smoke"] = self._smoke(api, image_id, self.smoke)
+            facts["smoke"] = self._smoke(api, image_id, self.smoke, result)
         if self.push is not None:
             facts["pushed"] = push_layout(result, self.push)
         return facts
 
-    def _smoke(self, api: Any, image_id: str, smoke: SmokeSpec) -> dict[str, Any]:
+    def _smoke(self, api: Any, image_id: str, smoke: SmokeSpec, result: ImageBuildResult) -> dict[str, Any]:
+        """Run ``smoke.args`` with network mode none, once on an anonymous and once on a named volume
+        at the checkpoint mount; each run must exit 0, print ``smoke.expect`` and (with a
+        ``checkpoint_probe``) leave that file in the mount owned by the image user (issue 8 §4)."""
+        mount = result.labels.get(CHECKPOINT_MOUNT_LABEL, "")
+        user = str((api.inspect_image(image_id).get("Config") or {}).get("User") or "0")
+        uid = int(user.partition(":")[0]) if user.partition(":")[0].isdigit() else -1
+        runs = [
+            self._smoke_run(api, image_id, smoke, mount, uid, volume=kind) for kind in ("anonymous", "named")
+        ]
+        return {
+            "args": list(smoke.args),
+            "exit_code": 0,
+            "network": "none",
+            "output": runs[0]["output"],
+            "checkpoint_mount": mount,
+            "user": user,
+            "volumes": [{k: v for k, v in r.items() if k != "output"} for r in runs],
+        }
+
+    def _smoke_run(
+        self, api: Any, image_id: str, smoke: SmokeSpec, mount: str, uid: int, *, volume: str
+    ) -> dict[str, Any]:
         import docker.errors
 
-        host_config = api.create_host_config(network_mode="none")
-        container = api.create_container(
-            image=image_id, command=list(smoke.args), host_config=host_config, network_disabled=True
-        )
-        cid = container["Id"]
+        named = f"ninfer-smoke-{uuid.uuid4().hex[:16]}" if volume == "named" else None
+        if named is not None:
+            api.create_volume(name=named)
+        binds = {named: {"bind": mount, "mode": "rw"}} if named is not None and mount else None
+        host_config = api.create_host_config(network_mode="none", binds=binds)
+        cid = ""
         try:
+            container = api.create_container(
+                image=image_id,
+                command=list(smoke.args),
+                host_config=host_config,
+                network_disabled=True,
+                volumes=[mount] if named is not None and mount else None,
+            )
+            cid = container["Id"]
             api.start(cid)
             status = api.wait(cid, timeout=int(self.timeout))
             code = int(status.get("StatusCode", -1))
             output = api.logs(cid, stdout=True, stderr=True).decode("utf-8", "replace")
+            last = output.strip().splitlines()[-1:] or [""]
+            where = f"smoke run {' '.join(smoke.args)} ({volume} volume at {mount})"
+            if code != 0:
+                raise BackendError(f"{where} exited {code}: {last[0]}")
+            if smoke.expect and smoke.expect not in output:
+                raise BackendError(f"{where}: output lacks {smoke.expect!r}: {last[0]}")
+            record: dict[str, Any] = {"volume": volume, "exit_code": code, "output": output.strip()}
+            if smoke.checkpoint_probe and mount:
+                owner = _probe_owner(api, cid, f"{mount.rstrip('/')}/{smoke.checkpoint_probe}", where=where)
+                if owner != uid:
+                    raise BackendError(
+                        f"{where}: {smoke.checkpoint_probe} is owned by uid {owner}, not {uid}"
+                    )
+                record.update(probe=smoke.checkpoint_probe, probe_uid=owner)
+            return record
         finally:
             try:
-                api.remove_container(cid, force=True)
+                if cid:
+                    api.remove_container(cid, force=True, v=True)  # v: the anonymous volume too
+                if named is not None:
+                    api.remove_volume(named, force=True)
             except docker.errors.DockerException as exc:  # cleanup must not hide the real outcome
-                log.warning("could not remove smoke container %s: %s", cid, _short(exc))
-        last = output.strip().splitlines()[-1:] or [""]
-        if code != 0:
-            raise BackendError(f"smoke run {' '.join(smoke.args)} exited {code}: {last[0]}")
-        if smoke.expect and smoke.expect not in output:
-            raise BackendError(f"smoke run output lacks {smoke.expect!r}: {last[0]}")
-        return {"args": list(smoke.args), "exit_code": code, "network": "none", "output": output.strip()}
+                log.warning("could not remove smoke container/volume %s: %s", cid or named, _short(exc))
 
 
 def push_layout(result: ImageBuildResult, target: PushTarget) -> dict[str, Any]:
@@ -197,6 +245,39 @@ def push_layout(result: ImageBuildResult, target: PushTarget) -> dict[str, Any]:
     if put.digest != result.manifest_digest:  # pragma: no cover - put_manifest hashes our bytes
         raise BackendError(f"push {target}: stored {put.digest}, built {result.manifest_digest}")
     return {"reference": f"{target}@{put.digest}", "digest": put.digest}
+
+
+#: Largest probe archive read back from a smoke container (the probe is a one-line file).
+MAX_PROBE_ARCHIVE = 1 << 20
+
+
+def _probe_owner(api: Any, cid: str, path: str, *, where: str) -> int:
+    """The uid owning ``path`` in the stopped container ``cid`` (read with the archive API).
+
+    Raises:
+        BackendError: the file is absent (the mount was not writable) or the archive is unreadable.
+    """
+    import docker.errors
+
+    try:
+        chunks, _stat = api.get_archive(cid, path)
+        data = bytearray()
+        for chunk in chunks:
+            data += chunk
+            if len(data) > MAX_PROBE_ARCHIVE:
+                raise BackendError(f"{where}: {path} is larger than {MAX_PROBE_ARCHIVE} bytes")
+    except docker.errors.NotFound:
+        raise BackendError(
+            f"{where}: wrote no {path}; the checkpoint mount is not writable by the image user"
+        ) from None
+    try:
+        with tarfile.open(fileobj=io.BytesIO(bytes(data)), mode="r:") as tar:
+            member = tar.next()
+    except tarfile.TarError as exc:
+        raise BackendError(f"{where}: unreadable archive of {path}: {exc}") from None
+    if member is None or not member.isfile():
+        raise BackendError(f"{where}: {path} is not a regular file")
+    return member.uid
 
 
 def _short(exc: BaseException) -> str:

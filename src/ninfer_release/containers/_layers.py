@@ -4,7 +4,9 @@ A layer is a plan (a sorted tuple of :class:`LayerEntry`) written by :func:`writ
 gzip blob. Every header field that could carry the build machine into the bytes is fixed:
 
 * entries sorted by POSIX path, parents before children, every parent directory present;
-* uid/gid 0, empty user/group names, mtime = the source-date epoch, modes 0644/0755;
+* uid/gid 0 — except a directory the recipe gives to the image's user (the checkpoint mount,
+  which must be writable by the non-root user the image runs as) — empty user/group names,
+  mtime = the source-date epoch, modes 0644/0755;
 * POSIX.1-2001 (pax) format but no pax timestamp records — integer mtimes never need one, and
   atime/ctime are never written; a pax record appears only for a path longer than ustar allows;
 * gzip member header with MTIME 0, no FNAME (flags 0x00), XFL 0 and OS byte
@@ -44,12 +46,15 @@ class LayerEntry:
     """One entry of a layer: a regular file, a directory or a symbolic link.
 
     ``path`` is relative POSIX without a leading slash (``opt/ninfer/bin/ninfer-server``).
-    A file's bytes come from ``source`` (streamed) or ``data`` (in memory).
+    A file's bytes come from ``source`` (streamed) or ``data`` (in memory). ``uid``/``gid`` are the
+    numeric owner written into the tar header (0 unless the entry must be the image user's).
     """
 
     path: str
     kind: EntryKind
     mode: int = FILE_MODE
+    uid: int = 0
+    gid: int = 0
     source: Path | None = None
     data: bytes | None = None
     target: str = ""
@@ -340,7 +345,7 @@ def gzip_bytes(data: bytes, *, level: int = GZIP_LEVEL, workers: int | None = No
 
 def _tarinfo(entry: LayerEntry, *, epoch: int, size: int = 0) -> tarfile.TarInfo:
     info = tarfile.TarInfo(entry.path)
-    info.uid = info.gid = 0
+    info.uid, info.gid = entry.uid, entry.gid
     info.uname = info.gname = ""
     info.mtime = int(epoch)
     info.devmajor = info.devminor = 0

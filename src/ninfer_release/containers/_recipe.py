@@ -68,10 +68,16 @@ class LayerSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class SmokeSpec:
-    """How the docker backend smoke-runs the image: arguments, and text the output must contain."""
+    """How the docker backend smoke-runs the image: arguments, and text the output must contain.
+
+    ``checkpoint_probe`` names a file the smoke command writes into the checkpoint mount; the
+    backend then checks it exists there, owned by the image user, on a named and on an anonymous
+    volume (issue 8 §4). Empty: no probe.
+    """
 
     args: tuple[str, ...]
     expect: str
+    checkpoint_probe: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +106,12 @@ class ImageRecipe:
     smoke: SmokeSpec | None = None
     #: Who supplies the base image (``base.supplier``; optional): the image SBOM's base supplier.
     base_supplier: str = ""
+
+    @property
+    def owner(self) -> tuple[int, int]:
+        """The image user as numeric ``(uid, gid)``; gid 0 when the recipe gives only a UID."""
+        uid, _, gid = self.user.partition(":")
+        return int(uid), int(gid or 0)
 
     @property
     def staged_sources(self) -> tuple[tuple[str, str], ...]:
@@ -372,10 +384,36 @@ def parse_recipe(data: Any, *, file: str) -> ImageRecipe:
         if not isinstance(smoke_raw, dict):
             problems.append(Problem(file=file, field="smoke", message="must be a mapping {args, expect}"))
         else:
+            unknown_smoke = sorted(set(smoke_raw) - {"args", "expect", "checkpoint_probe"})
+            if unknown_smoke:
+                problems.append(Problem(file=file, field="smoke", message=f"unknown keys {unknown_smoke}"))
+            probe = smoke_raw.get("checkpoint_probe", "")
+            if not isinstance(probe, str) or (probe and not _NAME.match(probe)):
+                problems.append(
+                    Problem(
+                        file=file,
+                        field="smoke.checkpoint_probe",
+                        message=f"{probe!r}: a plain lowercase file name in the checkpoint mount",
+                    )
+                )
+                probe = ""
             smoke = SmokeSpec(
                 args=_str_list(smoke_raw.get("args"), "smoke.args", problems, file),
                 expect=str(smoke_raw.get("expect", "")),
+                checkpoint_probe=probe,
             )
+    mount_dirs = [
+        i for layer in layers for i in layer.items if i.kind == "dir" and "/" + i.dest == mount.rstrip("/")
+    ]
+    if mount != "/" and not mount_dirs:
+        problems.append(
+            Problem(
+                file=file,
+                field="checkpoint_mount",
+                message=f"{mount} is created by no 'dir:' layer entry; without one the engine makes it "
+                "root-owned and the image user cannot write checkpoints",
+            )
+        )
     if problems:
         raise InputError(problems=problems)
     return ImageRecipe(

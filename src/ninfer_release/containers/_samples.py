@@ -39,7 +39,7 @@ _GROUP = b"root:x:0:\nninfer:x:10001:\n"
 
 _SERVER = b"""#!/bin/sh
 # ninfer-server STAND-IN (sample input of ninfer-release; NOT the NInfer engine).
-# It only proves the image wiring: config present, checkpoint mount declared, runs as non-root.
+# It only proves the image wiring: config present, checkpoint mount writable, runs as non-root.
 set -eu
 config="${NINFER_CONFIG:-/etc/ninfer/config.toml}"
 case "${1:-}" in
@@ -52,6 +52,9 @@ case "${1:-}" in
     runtime=/opt/ninfer/runtime/share/ninfer/RUNTIME-VERSION
     test -d "$ckpt" || { echo "self-test failed: no checkpoint dir $ckpt" >&2; exit 3; }
     test -r "$runtime" || { echo "self-test failed: no runtime" >&2; exit 3; }
+    # Save a checkpoint as the engine would: the mount must be writable by this (non-root) user.
+    echo "self-test checkpoint uid=$(busybox id -u)" > "$ckpt/self-test.ckpt" \
+      || { echo "self-test failed: cannot write a checkpoint into $ckpt" >&2; exit 3; }
     echo "self-test ok uid=$(busybox id -u) config=$(busybox sha256sum "$config" | busybox cut -d' ' -f1)"
     ;;
   *)
