@@ -437,3 +437,17 @@ def test_progress_bars_per_file_and_total_on_a_terminal_only(nginx: Nginx, tmp_p
     # off a terminal (and under --json): no bars at all
     res = _run(nginx, "fetch", _url(nginx, "rtx4090"), "--out", tmp_path / "out2")
     assert res.code == 0 and "total" not in res.err
+
+
+def test_sha256sums_is_size_capped_and_every_file_needs_a_recorded_size(nginx: Nginx) -> None:
+    big = _copy_tag(nginx, "rtx4090", "big-sums")
+    with (big / "SHA256SUMS").open("ab") as f:
+        f.write(b"# padding\n" * 7000)  # 70 kB: beyond the 64 KiB cap of any legitimate SHA256SUMS
+    res = _run(nginx, "verify", f"{nginx.base}/big-sums/{TAGS['rtx4090']}/")
+    assert res.code == 5 and "longer than its cap of 65536 bytes" in res.err, res.text
+    extra = _copy_tag(nginx, "rtx4090", "unsized")
+    (extra / "notes.txt").write_bytes(b"hello\n")
+    with (extra / "SHA256SUMS").open("ab") as f:
+        f.write(hashlib.sha256(b"hello\n").hexdigest().encode() + b"  notes.txt\n")
+    res = _run(nginx, "verify", f"{nginx.base}/unsized/{TAGS['rtx4090']}/")
+    assert res.code == 5 and "records no size for it; cannot fetch it completely" in res.err, res.text
