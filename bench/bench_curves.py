@@ -193,6 +193,13 @@ def _point(tree: Path, work: Path, runs: int, *, unzip: bool) -> dict[str, Any]:
     }
 
 
+def _runs_for(scale: float, runs: int, big_runs: int) -> int:
+    """Pairs per point: ``runs`` below the middle point, 3 at it, ``big_runs`` for the largest."""
+    if scale < 1:
+        return runs
+    return min(runs, 3) if scale < 4 else big_runs
+
+
 def file_count_curve(
     samples: Path, work: Path, counts: Sequence[int], runs: int, big_runs: int
 ) -> dict[str, Any]:
@@ -200,7 +207,7 @@ def file_count_curve(
     points = {"0": base}
     for n in counts:
         tree = many_files_tree(samples, work, count=n)
-        points[str(n)] = _point(tree, work, runs if n < 50_000 else big_runs, unzip=True)
+        points[str(n)] = _point(tree, work, _runs_for(n / 10_000, runs, big_runs), unzip=True)
         shutil.rmtree(work / "curve-out", ignore_errors=True)
     for n in counts:
         p = points[str(n)]
@@ -214,7 +221,7 @@ def size_curve(samples: Path, work: Path, sizes: Sequence[int], runs: int, big_r
     points = {}
     for mib in sizes:
         tree = _size_tree(samples, work, mib)
-        points[str(mib)] = _point(tree, work, runs if mib <= 1024 else big_runs, unzip=False)
+        points[str(mib)] = _point(tree, work, _runs_for(mib / 1024, runs, big_runs), unzip=False)
         shutil.rmtree(work / "curve-out", ignore_errors=True)
         shutil.rmtree(tree)  # gigabytes: do not keep them
     return points
@@ -279,7 +286,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--counts", default="1000,10000,100000")
     ap.add_argument("--sizes", default="256,1024,4096", help="MiB; empty to skip")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--max-runs-big", type=int, default=1, help="runs for >= 50k files and > 1 GiB")
+    ap.add_argument("--max-runs-big", type=int, default=1, help="runs at >= 40k files and >= 4 GiB")
     ap.add_argument("--startup-runs", type=int, default=11, help="pairs for --help/--version; 0 skips")
     ap.add_argument("--plots", action="store_true")
     ap.add_argument("--json", action="store_true")
