@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -337,3 +338,89 @@ def test_generation_and_bytes_validation_agree_with_spdx_tools_on_a_real_documen
         == validate_full_document(document, "SPDX-2.3")
         == []
     )
+
+
+def _rel(origin: str, kind: str, target: str, **extra: str) -> dict[str, str]:
+    return {"spdxElementId": origin, "relationshipType": kind, "relatedSpdxElement": target, **extra}
+
+
+def _raw_with_implicit_relationships(n: int) -> dict[str, Any]:
+    files = [
+        {
+            "SPDXID": f"SPDXRef-F{i}",
+            "fileName": f"./f{i}",
+            "checksums": [{"algorithm": "SHA1", "checksumValue": _sha1(str(i))}],
+        }
+        for i in range(n)
+    ]
+    return {
+        "SPDXID": "SPDXRef-DOCUMENT",
+        "spdxVersion": "SPDX-2.3",
+        "name": "d",
+        "dataLicense": "CC0-1.0",
+        "documentNamespace": "https://example.invalid/d",
+        "creationInfo": {"created": "2026-11-20T00:00:00Z", "creators": ["Tool: t"]},
+        "documentDescribes": ["SPDXRef-P", "SPDXRef-P", "SPDXRef-Q"],
+        "packages": [
+            {"SPDXID": "SPDXRef-P", "name": "p", "downloadLocation": "NOASSERTION", "filesAnalyzed": False,
+             "hasFiles": [f["SPDXID"] for f in files] + ["SPDXRef-F0"]},
+            {"SPDXID": "SPDXRef-Q", "name": "q", "downloadLocation": "NOASSERTION", "filesAnalyzed": False,
+             "hasFiles": ["SPDXRef-F1"]},
+        ],
+        "files": files,
+        "relationships": [
+            _rel("SPDXRef-Q", "DESCRIBED_BY", "SPDXRef-DOCUMENT"),
+            _rel("SPDXRef-F2", "CONTAINED_BY", "SPDXRef-P"),
+            _rel("SPDXRef-P", "CONTAINS", "SPDXRef-F3", comment="listed with a comment"),
+            _rel("SPDXRef-P", "DEPENDS_ON", "NONE"),
+        ],
+    }  # fmt: skip
+
+
+def test_hoisted_implicit_relationships_parse_to_the_same_document() -> None:
+    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
+
+    from ninfer_release.sbom._spdx import hoist_implicit_relationships
+
+    raw = _raw_with_implicit_relationships(6)
+    hoisted = hoist_implicit_relationships(copy.deepcopy(raw))
+    assert "documentDescribes" not in hoisted and all("hasFiles" not in p for p in hoisted["packages"])
+    theirs = JsonLikeDictParser().parse(copy.deepcopy(raw))
+    ours = JsonLikeDictParser().parse(hoisted)
+    assert ours == theirs
+    assert validate_full_document(ours) == validate_full_spdx_document(theirs)  # files_analyzed false + files
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.__setitem__("documentDescribes", ["SPDXRef-P", 7]),
+        lambda d: d["packages"][0].__setitem__("hasFiles", ["NONE"]),
+        lambda d: d["relationships"].append({"spdxElementId": "SPDXRef-P", "relationshipType": 3}),
+        lambda d: d.__setitem__("SPDXID", None),
+    ],
+)
+def test_ill_typed_documents_are_left_to_the_parser(change: Callable[[dict[str, Any]], None]) -> None:
+    from ninfer_release.sbom._spdx import hoist_implicit_relationships
+
+    raw = _raw_with_implicit_relationships(3)
+    change(raw)
+    assert hoist_implicit_relationships(raw) is raw
+
+
+def test_parsing_many_has_files_does_not_scan_per_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spdx_tools.spdx.parser.jsonlikedict.relationship_parser import RelationshipParser
+
+    from ninfer_release.sbom._spdx import _parse_document
+
+    calls = [0]
+    original = RelationshipParser.check_if_relationship_exists
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> bool:
+        calls[0] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(RelationshipParser, "check_if_relationship_exists", counted)
+    document, messages = _parse_document(json.dumps(_raw_with_implicit_relationships(300)).encode())
+    assert messages == [] and document is not None and len(document.relationships) >= 300
+    assert calls[0] == 0  # upstream: one scan of every relationship per described id and per file

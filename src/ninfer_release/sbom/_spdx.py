@@ -366,9 +366,95 @@ def _parse_document(data: bytes) -> tuple[Any, list[str]]:
     if not isinstance(raw, dict):
         return None, ["top level is not a JSON object"]
     try:
-        return JsonLikeDictParser().parse(raw), []  # type: ignore[no-untyped-call]
+        return JsonLikeDictParser().parse(hoist_implicit_relationships(raw)), []  # type: ignore[no-untyped-call]
     except SPDXParsingError as exc:
         return None, [str(m) for m in exc.get_messages()]  # type: ignore[no-untyped-call]
+
+
+_SPECIAL = ("NONE", "NOASSERTION")
+
+
+def _all_str(values: Any) -> bool:
+    return isinstance(values, list) and all(isinstance(v, str) and v not in _SPECIAL for v in values)
+
+
+def hoist_implicit_relationships(raw: dict[str, Any]) -> dict[str, Any]:
+    """``documentDescribes`` and packages' ``hasFiles`` as explicit relationships, in O(n).
+
+    spdx-tools' JSON parser turns each of those ids into a DESCRIBES / CONTAINS relationship
+    unless an equal one (or its inverse DESCRIBED_BY / CONTAINED_BY) is already listed, testing
+    that by scanning the whole relationship list per id: O(n^2) for a package with 100k files
+    (``RelationshipParser.check_if_relationship_exists``). This does the same with a set, adds the
+    relationships in the parser's order (listed ones, then the described ids, then each package's
+    files) and removes the two fields, so the parser builds an equal document without the scans.
+    A document whose fields are not all well-typed strings is returned unchanged (the parser then
+    reports them as it always does).
+    """
+    describes = raw.get("documentDescribes")
+    packages = raw.get("packages")
+    with_files = (
+        [p for p in packages if isinstance(p, dict) and "hasFiles" in p] if isinstance(packages, list) else []
+    )
+    if describes is None and not with_files:
+        return raw
+    listed = raw.get("relationships", [])
+    doc_id = raw.get("SPDXID")
+    if (
+        not isinstance(doc_id, str)
+        or not isinstance(listed, list)
+        or (describes is not None and not _all_str(describes))
+        or not all(isinstance(p.get("SPDXID"), str) and _all_str(p["hasFiles"]) for p in with_files)
+        or not all(
+            isinstance(r, dict)
+            and all(
+                isinstance(r.get(k), str) for k in ("spdxElementId", "relationshipType", "relatedSpdxElement")
+            )
+            for r in listed
+        )
+    ):
+        return raw
+
+    def related(value: str) -> tuple[str, str]:  # the parser turns NONE / NOASSERTION into objects
+        return ("special", value) if value in _SPECIAL else ("id", value)
+
+    existing = {
+        (
+            r["spdxElementId"],
+            r["relationshipType"].replace("-", "_").upper(),
+            related(r["relatedSpdxElement"]),
+        )
+        for r in listed
+    }
+    added: list[dict[str, str]] = []
+    for target in dict.fromkeys(describes or []):
+        if (doc_id, "DESCRIBES", ("id", target)) in existing or (
+            target,
+            "DESCRIBED_BY",
+            ("id", doc_id),
+        ) in existing:
+            continue
+        added.append({"spdxElementId": doc_id, "relationshipType": "DESCRIBES", "relatedSpdxElement": target})
+    existing |= {(doc_id, "DESCRIBES", ("id", r["relatedSpdxElement"])) for r in added}
+    for package in with_files:
+        pid = package["SPDXID"]
+        for file_id in dict.fromkeys(package["hasFiles"]):
+            if (pid, "CONTAINS", ("id", file_id)) in existing or (
+                file_id,
+                "CONTAINED_BY",
+                ("id", pid),
+            ) in existing:
+                continue
+            added.append(
+                {"spdxElementId": pid, "relationshipType": "CONTAINS", "relatedSpdxElement": file_id}
+            )
+    out = {k: v for k, v in raw.items() if k != "documentDescribes"}
+    out["packages"] = [
+        {k: v for k, v in p.items() if k != "hasFiles"} if isinstance(p, dict) else p for p in packages or []
+    ]
+    if packages is None:
+        del out["packages"]
+    out["relationships"] = [*listed, *added]
+    return out
 
 
 def validate_spdx_bytes(data: bytes) -> list[str]:
