@@ -158,7 +158,7 @@ class DockerBackend:
         ]
         return {
             "args": list(smoke.args),
-            "exit_code": 0,
+            "exit_code": max(r["exit_code"] for r in runs),  # every run exited 0, else it raised
             "network": "none",
             "output": runs[0]["output"],
             "checkpoint_mount": mount,
