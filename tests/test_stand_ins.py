@@ -102,36 +102,44 @@ def test_engine_claimed_real_while_its_version_resource_says_stand_in_is_refused
     assert not (tmp_path / "out").exists()
 
 
-def test_redistributable_claimed_real_while_its_version_resource_says_stand_in_is_refused(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    lane_dir = _copy_lane(tmp_path, tmp_path_factory, "rtx3090")
+def _declare_in_lock(lane_dir: Path, file: str, stand_in: bool) -> int:
+    """Set ``stand_in`` of the lock entry shipping ``file``; returns its index."""
     lock = _json(lane_dir / "dependencies.lock.json")
-    index = next(i for i, r in enumerate(lock["redistributables"]) if r["file"] == "bin/dstorage.dll")
-    lock["redistributables"][index]["stand_in"] = False
+    index = next(i for i, r in enumerate(lock["redistributables"]) if r["file"] == file)
+    lock["redistributables"][index]["stand_in"] = stand_in
     (lane_dir / "dependencies.lock.json").write_text(json.dumps(lock))
-    result = _build(lane_dir, tmp_path / "out", "rtx3090")
+    return index
+
+
+@pytest.mark.parametrize(
+    ("lane", "file", "stand_in", "message"),
+    [
+        # The stand-in DirectStorage DLL says so in its version resource, but is declared real.
+        ("rtx3090", "bin/dstorage.dll", False, "'s version resource says 'STAND-IN for Microsoft"),
+        # The other way round (hostile review of issue 8 item 5): cudart's version resource presents
+        # the real NVIDIA runtime, declared a stand-in: a real file is never labelled a placeholder.
+        (
+            "rtx4090",
+            "bin/cudart64_13.dll",
+            True,
+            "bin/cudart64_13.dll is declared a stand-in, but its version resource does not say so",
+        ),
+    ],
+)
+def test_redistributable_whose_stand_in_claim_contradicts_its_version_resource_is_refused(
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    lane: str,
+    file: str,
+    stand_in: bool,
+    message: str,
+) -> None:
+    lane_dir = _copy_lane(tmp_path, tmp_path_factory, lane)
+    index = _declare_in_lock(lane_dir, file, stand_in)
+    result = _build(lane_dir, tmp_path / "out", lane)
     assert result.code == 4, result.text
     assert f"redistributables[{index}].stand_in" in result.err and "dependencies.lock.json" in result.err
-
-
-def test_real_file_declared_a_stand_in_is_refused(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """The other way round (hostile review of issue 8 item 5): ``cudart64_13.dll`` whose version
-    resource presents the real NVIDIA runtime, declared ``"stand_in": true``, is refused (exit 4)
-    naming the lock field and the version string: a real file is never labelled a placeholder."""
-    lane_dir = _copy_lane(tmp_path, tmp_path_factory, "rtx4090")
-    lock = _json(lane_dir / "dependencies.lock.json")
-    index = next(i for i, r in enumerate(lock["redistributables"]) if r["file"] == "bin/cudart64_13.dll")
-    lock["redistributables"][index]["stand_in"] = True
-    (lane_dir / "dependencies.lock.json").write_text(json.dumps(lock))
-    result = _build(lane_dir, tmp_path / "out", "rtx4090")
-    assert result.code == 4, result.text
-    assert f"redistributables[{index}].stand_in" in result.err
-    assert (
-        "bin/cudart64_13.dll is declared a stand-in, but its version resource does not say so" in result.err
-    )
+    assert message in result.err, result.err
     assert not (tmp_path / "out").exists()
 
 
