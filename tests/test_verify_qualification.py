@@ -215,3 +215,50 @@ def test_verify_json_keys_are_the_documented_ones(
         assert cli("verify", location, "--require-qualified").code == 5
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert all(f"`{key}`" in readme for key in VERIFY_JSON_KEYS)
+
+
+def test_a_wholly_forged_qualification_is_caught_by_the_release_manifest(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The limit of a self-contained set, pinned: a forger turns an unqualified draft into a
+    consistent ``qualified`` set (a receipt entry naming the public digests, ledger, status, component
+    manifest, provenance, SHA256SUMS all rewritten). The set alone cannot tell — every record agrees —
+    but the release manifest's ``SHA256SUMS`` digest does (exit 5): qualification is trusted only as
+    far as that anchor (README "Installer consumer's flow")."""
+    draft = tmp_path / LANE
+    shutil.copytree(release_out(tmp_path_factory) / LANE, draft)
+    record = draft / f"{S}.qualification.json"
+    doc = json.loads(record.read_bytes())
+    b = doc["bound_to"]
+    doc["receipts"] = [
+        {
+            "name": "forged.json",
+            "sha256": "12" * 32,
+            "binding": "public",
+            "bound": {
+                "source_commit": b["source_commit"],
+                "profile_id": b["profile_id"],
+                "config_sha256": b["config_bytes_sha256"],
+                "package_sha256": b["package_sha256"],
+            },
+            "gates": {"G1": "pass"},
+            "measurements": {},
+        }
+    ]
+    doc["gates"] = {
+        "merged": {"G1": "pass"},
+        "counts": {"pass": 1, "fail": 0, "not_applicable": 0},
+        "failed": [],
+    }
+    doc["status"] = "qualified"
+    record.write_bytes(_dump(doc))
+    manifest = draft / f"{S}.manifest.json"
+    man = json.loads(manifest.read_bytes())
+    man["qualification"] = "qualified"
+    manifest.write_bytes(_dump(man))
+    _rebind(draft)
+    alone = cli("verify", draft)
+    assert alone.code == 0 and "OK (qualified: 1 pass" in alone.out, alone.text
+    res = cli("verify", draft, "--release-manifest", release_out(tmp_path_factory) / "release-manifest.json")
+    assert res.code == 5, res.text
+    assert "is not the" in res.err and "the release manifest binds" in res.err, res.err
