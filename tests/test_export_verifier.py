@@ -474,3 +474,28 @@ def test_standalone_states_the_qualification_never_a_plain_ok(
     doc = json.loads(_standalone(script, sealed, "--json").stdout)
     assert (doc["qualification"], doc["draft"]) == ("qualified", False)
     assert doc["gates"] == {"pass": 2, "fail": 0, "not_applicable": 1}
+    assert doc["bindings"] == {"public": 1, "scratch_equivalence": 0}
+
+
+def _as_scratch_equivalence(q: dict[str, Any]) -> None:
+    r = q["receipts"][0]
+    public = {k: r["bound"][k] for k in ("package_sha256", "config_sha256")}
+    r["bound"].update(package_sha256="cd" * 32, config_sha256="ab" * 32)
+    r["binding"] = "scratch_equivalence"
+    r["scratch"] = {"variant": "port-only", "equivalence": {**public, "evidence": "port only"}}
+
+
+def test_both_say_qualified_by_scratch_equivalence_only(
+    script: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A set whose only receipt is a scratch run with equivalence evidence: both verifiers accept it
+    and neither lets it read as a run of these very bytes."""
+    d = tmp_path / "set"
+    shutil.copytree(qualified_out(tmp_path_factory) / "rtx4090", d)
+    _qualification_edit(_as_scratch_equivalence)(d, stem("rtx4090"))
+    phrase = "OK (qualified by scratch equivalence only: 2 pass, 0 fail, 1 not applicable; "
+    full, alone = cli("verify", d), _standalone(script, d)
+    assert full.code == 0 and phrase in full.out, full.text
+    assert alone.returncode == 0 and phrase in alone.stdout, alone.stderr
+    doc = json.loads(_standalone(script, d, "--json").stdout)
+    assert doc["bindings"] == {"public": 0, "scratch_equivalence": 1}

@@ -187,6 +187,7 @@ def test_receipt_entries_sealing_never_writes_are_caught(
 #: The keys of ``verify --json`` (README "Installer consumer's flow"): stable, on every path.
 VERIFY_JSON_KEYS = [
     "artifact_digest",
+    "bindings",
     "checked",
     "directory",
     "draft",
@@ -211,6 +212,7 @@ def test_verify_json_keys_are_the_documented_ones(
         code, doc = _verify_json(location)
         assert code == 0 and sorted(doc) == VERIFY_JSON_KEYS, doc
         assert sorted(doc["gates"]) == ["fail", "not_applicable", "pass"]
+        assert doc["bindings"] == {"public": 0, "scratch_equivalence": 0}
         assert (doc["qualification"], doc["draft"]) == ("unqualified", True)
         assert cli("verify", location, "--require-qualified").code == 5
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()

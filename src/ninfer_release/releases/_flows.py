@@ -74,12 +74,15 @@ class LocatedReport:
 
 def qualification_phrase(report: VerifyReport, *, draft_reference: bool = False) -> str:
     """What a verdict says of qualification (every ``OK`` line carries it, so an unqualified set
-    never reads as a plain ``OK``): ``qualified: 2 pass, 0 fail, 1 not applicable`` (``qualified
-    draft (…)`` from a ``<tag>.draft`` reference) or ``unqualified draft, not for release``."""
+    never reads as a plain ``OK``): ``qualified: 2 pass, 0 fail, 1 not applicable`` (``qualified by
+    scratch equivalence only: …`` when no receipt is a run of the public bytes; ``qualified draft
+    (…)`` from a ``<tag>.draft`` reference) or ``unqualified draft, not for release``."""
     if report.qualification != "qualified":
         return f"{report.qualification or 'qualification unknown'} draft, not for release"
     counts = report.gate_counts
-    state = "qualified: " + (
+    # No run installed these very bytes: the verdict says so (scratch equivalence is a distinct binding).
+    scratch_only = not report.bindings.get("public") and bool(report.bindings.get("scratch_equivalence"))
+    state = ("qualified by scratch equivalence only: " if scratch_only else "qualified: ") + (
         f"{counts.get('pass', 0)} pass, {counts.get('fail', 0)} fail, "
         f"{counts.get('not_applicable', 0)} not applicable"
         if counts and any(counts.values())

@@ -11,7 +11,8 @@ with ``--require-qualified``, also when the set is unqualified. Exit 2: usage. E
 not a directory. Like ``verify``, the verdict always states the qualification:
 ``OK (qualified: 2 pass, 0 fail, 1 not applicable; N checks)`` or ``OK (unqualified draft, not for
 release; N checks)``, never a plain ``OK``; and ``--json`` carries ``ok``, ``qualification``,
-``draft``, ``gates`` (the gate counts), ``checked``, ``warnings`` and ``failures``.
+``draft``, ``gates`` (the gate counts), ``bindings`` (receipts per binding), ``checked``,
+``warnings`` and ``failures``.
 
 It checks what ``ninfer-release verify`` checks, except the SBOM libraries' schema validation:
 the exact 11 files; ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms; CRLF and a
@@ -87,6 +88,7 @@ class Run:
         #: The qualification record's status and gate counts, as ``verify`` reports them.
         self.qualification: str | None = None
         self.gate_counts: dict[str, int] = {}
+        self.bindings: dict[str, int] = {}  # receipts per binding: public, scratch_equivalence
         self.record = ""  # the qualification record's file name, once the set's stem is known
 
     def fail(self, name: str, message: str) -> None:
@@ -606,6 +608,10 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
         run.qualification = status if status in ("qualified", "unqualified") else None
         if isinstance(counts, dict) and all(type(v) is int for v in counts.values()):
             run.gate_counts = {str(k): v for k, v in counts.items()}
+        receipts = qualification.get("receipts")
+        if isinstance(receipts, list):
+            kinds = [r.get("binding") for r in receipts if isinstance(r, dict)]
+            run.bindings = {k: kinds.count(k) for k in ("public", "scratch_equivalence")}
     provenance = _load_json(run, n_prov, small.get(n_prov))
     route = _load_json(run, n_route, small.get(n_route))
     model = _load_json(run, n_model, small.get(n_model))
@@ -1009,11 +1015,16 @@ def _state(run: Run) -> str:
     """What the verdict says of qualification: an unqualified set never reads as a plain OK."""
     if run.qualification != "qualified":
         return f"{run.qualification or 'qualification unknown'} draft, not for release"
-    c = run.gate_counts
+    c, b = run.gate_counts, run.bindings
+    state = (
+        "qualified by scratch equivalence only"
+        if b.get("scratch_equivalence") and not b.get("public")
+        else "qualified"
+    )
     if not any(c.values()):
-        return "qualified: no gates reported"
-    return "qualified: {} pass, {} fail, {} not applicable".format(
-        c.get("pass", 0), c.get("fail", 0), c.get("not_applicable", 0)
+        return state + ": no gates reported"
+    return "{}: {} pass, {} fail, {} not applicable".format(
+        state, c.get("pass", 0), c.get("fail", 0), c.get("not_applicable", 0)
     )
 
 
@@ -1057,6 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
             "qualification": run.qualification,
             "draft": run.qualification != "qualified",
             "gates": run.gate_counts,
+            "bindings": run.bindings,
             "checked": run.checked,
             "warnings": run.warnings,
             "failures": run.failures,

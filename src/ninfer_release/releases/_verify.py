@@ -66,6 +66,9 @@ class VerifyReport:
     qualification: str | None = None
     #: The record's gate counts ``{"pass": n, "fail": n, "not_applicable": n}`` (empty if none).
     gate_counts: Mapping[str, int] = field(default_factory=dict)
+    #: How many receipts bind the package ``{"public": n, "scratch_equivalence": n}`` (empty if
+    #: unreadable): a set qualified by scratch equivalence only had no run of these very bytes.
+    bindings: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -78,6 +81,7 @@ class VerifyReport:
             "ok": self.ok,
             "qualification": self.qualification,
             "gates": dict(self.gate_counts),
+            "bindings": dict(self.bindings),
             "sha256sums_sha256": self.sums_sha256,
             "checked": list(self.checked),
             "warnings": list(self.warnings),
@@ -267,7 +271,7 @@ def verify_set(
 
     # 4. SBOM validity and cross-bindings
     _check_bindings(run, names, small, digests, sizes, members, zip_path, schema_problems)
-    status, counts = _qualification_state(small.get(names.qualification))
+    status, counts, bindings = _qualification_state(small.get(names.qualification))
     return VerifyReport(
         directory=str(directory),
         stem=stem,
@@ -277,21 +281,28 @@ def verify_set(
         sums_sha256=sums_sha,
         qualification=status,
         gate_counts=counts,
+        bindings=bindings,
     )
 
 
-def _qualification_state(data: bytes | None) -> tuple[str | None, dict[str, int]]:
-    """``(status, gate counts)`` as the qualification record states them (checked elsewhere)."""
+def _qualification_state(data: bytes | None) -> tuple[str | None, dict[str, int], dict[str, int]]:
+    """``(status, gate counts, receipts per binding)`` as the qualification record states them
+    (checked elsewhere)."""
     try:
         doc = json.loads(data.decode("utf-8")) if data is not None else None
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return None, {}
+        return None, {}, {}
     status = _get(doc, "status")
     counts = _get(doc, "gates", "counts")
     good = isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values())
+    receipts = _get(doc, "receipts")
+    kinds = (
+        [r.get("binding") for r in receipts if isinstance(r, dict)] if isinstance(receipts, list) else None
+    )
     return (
         status if status in ("qualified", "unqualified") else None,
         {str(k): int(v) for k, v in counts.items()} if good and isinstance(counts, dict) else {},
+        {k: kinds.count(k) for k in ("public", "scratch_equivalence")} if kinds is not None else {},
     )
 
 
