@@ -254,6 +254,12 @@ CASES: tuple[Case, ...] = (
         message="scratch.equivalence.evidence: blank",
     ),
     Case(
+        id="lone-surrogate",
+        make=lambda d: _bytes(d / "run.json", json.dumps(GOOD)[:-1].encode() + b', "notes": "a\\ud800b"}'),
+        file="run.json",
+        message="notes: value not valid Unicode (a lone surrogate escape)",
+    ),
+    Case(
         id="short-commit",
         make=lambda d: _json(d / "run.json", {**GOOD, "source_commit": "7a25cd72"}),
         file="run.json",

@@ -356,6 +356,12 @@ class _Parser:
             self.scrub_text(value, where, is_key=False)
 
     def scrub_text(self, text: str, where: str, *, is_key: bool) -> None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # JSON lets "\ud800" through; the record mirroring this receipt could not be written.
+            self.bad(where, f"{'key' if is_key else 'value'} not valid Unicode (a lone surrogate escape)")
+            return
         for what, pattern in _SECRETS:
             if pattern.search(text):
                 # Never echo the value: it may be the secret.
