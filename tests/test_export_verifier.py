@@ -317,6 +317,11 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         False,
     ),
     "qualification-schema-1": (_qualification_edit(lambda q: q.update(schema=1)), False),
+    "qualification-unknown-key": (_qualification_edit(lambda q: q.update(approved_by="QA")), False),
+    "qualification-receipt-unknown-key": (
+        _qualification_edit(lambda q: q["receipts"][0].update(signed_off=True)),
+        False,
+    ),
     "route-package-size": (_set_key(".route.json", ("package", "size"), 1, deep=True), False),
     "route-checkpoint-dir": (
         _set_key(".route.json", ("install", "checkpoint_dir"), "cache/x", deep=True),

@@ -169,6 +169,13 @@ def _receipt_listed_twice(doc: dict[str, Any]) -> None:
         (_scratch_names_the_public_bytes, "receipts[0] ('run-1.json') is a scratch run naming the public"),
         # One receipt counted twice (same SHA-256) inflates the evidence; sealing never writes that.
         (_receipt_listed_twice, "receipts[1] ('run-2.json') has the SHA-256 of receipts[0]"),
+        # Unknown keys are refused in a receipt, and so in the record that mirrors it: nothing
+        # beyond what sealing writes can ride along in a set that verifies.
+        (lambda doc: doc.update(approved_by="QA"), "unknown key 'approved_by'"),
+        (
+            lambda doc: doc["receipts"][0].update(signed_off=True),
+            "receipts[0] ('run-1.json') unknown key 'signed_off'",
+        ),
     ],
 )
 def test_receipt_entries_sealing_never_writes_are_caught(

@@ -944,6 +944,13 @@ def _ledger(reports: list[dict[str, str]]) -> dict[str, Any]:
     }
 
 
+#: What sealing writes into a qualification record and each receipt entry: nothing else.
+_RECORD_KEYS = frozenset(
+    ("schema", "lane", "component_tag", "status", "bound_to", "receipts", "gates", "rollback")
+)
+_RECORD_RECEIPT_KEYS = frozenset(("name", "sha256", "binding", "bound", "gates", "measurements", "scratch"))
+
+
 def _receipt_problems(entry: dict[str, Any], bound_to: Any) -> list[str]:
     """Why one receipt entry does not qualify ``bound_to`` (what sealing demands, read back)."""
     kind = entry.get("binding")
@@ -982,6 +989,8 @@ def _qualification(run: Run, name: str, doc: dict[str, Any], zip_sha256: str | N
     if doc.get("schema") != 2:
         run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
         return
+    for key in sorted(set(doc) - _RECORD_KEYS):
+        run.fail(name, f"unknown key {key!r}: the record holds only what sealing writes")
     bound = _get(doc, "bound_to", "package_sha256")
     if zip_sha256 is not None and bound != zip_sha256:
         run.fail(name, f"bound_to.package_sha256 is {bound!r}, but the package has {zip_sha256}")
@@ -992,6 +1001,8 @@ def _qualification(run: Run, name: str, doc: dict[str, Any], zip_sha256: str | N
     reports: list[dict[str, str]] = []
     seen: dict[Any, int] = {}
     for i, r in enumerate(receipts):
+        for key in sorted(set(r) - _RECORD_RECEIPT_KEYS):
+            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) unknown key {key!r}")
         for problem in _receipt_problems(r, doc.get("bound_to")):
             run.fail(name, f"receipts[{i}] ({r.get('name')!r}) {problem}")
         digest = r.get("sha256")

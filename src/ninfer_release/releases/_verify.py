@@ -612,6 +612,14 @@ def _check_identity(
         )
 
 
+#: What sealing writes into a qualification record and each of its receipt entries
+#: (:func:`~._records.qualification_record`): unknown keys are refused, as in a receipt.
+_RECORD_KEYS = frozenset(
+    {"schema", "lane", "component_tag", "status", "bound_to", "receipts", "gates", "rollback"}
+)
+_RECORD_RECEIPT_KEYS = frozenset({"name", "sha256", "binding", "bound", "gates", "measurements", "scratch"})
+
+
 def _receipt_entry_problems(entry: Mapping[str, Any], bound_to: Any) -> list[str]:
     """Why one receipt entry of a qualification record does not qualify ``bound_to`` (empty: it does).
 
@@ -660,6 +668,8 @@ def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: 
     if doc.get("schema") != 2:
         run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
         return
+    for key in sorted(set(doc) - _RECORD_KEYS):
+        run.fail(name, f"unknown key {key!r}: the record holds only what sealing writes")
     bound = _get(doc, "bound_to", "package_sha256")
     if zip_sha256 is not None and bound != zip_sha256:
         run.fail(name, f"bound_to.package_sha256 is {bound!r}, but the package has {zip_sha256}")
@@ -670,6 +680,8 @@ def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: 
     reports: list[dict[str, str]] = []
     seen: dict[Any, int] = {}
     for i, r in enumerate(receipts):
+        for key in sorted(set(r) - _RECORD_RECEIPT_KEYS):
+            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) unknown key {key!r}")
         for problem in _receipt_entry_problems(r, doc.get("bound_to")):
             run.fail(name, f"receipts[{i}] ({r.get('name')!r}) {problem}")
         digest = r.get("sha256")
