@@ -108,7 +108,8 @@ def test_sbom_components_added_removed_upgraded(
     assert _lane(doc, "rtx4090")["sbom"] == {
         "added": ["zlib"],
         "removed": ["fmt"],
-        "upgraded": [{"path": "spdlog", "old": "1.15.0", "new": "1.16.0"}],
+        # CycloneDX component versions are purl versions (issue 14): spdlog's purl says v1.15.0.
+        "upgraded": [{"path": "spdlog", "old": "v1.15.0", "new": "1.16.0"}],
     }
 
 
