@@ -21,14 +21,31 @@ This module imports only :mod:`ninfer_release.errors` and :mod:`ninfer_release.h
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import sha256_file
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+#: Bytes one listed line can legitimately take: the BSD form ``SHA256 (<name>) = <64 hex>`` CRLF
+#: is 77 bytes plus the name, and a set's names are at most ~200 bytes (component tag <= 128).
+MAX_LINE_BYTES = 512
+#: Room for a few comment or blank lines that other tools write.
+SLACK_BYTES = 4096
+
+
+def sums_bound(entries: int) -> int:
+    """Largest SHA256SUMS (bytes) that can legitimately list ``entries`` files.
+
+    ``entries * MAX_LINE_BYTES + SLACK_BYTES``: 9,216 bytes for a native set's 10 entries. A bigger
+    file is refused before it is read (issue 9: 70 MiB of blank lines once cost 24 GB of RSS).
+    """
+    return entries * MAX_LINE_BYTES + SLACK_BYTES
+
+
 #: GNU form: digest, one space, then ' ' (text mode) or '*' (binary mode), then the name.
 _GNU = re.compile(rb"^([0-9A-Fa-f]+) ([ *])(.*)$", re.DOTALL)
 #: BSD / ``--tag`` form. The name group is greedy so a name containing ") = " still parses.
@@ -192,6 +209,50 @@ def _parse_line(body: bytes) -> tuple[str, bytes, bytes] | str:
     return form, digest, name
 
 
+class _Aggregated:
+    """Problems keyed by message: one line per distinct message, however many lines repeat it.
+
+    Memory and output stay bounded by the number of *distinct* messages (issue 9: one warning per
+    blank line once meant 2 million stderr lines and ~330 bytes of RSS each).
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._seen: dict[str, list[Any]] = {}  # message -> [first field, count]
+
+    def add(self, where: str, message: str) -> None:
+        slot = self._seen.get(message)
+        if slot is None:
+            self._seen[message] = [where, 1]
+        else:
+            slot[1] += 1
+
+    def counts(self) -> list[tuple[int, str]]:
+        """``(count, first field)`` per distinct message, in first-seen order."""
+        return [(int(n), str(first)) for first, n in self._seen.values()]
+
+    def problems(self) -> list[Problem]:
+        """One :class:`Problem` per distinct message; repeats say how many more lines follow."""
+        out: list[Problem] = []
+        for message, (first, n) in self._seen.items():
+            more = f" (and {n - 1} more line(s) like it)" if n > 1 else ""
+            out.append(Problem(file=self.source, field=first, message=message + more))
+        return out
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """The LF-separated lines of ``data`` one at a time (no list of them is built); a final LF
+    ends the last line, it does not start an empty one."""
+    start, end = 0, len(data)
+    while start < end:
+        stop = data.find(b"\n", start)
+        if stop < 0:
+            yield data[start:]
+            return
+        yield data[start:stop]
+        start = stop + 1
+
+
 def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
     """Parse SHA256SUMS bytes leniently in form, strictly in meaning (C01 C03 C04 C05 C06 C08 C09 C10).
 
@@ -210,87 +271,62 @@ def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
     Raises:
         Nothing: every problem is reported in the result so a verifier can print all of them.
     """
-    warnings: list[Problem] = []
-    errors: list[Problem] = []
+    warnings = _Aggregated(source)
+    errors = _Aggregated(source)
     entries: list[SumsEntry] = []
     by_name: dict[str, SumsEntry] = {}
-    crlf_lines: list[int] = []
+    crlf = _Aggregated(source)
     conflicted: set[str] = set()
 
     if data.startswith(_UTF8_BOM):
         # Windows tools (PowerShell Out-File, Notepad) write a BOM; it is not part of the first
         # name. Tolerated on read like CRLF, never written (the writer emits none).
         data = data[len(_UTF8_BOM) :]
-        warnings.append(
-            Problem(file=source, field="line 1", message="UTF-8 BOM ignored; the file is not portable (C01)")
-        )
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the final LF ends the last line; it does not start an empty one
-    for number, raw in enumerate(raw_lines, start=1):
+        warnings.add("line 1", "UTF-8 BOM ignored; the file is not portable (C01)")
+    for number, raw in enumerate(_lines(data), start=1):
         where = f"line {number}"
         body = raw
         if body.endswith(b"\r"):
             body = body[:-1]
-            crlf_lines.append(number)
+            crlf.add(where, "CRLF")
         if body == b"":
-            warnings.append(Problem(file=source, field=where, message="blank line ignored (C08)"))
+            warnings.add(where, "blank line ignored (C08)")
             continue
         if body.startswith(b"#"):
-            warnings.append(Problem(file=source, field=where, message="comment line ignored"))
+            warnings.add(where, "comment line ignored")
             continue
         parsed = _parse_line(body)
         if isinstance(parsed, str):
-            errors.append(Problem(file=source, field=where, message=parsed))
+            errors.add(where, parsed)
             continue
         form, digest_b, name_b = parsed
         try:
             spelling = name_b.decode("utf-8")
         except UnicodeDecodeError:
-            errors.append(Problem(file=source, field=where, message=f"name {name_b!r} is not valid UTF-8"))
+            errors.add(where, f"name {name_b!r} is not valid UTF-8")
             continue
         digest = digest_b.decode("ascii")
         name = spelling[2:] if spelling.startswith("./") else spelling
         problem = _listed_name_problem(spelling, name)
         if problem:
-            errors.append(Problem(file=source, field=where, message=problem))
+            errors.add(where, problem)
             continue
         if form != "gnu-text":
-            warnings.append(
-                Problem(
-                    file=source,
-                    field=where,
-                    message=f"{form} form accepted; portable files use '<hex>  <name>' (C03/C04)",
-                )
-            )
+            warnings.add(where, f"{form} form accepted; portable files use '<hex>  <name>' (C03/C04)")
         if digest != digest.lower():
-            warnings.append(Problem(file=source, field=where, message="uppercase hex digest accepted (C05)"))
+            warnings.add(where, "uppercase hex digest accepted (C05)")
         if name != spelling:
-            warnings.append(
-                Problem(file=source, field=where, message=f"leading './' stripped from {spelling!r} (C06)")
-            )
+            warnings.add(where, f"leading './' stripped from {spelling!r} (C06)")
         entry = SumsEntry(name=name, sha256=digest.lower(), line=number, spelling=spelling, form=form)
         prior = by_name.get(name)
         if prior is not None:
             if prior.spelling == entry.spelling and prior.sha256 == entry.sha256:
-                warnings.append(
-                    Problem(
-                        file=source,
-                        field=where,
-                        message=f"{spelling!r} listed again (as on line {prior.line})",
-                    )
-                )
+                warnings.add(where, f"{spelling!r} listed again (as on line {prior.line})")
                 continue
-            errors.append(
-                Problem(
-                    file=source,
-                    field=where,
-                    message=(
-                        f"{spelling!r} ({entry.sha256[:12]}…) names the same file as line {prior.line} "
-                        f"{prior.spelling!r} ({prior.sha256[:12]}…); conflicting entries, "
-                        "refusing to pick one (C06)"
-                    ),
-                )
+            errors.add(
+                where,
+                f"{spelling!r} ({entry.sha256[:12]}…) names the same file as line {prior.line} "
+                f"{prior.spelling!r} ({prior.sha256[:12]}…); conflicting entries, refusing to pick one (C06)",
             )
             # Neither entry may decide the outcome, whatever the order: both are dropped.
             conflicted.add(name)
@@ -298,19 +334,23 @@ def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
         by_name[name] = entry
         entries.append(entry)
     entries = [e for e in entries if e.name not in conflicted]
-    if crlf_lines:
-        warnings.insert(
-            0,
+    found: list[Problem] = []
+    for count, first in crlf.counts():
+        found.append(
             Problem(
                 file=source,
                 message=(
-                    f"CRLF line endings on {len(crlf_lines)} line(s) (first: line {crlf_lines[0]}); the CR "
-                    "is not part of the name, but the file is not portable: perl shasum and BusyBox "
-                    "sha256sum fail on it (C01)"
+                    f"CRLF line endings on {count} line(s) (first: {first}); the CR is not part of the "
+                    "name, but the file is not portable: perl shasum and BusyBox sha256sum fail on it (C01)"
                 ),
-            ),
+            )
         )
-    return ParsedSums(source=source, entries=tuple(entries), warnings=tuple(warnings), errors=tuple(errors))
+    return ParsedSums(
+        source=source,
+        entries=tuple(entries),
+        warnings=(*found, *warnings.problems()),
+        errors=tuple(errors.problems()),
+    )
 
 
 def _listed_name_problem(spelling: str, name: str) -> str:

@@ -14,12 +14,11 @@ check-then-write exact between concurrent publishers on one host.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import atomic, hashing, jsonbytes
+from ninfer_release import atomic, hashing, jsonbytes, strictjson
 from ninfer_release.errors import IntegrityError, Problem, PublishError
 from ninfer_release.releases._publish import (
     ANN_REF_NAME,
@@ -35,6 +34,12 @@ from ninfer_release.releases._store_io import LOCK_NAME, TMP_NAME, fsync_dir, lo
 LAYOUT_FILE = "oci-layout"
 LAYOUT_BYTES = jsonbytes.dumps_stable({"imageLayoutVersion": "1.0.0"})
 _CHUNK = 1 << 20  # 1 MiB
+#: Bounds checked before reading (docs/reliability.md): ``oci-layout`` is one short object;
+#: a manifest is ~3 KiB for 11 layers, and 4 MiB is what the OCI distribution spec asks registries
+#: to accept at least; ``index.json`` holds ~400 bytes per tag, so 16 MiB is ~40,000 tags.
+MAX_LAYOUT_BYTES = 4 << 10
+MAX_MANIFEST_BYTES = 4 << 20
+MAX_INDEX_BYTES = 16 << 20
 
 
 class DirStore(StorePublisher):
@@ -83,9 +88,10 @@ class DirStore(StorePublisher):
         layout = self.root / LAYOUT_FILE
         if layout.is_file():
             try:
-                version = json.loads(layout.read_bytes()).get("imageLayoutVersion")
-            except (ValueError, AttributeError):
-                version = None
+                doc = strictjson.read(layout, limit=MAX_LAYOUT_BYTES, error=PublishError)
+            except PublishError:
+                doc = None
+            version = doc.get("imageLayoutVersion") if isinstance(doc, dict) else None
             if version != "1.0.0":
                 raise PublishError(
                     problems=[
@@ -109,20 +115,21 @@ class DirStore(StorePublisher):
         path = self.root / "index.json"
         if not path.is_file():
             return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": []}
-        try:
-            index = json.loads(path.read_bytes())
-        except ValueError as exc:
-            raise PublishError(problems=[Problem(file=str(path), message=f"not JSON: {exc}")]) from None
-        if not isinstance(index, dict) or not isinstance(index.get("manifests"), list):
+        index = strictjson.read_object(path, limit=MAX_INDEX_BYTES, error=PublishError)
+        if not isinstance(index.get("manifests"), list):
             raise PublishError(problems=[Problem(file=str(path), field="manifests", message="missing")])
         return index
+
+    def _read_blob(self, path: Path) -> bytes:
+        """A manifest blob, bounded before reading (a store's bytes are not trusted)."""
+        return strictjson.read_regular(path, limit=MAX_MANIFEST_BYTES, error=IntegrityError)
 
     def _read_manifest(self, ref: str) -> bytes | None:
         if not (self.root / LAYOUT_FILE).is_file():
             return None
         if ref.startswith("sha256:"):
             path = self._blob_path(ref)
-            return path.read_bytes() if path.is_file() else None
+            return self._read_blob(path) if path.is_file() else None
         found = [
             d
             for d in self._read_index()["manifests"]
@@ -136,7 +143,7 @@ class DirStore(StorePublisher):
             raise IntegrityError(
                 problems=[Problem(file=str(path), message=f"tag {ref} names a missing blob")]
             )
-        data = path.read_bytes()
+        data = self._read_blob(path)
         if "sha256:" + hashing.sha256_bytes(data) != digest:
             raise IntegrityError(
                 problems=[Problem(file=str(path), message=f"blob does not hash to {digest}")]

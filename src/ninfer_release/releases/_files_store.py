@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ninfer_release import hashing
-from ninfer_release.checksums import parse_sha256sums
+from ninfer_release import hashing, strictjson
+from ninfer_release.checksums import parse_sha256sums, sums_bound
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
+from ninfer_release.releases._contract import ENTRY_SUFFIXES
 from ninfer_release.releases._publish import (
     DRAFT_SUFFIX,
     SIGNATURES_SUFFIX,
@@ -232,7 +233,10 @@ class FilesStore:
         directory = self.root / ref
         if not is_valid_tag(ref) or not (directory / SUMS_NAME).is_file():
             raise InputError(problems=[Problem(file=url, message="not found")])
-        sums_bytes = (directory / SUMS_NAME).read_bytes()
+        # Bounded before reading: a store's SHA256SUMS is not trusted (issue 9).
+        sums_bytes = strictjson.read_regular(
+            directory / SUMS_NAME, limit=sums_bound(len(ENTRY_SUFFIXES)), error=IntegrityError
+        )
         listed = parse_sha256sums(sums_bytes, source=f"{url}/{SUMS_NAME}").as_dict()
         bad = [n for n in listed if not is_bare_name(n)]
         if bad:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -19,9 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ninfer_release.errors import InputError, Problem, PublishError
+from ninfer_release import strictjson
+from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
-from ninfer_release.releases._verify import VerifyReport, verify_set
+from ninfer_release.releases._verify import MAX_RECORD_ENTRY, VerifyReport, verify_set
 
 if TYPE_CHECKING:
     from ninfer_release.profiles import Lane, Release
@@ -339,7 +339,7 @@ def _verify_url(
 
 
 def _component_manifest(set_dir: Path, names: AssetNames) -> dict[str, Any]:
-    return dict(json.loads((set_dir / names.manifest).read_bytes().decode("utf-8")))
+    return strictjson.read_object(set_dir / names.manifest, limit=MAX_RECORD_ENTRY, error=IntegrityError)
 
 
 def publish_set(

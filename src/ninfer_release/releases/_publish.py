@@ -25,7 +25,6 @@ from __future__ import annotations
 import abc
 import contextlib
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ninfer_release import checksums, hashing, jsonbytes, reproducible
+from ninfer_release import checksums, hashing, jsonbytes, reproducible, strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 
 if TYPE_CHECKING:  # the registry client (requests) loads only when a registry is opened
@@ -475,7 +474,12 @@ def plan_publish(request: PublishRequest) -> ArtifactPlan:
     digests: dict[str, str] = {}
     for name in sorted(request.files):
         path = request.set_dir / name
-        hexdigest, size = _sha256_and_size(path)
+        try:
+            hexdigest, size = _sha256_and_size(path)
+        except OSError as exc:
+            raise InputError(
+                problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]
+            ) from None
         digests[name] = hexdigest
         media_type = request.media_types.get(name) or default_media_type(name)
         assert media_type is not None  # checked above
@@ -483,7 +487,10 @@ def plan_publish(request: PublishRequest) -> ArtifactPlan:
             Blob(media_type=media_type, digest="sha256:" + hexdigest, size=size, title=name, path=path)
         )
     sums_path = request.set_dir / SUMS_NAME
-    parsed = checksums.parse_sha256sums(sums_path.read_bytes(), source=str(sums_path))
+    sums_data = strictjson.read_regular(
+        sums_path, limit=checksums.sums_bound(len(request.files)), error=IntegrityError
+    )
+    parsed = checksums.parse_sha256sums(sums_data, source=str(sums_path))
     if parsed.errors or parsed.warnings:
         # Only the canonical GNU form is published: what is immutable must be unambiguous.
         raise IntegrityError(problems=[*parsed.errors, *parsed.warnings])
@@ -590,12 +597,7 @@ def parse_manifest(data: bytes, *, ref: str, expect_type: str = ARTIFACT_TYPE) -
     Raises:
         IntegrityError: anything is off (all problems at once).
     """
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise IntegrityError(problems=[Problem(file=ref, message=f"manifest is not JSON: {exc}")]) from None
-    if not isinstance(doc, dict):
-        raise IntegrityError(problems=[Problem(file=ref, message="manifest is not a JSON object")])
+    doc = strictjson.parse_object(data, source=ref, error=IntegrityError)
     problems: list[Problem] = []
     if doc.get("mediaType") != MANIFEST_MEDIA_TYPE:
         problems.append(
@@ -1113,8 +1115,8 @@ def _check_ref(ref: str, where: str) -> None:
 def parse_manifest_loose(data: bytes) -> Mapping[str, str]:
     """The string annotations of any manifest (empty if unreadable); for supersession markers."""
     try:
-        doc = json.loads(data)
-    except ValueError:
+        doc = strictjson.parse(data, source="manifest", error=IntegrityError)
+    except IntegrityError:
         return {}
     ann = doc.get("annotations") if isinstance(doc, dict) else None
     if not isinstance(ann, dict):

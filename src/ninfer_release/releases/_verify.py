@@ -24,7 +24,7 @@ are reported, not followed). Every byte of every file is hashed once.
 
 from __future__ import annotations
 
-import json
+import os
 import threading
 import tomllib
 from collections.abc import Callable, Mapping
@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import packaging, sbom
-from ninfer_release.checksums import parse_sha256sums
+from ninfer_release import packaging, sbom, strictjson
+from ninfer_release.checksums import parse_sha256sums, sums_bound
+from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.releases._contract import (
     SUMS_NAME,
@@ -47,8 +48,42 @@ from ninfer_release.releases._receipts import merge_gates
 from ninfer_release.releases._records import release_instance_id
 from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, windows_join
 
-#: Small JSON/TOML entries are read whole; anything bigger than this is not one of ours.
-MAX_SMALL_ENTRY = 64 << 20  # 64 MiB
+#: Bytes a JSON record or the config of a set can legitimately be: ours are 0.4–6 KiB; 1 MiB is
+#: generous and still bounds what verify holds in memory (docs/reliability.md).
+MAX_RECORD_ENTRY = 1 << 20
+#: An SBOM grows with the package: a fixed part (document header, packages, licence texts) plus
+#: one file/component entry per zip member (ours: ~21 KiB for 20 members).
+SBOM_BASE_BYTES = 4 << 20
+SBOM_BYTES_PER_MEMBER = 64 << 10
+#: Members assumed when the zip's index cannot be read (the zip itself then fails verify).
+_FALLBACK_MEMBERS = 1024
+
+
+def _entry_bounds(names: AssetNames, zip_path: Path) -> dict[str, int]:
+    """The most bytes each non-zip file of the set can legitimately hold, known before reading.
+
+    ``SHA256SUMS``: :func:`ninfer_release.checksums.sums_bound` of 10 entries; SBOMs:
+    ``SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members``; every other record: ``MAX_RECORD_ENTRY``.
+    """
+    try:
+        members = len(packaging.read_zip_index(zip_path))
+    except Exception:  # noqa: BLE001 - an unreadable index is reported by the zip's own check
+        members = _FALLBACK_MEMBERS
+    sbom_bound = SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members
+    bounds = dict.fromkeys(names.entries, MAX_RECORD_ENTRY)
+    bounds[names.spdx] = bounds[names.cdx] = sbom_bound
+    bounds[SUMS_NAME] = sums_bound(len(names.entries))
+    return bounds
+
+
+def _check_readable(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(
+            problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]
+        ) from None
+    os.close(fd)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +130,7 @@ class _Run:
     checked: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    bounds: dict[str, int] = field(default_factory=dict)
 
     def fail(self, name: str, message: str) -> None:
         self.failures.append(f"{name}: {message}")
@@ -111,9 +147,9 @@ def _load_json(run: _Run, name: str, data: bytes | None) -> Any:
     if data is None:
         return None
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        run.fail(name, f"not valid UTF-8 JSON: {exc}")
+        return strictjson.parse(data, source=name, error=IntegrityError)
+    except IntegrityError as exc:
+        run.failures.extend(exc.lines)
         return None
 
 
@@ -198,6 +234,13 @@ def verify_set(
             # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
             member_errors.extend(f"member {d.name!r}: {p}" for p in d.problems)
 
+    bounds = run.bounds = _entry_bounds(names, zip_path)
+    # An entry that cannot be opened is an environment fault (exit 4), not a verdict on the set;
+    # it is found before the zip's worker starts so no thread is left behind.
+    for n in names.all:
+        p = directory / n
+        if p.is_file() and not p.is_symlink():
+            _check_readable(p)
     sbom.prewarm_validators()  # their imports (~0.5 s of CPU) overlap the hashing below
     worker: threading.Thread | None = None
     if zip_path.is_file():
@@ -211,14 +254,15 @@ def verify_set(
         sizes[n] = size
         if n == names.zip and worker is not None:
             continue  # hashed by the worker, in the read that inflates its members
-        if n != names.zip and size <= MAX_SMALL_ENTRY:
-            data = p.read_bytes()
-            small[n] = data
-            digests[n] = sha256_bytes(data)
-            if progress:
-                progress(size)
-        else:
-            digests[n] = sha256_file(p, progress=progress)
+        if size > bounds[n]:
+            # Never a skip: what cannot be checked completely fails (issue 9).
+            run.fail(n, f"{size} bytes, larger than the {bounds[n]} bytes such an entry can be; not read")
+            continue
+        data = strictjson.read_regular(p, limit=bounds[n], source=str(p))
+        small[n] = data
+        digests[n] = sha256_bytes(data)
+        if progress:
+            progress(size)
     # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
     validators = ((names.spdx, sbom.validate_spdx_bytes), (names.cdx, sbom.validate_cyclonedx_bytes))
     schema_problems = {n: validate(small[n]) for n, validate in validators if n in small}
@@ -233,7 +277,7 @@ def verify_set(
     for msg in member_errors:
         run.fail(names.zip, msg)
 
-    # 3. SHA256SUMS
+    # 3. SHA256SUMS (a SHA256SUMS too large to read has failed above)
     sums_data = small.get(SUMS_NAME)
     sums_sha = digests.get(SUMS_NAME)
     if sums_data is not None:
@@ -289,9 +333,9 @@ def _qualification_state(data: bytes | None) -> tuple[str | None, dict[str, int]
     """``(status, gate counts, receipts per binding)`` as the qualification record states them
     (checked elsewhere)."""
     try:
-        doc = json.loads(data.decode("utf-8")) if data is not None else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None, {}, {}
+        doc = strictjson.parse(data, source="qualification", error=IntegrityError) if data else None
+    except IntegrityError:
+        return None, {}, {}  # reported where the qualification record itself is checked
     status = _get(doc, "status")
     counts = _get(doc, "gates", "counts")
     good = isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values())
@@ -309,9 +353,9 @@ def _qualification_state(data: bytes | None) -> tuple[str | None, dict[str, int]
 def _recorded_digests(manifest: bytes | None) -> dict[str, str]:
     """``name -> sha256`` of entries 1–9 as the component manifest records them (empty if unreadable)."""
     try:
-        doc = json.loads(manifest.decode("utf-8")) if manifest is not None else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return {}
+        doc = strictjson.parse(manifest, source="manifest", error=IntegrityError) if manifest else None
+    except IntegrityError:
+        return {}  # reported where the component manifest itself is checked
     entries = _get(doc, "entries")
     if not isinstance(entries, list):
         return {}
@@ -322,9 +366,9 @@ def _recorded_digests(manifest: bytes | None) -> dict[str, str]:
     }
 
 
-def _zip_member(run: _Run, zip_path: Path, member: str) -> bytes | None:
+def _zip_member(run: _Run, zip_path: Path, member: str, max_bytes: int) -> bytes | None:
     try:
-        return packaging.read_member(zip_path, member, max_bytes=MAX_SMALL_ENTRY)
+        return packaging.read_member(zip_path, member, max_bytes=max_bytes)
     except Exception as exc:  # noqa: BLE001 - any failure to read is a finding about the zip
         run.fail(zip_path.name, f"cannot read member {member!r}: {exc}")
         return None
@@ -349,7 +393,7 @@ def _check_bindings(
         if not problems:
             run.checked.append(f"{names.spdx}: valid SPDX 2.3")
         if have_zip:
-            inner = _zip_member(run, zip_path, zip_spdx_path(names.stem))
+            inner = _zip_member(run, zip_path, zip_spdx_path(names.stem), run.bounds[names.spdx])
             if inner is not None:
                 run.expect(
                     inner == spdx,
@@ -410,7 +454,7 @@ def _check_bindings(
     if config is not None:
         config_sha = digests[names.config]
         if have_zip:
-            inner = _zip_member(run, zip_path, ZIP_CONFIG_PATH)
+            inner = _zip_member(run, zip_path, ZIP_CONFIG_PATH, run.bounds[names.config])
             if inner is not None:
                 run.expect(
                     inner == config,

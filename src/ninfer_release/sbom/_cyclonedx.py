@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import uuid5_url
@@ -766,10 +767,9 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
     rename a duplicate), every ``dependsOn`` naming a known bom-ref, and exactly one final LF.
     """
     try:
-        text = data.decode("utf-8")
-        raw = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return [f"not UTF-8 JSON: {exc}"]
+        raw = strictjson.parse(data, source=CDX_WHERE, error=IntegrityError)
+    except IntegrityError as exc:
+        return [str(exc)]
     out: list[str] = []
     error = next(iter(_strict_validator().iter_errors(raw)), None)
     if error is not None:
@@ -842,10 +842,7 @@ def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
         IntegrityError: the bytes are not JSON, a path is listed twice, or a listed file has no
             SHA-256.
     """
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=f"not UTF-8 JSON: {exc}")]) from None
+    raw = strictjson.parse(data, source=CDX_WHERE, error=IntegrityError)
     out: dict[str, str] = {}
     problems: list[Problem] = []
     components = _walk_components(raw.get("components") or [] if isinstance(raw, dict) else [])

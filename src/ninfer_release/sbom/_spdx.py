@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import (
@@ -360,11 +360,9 @@ def _parse_document(data: bytes) -> tuple[Any, list[str]]:
     from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
 
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, [f"not UTF-8 JSON: {exc}"]
-    if not isinstance(raw, dict):
-        return None, ["top level is not a JSON object"]
+        raw = strictjson.parse_object(data, source=SPDX_WHERE, error=IntegrityError)
+    except IntegrityError as exc:
+        return None, [str(exc)]
     try:
         return JsonLikeDictParser().parse(hoist_implicit_relationships(raw)), []  # type: ignore[no-untyped-call]
     except SPDXParsingError as exc:
@@ -524,10 +522,7 @@ def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:
     Raises:
         IntegrityError: the bytes are not SPDX JSON, or a file lacks a SHA-1 or SHA-256.
     """
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IntegrityError(problems=[Problem(file=SPDX_WHERE, message=f"not UTF-8 JSON: {exc}")]) from None
+    raw = strictjson.parse(data, source=SPDX_WHERE, error=IntegrityError)
     out: dict[str, tuple[str, str]] = {}
     problems: list[Problem] = []
     files = raw.get("files", []) if isinstance(raw, dict) else None
@@ -578,7 +573,7 @@ def cross_check_spdx(
             problems.append(Problem(file=where, field=path, message="listed in SPDX but not in the zip"))
         elif tuple(d.lower() for d in members[path]) != listed[path]:
             problems.append(Problem(file=where, field=path, message="SPDX checksums differ from the member"))
-    raw = json.loads(data)
+    raw = strictjson.parse_object(data, source=where, error=IntegrityError)
     for package in raw.get("packages", []):
         code = package.get("packageVerificationCode") or {}
         excluded = code.get("packageVerificationCodeExcludedFiles", [])
