@@ -72,14 +72,24 @@ def datetime_utc(epoch: int) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(epoch, tz=_dt.UTC)
 
 
-def sorted_walk(root: Path) -> list[Path]:
+def sorted_walk(root: Path, *, errors: list[OSError] | None = None) -> list[Path]:
     """Every file and directory under ``root`` (not following symlinks), sorted by POSIX path.
 
-    The order depends only on the names, never on the file system's directory order.
+    The order depends only on the names, never on the file system's directory order. A directory
+    that cannot be listed is never skipped silently (issue 9: an unreadable ``licenses/`` once
+    shipped a package without licence texts): its :class:`OSError` (``filename`` set) is appended
+    to ``errors`` when given, else raised.
+
+    Raises:
+        OSError: a directory under ``root`` cannot be listed and ``errors`` is ``None``.
     """
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    failed: list[OSError] = [] if errors is None else errors
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=failed.append):
         base = Path(dirpath)
         found.extend(base / d for d in dirnames)
         found.extend(base / f for f in filenames)
+    if errors is None and failed:
+        raise failed[0]
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())

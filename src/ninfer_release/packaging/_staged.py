@@ -295,7 +295,14 @@ def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
     real_root = root.resolve()
     files: list[StagedFile] = []
     by_nfc: dict[str, str] = {}
-    for path in sorted_walk(root):
+    unlisted: list[OSError] = []
+    walked = sorted_walk(root, errors=unlisted)
+    for exc in unlisted:
+        where = Path(exc.filename).relative_to(root).as_posix() if exc.filename else ""
+        problems.append(
+            Problem(file=str(root), field=where, message=f"cannot list directory: {exc.strerror or exc}")
+        )
+    for path in walked:
         rel_raw = path.relative_to(root).as_posix()
         try:
             rel_raw.encode("utf-8")
@@ -344,6 +351,10 @@ def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
                 Problem(file=str(root), field=rel, message="not a regular file (device, fifo or socket)")
             )
             continue
+        unreadable = _unreadable(source)
+        if unreadable:
+            problems.append(Problem(file=str(root), field=rel, message=f"cannot read: {unreadable}"))
+            continue
         other = by_nfc.setdefault(rel, rel_raw)
         if other != rel_raw:
             problems.append(
@@ -369,6 +380,15 @@ def read_build_info(path: Path) -> BuildInfo:
     if problems or info is None:
         raise InputError(problems=problems)
     return info
+
+
+def _unreadable(path: Path) -> str:
+    """The OS reason ``path`` cannot be opened for reading, or ``""`` (no content is read)."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return ""
 
 
 def load_staged_tree(
