@@ -2,19 +2,24 @@
 
 Files go through a temp file in the same directory, ``fsync``, then ``os.replace``. Directories
 are built under a hidden staging name beside the target and renamed into place; an existing
-target is never overwritten.
+target is never overwritten. Each staging directory has a sibling lock file holding its owner's
+pid and ``flock``: a later run removes stale ones (kill -9 leaves them) and only those.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import errno
+import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ninfer_release.errors import InputError
+from ninfer_release.errors import InputError, Problem
 
 
 def write_bytes(path: Path, data: bytes, *, mode: int = 0o644, overwrite: bool = True) -> None:
@@ -110,23 +115,116 @@ def _replace_directory(stage: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+#: ``errno`` values that mean "this output location cannot take the output": an environment
+#: fault of the output directory (exit 4 naming it), not an internal error (issue 9).
+OUTPUT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.ENOTDIR}
+)
+#: Suffix of the lock file beside each staging directory: it holds the owner's pid and an
+#: ``flock`` for as long as the owner lives, which is how a later run proves a partial is stale.
+LOCK_SUFFIX = ".lock"
+_PARTIAL = ".partial"
+_OWNER = "ninfer-release partial, pid "
+
+
+def output_error(exc: OSError, target: Path) -> InputError:
+    """The one-line exit-4 error for an OS fault while writing ``target``: the output location the
+    user named (never a hidden staging name) and the OS reason, e.g.
+    ``out: cannot write: No space left on device``.
+    """
+    return InputError(problems=[Problem(file=str(target), message=f"cannot write: {exc.strerror or exc}")])
+
+
+def _relabel(exc: InputError, stage: Path, target: Path) -> InputError:
+    """``exc`` with the hidden staging path replaced by ``target`` in every problem's file."""
+    prefix = str(stage)
+    if not any(p.file.startswith(prefix) for p in exc.problems):
+        return exc
+    return InputError(
+        problems=[
+            dataclasses.replace(p, file=str(target) + p.file.removeprefix(prefix))
+            if p.file.startswith(prefix)
+            else p
+            for p in exc.problems
+        ]
+    )
+
+
+def _flock_free(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def remove_stale_partials(parent: Path) -> list[Path]:
+    """Remove staging directories in ``parent`` left by killed runs; return what was removed.
+
+    Only a directory ``.<name>.<random>.partial`` whose sibling ``<it>.lock`` names an owner pid
+    (written by :func:`staged_directory`) and whose ``flock`` can be taken is removed: the kernel
+    drops an ``flock`` when its owner dies, even on ``kill -9``, so a free lock proves the owner is
+    gone; a live run holds its lock and is never touched. Anything else is left alone.
+    """
+    removed: list[Path] = []
+    try:
+        locks = sorted(parent.glob(f".*{_PARTIAL}{LOCK_SUFFIX}"))
+    except OSError:
+        return removed
+    for lock in locks:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or not _flock_free(fd):
+                continue
+            if not os.pread(fd, 128, 0).startswith(_OWNER.encode()):
+                continue
+            stage = lock.with_name(lock.name.removesuffix(LOCK_SUFFIX))
+            if stage.is_dir() and not stage.is_symlink():
+                shutil.rmtree(stage, ignore_errors=True)
+                removed.append(stage)
+            with contextlib.suppress(OSError):
+                lock.unlink()
+        finally:
+            os.close(fd)
+    return removed
+
+
 @contextlib.contextmanager
 def staged_directory(target: Path, *, replace_marked: str | None = None) -> Iterator[Path]:
     """Yield an empty staging directory that becomes ``target`` when the block succeeds.
 
     On any exception the staging directory is removed and ``target`` is untouched. With
     ``replace_marked`` (a marker file name, see :func:`check_target`) an existing output
-    directory of ours is replaced only once the new one is complete.
+    directory of ours is replaced only once the new one is complete. Stale staging directories
+    of killed runs beside ``target`` are removed first (:func:`remove_stale_partials`).
 
     Raises:
-        InputError: ``target`` already exists and may not be replaced (never merged).
+        InputError: ``target`` already exists and may not be replaced (never merged); or the
+            output location cannot be written (ENOSPC, EROFS, EACCES...: :func:`output_error`,
+            exit 4).
     """
     replacing = check_target(target, replace_marked=replace_marked)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_partials(target.parent)
+        # The lock file comes first: a run killed right after leaves a lock without a directory,
+        # which the next run removes too.
+        lock_fd, lock_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=_PARTIAL + LOCK_SUFFIX, dir=target.parent
+        )
+    except OSError as exc:
+        raise output_error(exc, target) from None
+    lock = Path(lock_name)
+    stage = lock.with_name(lock.name.removesuffix(LOCK_SUFFIX))
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        os.write(lock_fd, f"{_OWNER}{os.getpid()}\n".encode())
+        stage.mkdir(mode=0o700)
         yield stage
-        # mkdtemp makes 0700; the set is public, and its mode must not depend on the umask.
+        # The set is public, and its mode must not depend on the umask.
         for d in (stage, *(p for p in stage.rglob("*") if p.is_dir())):
             d.chmod(0o755)
         for p in (stage, *stage.rglob("*")):
@@ -147,6 +245,14 @@ def staged_directory(target: Path, *, replace_marked: str | None = None) -> Iter
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(stage, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:
+            raise output_error(exc, target) from None
+        if isinstance(exc, InputError):
+            raise _relabel(exc, stage, target) from None
         raise
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        os.close(lock_fd)
