@@ -31,6 +31,19 @@ PROG_NAME = "ninfer-release"
 COMPLETE_VAR = "_NINFER_RELEASE_COMPLETE"
 
 
+class _InputPath(click.Path):
+    """An input path whose existence, kind and permissions the stage checks, not Click.
+
+    Click's checks end in a usage error (exit 2, three lines of usage text) for what is an
+    environment fault: an unreadable manifest, ``--inputs`` naming a file. The stages report those
+    as exit 4 with one line naming the path, like a missing one (issue 9). The type still tells
+    shell completion whether a file or a directory is wanted.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return os.fsdecode(value) if isinstance(value, bytes | os.PathLike) else value
+
+
 @dataclass(frozen=True, kw_only=True)
 class Context:
     """Global options, resolved once per command (before and after the sub-command name)."""
@@ -178,8 +191,8 @@ def profile() -> None:
 
 
 @profile.command("validate", example="ninfer-release profile validate profiles/*.yaml")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--templates", "templates", type=click.Path(file_okay=False), help="Templates directory.")
+@click.argument("paths", nargs=-1, required=True, type=_InputPath(dir_okay=False))
+@click.option("--templates", "templates", type=_InputPath(file_okay=False), help="Templates directory.")
 @click.pass_obj
 def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None) -> None:
     """Validate profiles: every value, then render each config in memory and check it."""
@@ -215,9 +228,9 @@ def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None
     "render",
     example="ninfer-release profile render profiles/qwen38-4090-native-v0.7.0-beta.2.yaml --out ninfer.toml",
 )
-@click.argument("profile_path", metavar="PROFILE", type=click.Path(dir_okay=False))
+@click.argument("profile_path", metavar="PROFILE", type=_InputPath(dir_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Config file to write.")
-@click.option("--templates", "templates", type=click.Path(file_okay=False), help="Templates directory.")
+@click.option("--templates", "templates", type=_InputPath(file_okay=False), help="Templates directory.")
 @click.option("--force", is_flag=True, help="Replace an existing file whose bytes differ.")
 @click.pass_obj
 def profile_render(ctx: Context, profile_path: str, out: str, templates: str | None, force: bool) -> None:
@@ -296,8 +309,8 @@ def manifest() -> None:
 
 
 @manifest.command("check", example="ninfer-release manifest check manifests/v0.13.1.yaml")
-@click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
-@click.option("--repo", "repo", type=click.Path(file_okay=False), help="Repo root (default: MANIFEST/../..).")
+@click.argument("manifest_path", metavar="MANIFEST", type=_InputPath(dir_okay=False))
+@click.option("--repo", "repo", type=_InputPath(file_okay=False), help="Repo root (default: MANIFEST/../..).")
 @click.pass_obj
 def manifest_check(ctx: Context, manifest_path: str, repo: str | None) -> None:
     """Check a staged release manifest and every profile it names; print each lane's config hashes."""
@@ -380,13 +393,13 @@ def samples() -> None:
 @click.option(
     "--cache",
     "cache",
-    type=click.Path(file_okay=False),
+    type=_InputPath(file_okay=False),
     help="Wheel cache (default $NINFER_CACHE/wheels or ~/.cache/ninfer-release/wheels).",
 )
 @click.option(
     "--repo",
     "repo",
-    type=click.Path(file_okay=False),
+    type=_InputPath(file_okay=False),
     help="Checkout holding samples/ (default: the one this tool runs from).",
 )
 @click.option(
@@ -592,7 +605,7 @@ def _build_options(command: Callable[..., None]) -> Callable[..., None]:
     options = [
         click.option(
             "--receipts",
-            type=click.Path(file_okay=False),
+            type=_InputPath(file_okay=False),
             help="Qualification receipts (DIR or DIR/<lane>/).",
         ),
         click.option("--registry", help="Mirror registry HOST:PORT to verify a carried image against."),
@@ -637,11 +650,11 @@ def build() -> None:
     "--release",
     "release_path",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=_InputPath(dir_okay=False),
     help="Release definition, e.g. manifests/v0.13.1.yaml.",
 )
 @click.option(
-    "--inputs", required=True, type=click.Path(file_okay=False), help="Staged inputs (DIR or DIR/<lane>)."
+    "--inputs", required=True, type=_InputPath(file_okay=False), help="Staged inputs (DIR or DIR/<lane>)."
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
 @_build_options
@@ -692,9 +705,9 @@ def build_lane_cmd(
     example="ninfer-release build release manifests/v0.13.1.yaml --inputs staged --out out --offline\n"
     "ninfer-release build release manifests/v0.13.1.yaml --inputs staged --out out --clean --dry-run",
 )
-@click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
+@click.argument("manifest_path", metavar="MANIFEST", type=_InputPath(dir_okay=False))
 @click.option(
-    "--inputs", required=True, type=click.Path(file_okay=False), help="Staged inputs: DIR/<lane>/ per lane."
+    "--inputs", required=True, type=_InputPath(file_okay=False), help="Staged inputs: DIR/<lane>/ per lane."
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
 @_build_options
@@ -746,7 +759,7 @@ def build_release_cmd(
     "assemble", example="ninfer-release manifest assemble lanes/*.lane.json --out release-manifest.json"
 )
 @click.argument(
-    "lane_results", metavar="LANE_RESULT...", nargs=-1, required=True, type=click.Path(dir_okay=False)
+    "lane_results", metavar="LANE_RESULT...", nargs=-1, required=True, type=_InputPath(dir_okay=False)
 )
 @click.option(
     "--out", required=True, type=click.Path(dir_okay=False), help="Release manifest to write (new file)."
@@ -774,7 +787,7 @@ def _http_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         (
             click.option(
-                "--ca-file", "ca_file", type=click.Path(dir_okay=False), help="PEM CA bundle to trust."
+                "--ca-file", "ca_file", type=_InputPath(dir_okay=False), help="PEM CA bundle to trust."
             ),
             click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds."),
             click.option("--read-timeout", type=float, default=60.0, show_default=True, help="Seconds."),
@@ -855,7 +868,7 @@ def _fetch_progress(ctx: Context) -> Iterator[Callable[[str, str, int], None] | 
 @click.option(
     "--release-manifest",
     "release_manifest",
-    type=click.Path(dir_okay=False),
+    type=_InputPath(dir_okay=False),
     help="release-manifest.json: check SHA256SUMS against the digest it binds for this set.",
 )
 @click.option(
@@ -961,13 +974,13 @@ def verify_cmd(
 @click.option(
     "--route",
     "route",
-    type=click.Path(dir_okay=False),
+    type=_InputPath(dir_okay=False),
     help="Route block: fetch the set its package.url names.",
 )
 @click.option("--with-model", is_flag=True, help="With --route: also fetch components.model into store_as.")
 @click.option(
     "--model-dir",
-    type=click.Path(file_okay=False),
+    type=_InputPath(file_okay=False),
     help="Where --with-model stores the model (default --out).",
 )
 @_http_options
@@ -1068,12 +1081,12 @@ def image() -> None:
     example="ninfer-release image build containers/qwen38-5090.yaml --inputs staged/rtx5090 "
     "--base staged/base-layout --out image --release manifests/v0.13.1.yaml",
 )
-@click.argument("recipe_path", metavar="RECIPE", type=click.Path(dir_okay=False))
+@click.argument("recipe_path", metavar="RECIPE", type=_InputPath(dir_okay=False))
 @click.option(
     "--inputs",
     "inputs",
     required=True,
-    type=click.Path(file_okay=False),
+    type=_InputPath(file_okay=False),
     help="The lane's staged inputs (DIR/<lane> or DIR holding <lane>/).",
 )
 @click.option("--base", "base", required=True, help="OCI layout DIR[:REF] or REGISTRY/REPO@sha256:<hex>.")
@@ -1090,13 +1103,13 @@ def image() -> None:
 @click.option(
     "--release",
     "release_path",
-    type=click.Path(dir_okay=False),
+    type=_InputPath(dir_okay=False),
     help="Release manifest to take the source-date epoch from.",
 )
 @click.option(
     "--profile",
     "profile_path",
-    type=click.Path(dir_okay=False),
+    type=_InputPath(dir_okay=False),
     help="Profile file (default: <repo>/profiles/<recipe profile>.yaml).",
 )
 @click.option("--docker-host", "docker_host_url", help="Engine API URL (default DOCKER_HOST).")
@@ -1198,7 +1211,7 @@ def image_build(
     "--release",
     "release_path",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=_InputPath(dir_okay=False),
     help="Release manifest whose LANE is carried.",
 )
 @click.option("--registry", "registry", help="Mirror registry HOST:PORT holding the same repository path.")
@@ -1275,7 +1288,7 @@ def lock() -> None:
     example="ninfer-release lock init staged/rtx4090\n"
     "ninfer-release lock init staged/rtx4090 --out lock.draft.json --json",
 )
-@click.argument("staged_dir", metavar="STAGED_DIR", type=click.Path(file_okay=False))
+@click.argument("staged_dir", metavar="STAGED_DIR", type=_InputPath(file_okay=False))
 @click.option(
     "--out",
     "out",
@@ -1286,7 +1299,7 @@ def lock() -> None:
 @click.option(
     "--catalog",
     "catalog_dir",
-    type=click.Path(file_okay=False),
+    type=_InputPath(file_okay=False),
     help="Folder holding catalog.json and licenses/ (default: sbom/ of this tool's checkout).",
 )
 @click.pass_obj
@@ -1355,7 +1368,7 @@ def _measurement(text: str) -> float | int | str | bool:
     "ninfer-release receipt new out/rtx4090 --out receipts/rtx4090/run-1.json --gate G1=pass "
     "--measurement c1_decode_tok_s=150.94",
 )
-@click.argument("set_dir", metavar="SET_DIR", type=click.Path(file_okay=False))
+@click.argument("set_dir", metavar="SET_DIR", type=_InputPath(file_okay=False))
 @click.option(
     "--out", "out", required=True, type=click.Path(dir_okay=False), help="Receipt file to write (new)."
 )
@@ -1409,8 +1422,8 @@ def receipt_new(
     example="ninfer-release diff old/release-manifest.json out/release-manifest.json\n"
     "ninfer-release diff old out --json",
 )
-@click.argument("old", metavar="OLD", type=click.Path())
-@click.argument("new", metavar="NEW", type=click.Path())
+@click.argument("old", metavar="OLD", type=_InputPath())
+@click.argument("new", metavar="NEW", type=_InputPath())
 @click.pass_obj
 def diff_cmd(ctx: Context, old: str, new: str) -> None:
     """What changed per lane between two releases: lane fields, package, config hash, route block,
@@ -1459,7 +1472,7 @@ def diff_cmd(ctx: Context, old: str, new: str) -> None:
 @click.option(
     "--release",
     "release_path",
-    type=click.Path(dir_okay=False),
+    type=_InputPath(dir_okay=False),
     help="Release definition the set must agree with.",
 )
 @click.option(
@@ -1576,7 +1589,7 @@ def sign_cmd(ctx: Context, set_dir: str, key_path: str, out: str | None) -> None
     example='ninfer-release supersede manifests/v0.13.1.yaml --to "oci://$REGISTRY/omp-ninfer/rtx4090" '
     '--to "oci://$REGISTRY/omp-ninfer/rtx3090"',
 )
-@click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False))
+@click.argument("manifest_path", metavar="MANIFEST", type=_InputPath(dir_okay=False))
 @click.option(
     "--to",
     "to",
@@ -1655,8 +1668,15 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so staging directories are removed and
     # nothing partial is left behind.
     in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    previous = signal.getsignal(signal.SIGTERM) if in_main else None
+    previous_int = signal.getsignal(signal.SIGINT) if in_main else None
     try:
+        # Installed inside the ``try`` so that no signal falls between a handler and its except
+        # clause (until here, ``_entry`` turns SIGINT/SIGTERM into a quiet exit; issue 9).
+        if in_main:
+            signal.signal(signal.SIGTERM, _terminate)
+            if previous_int is not signal.SIG_IGN:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
         code = cli.main(args, prog_name=PROG_NAME, complete_var=COMPLETE_VAR, standalone_mode=False)
         if isinstance(code, int) and code:  # --help / --version return Click's Exit code
             sys.exit(code)
@@ -1707,3 +1727,4 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
