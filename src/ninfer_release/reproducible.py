@@ -33,21 +33,34 @@ ZIP_DIR_ATTR = ((S_IFDIR | DIR_MODE) << 16) | 0x10
 GZIP_OS_BYTE = 255
 
 
+#: Latest source-date epoch accepted: 9999-12-31T23:59:59Z. SPDX and CycloneDX write RFC 3339
+#: timestamps, whose years have four digits; later epochs overflow them (and the platform's
+#: ``time_t`` soon after), so they are refused as a definition error instead (issue 9).
+MAX_EPOCH = 253402300799
+
+
 def source_date_epoch(default: int, env: Mapping[str, str]) -> int:
     """The source-date epoch in seconds: ``SOURCE_DATE_EPOCH`` from ``env`` if set, else ``default``.
 
     Raises:
-        DefinitionError: ``SOURCE_DATE_EPOCH`` is not a non-negative whole number of seconds.
+        DefinitionError: ``SOURCE_DATE_EPOCH`` is not a non-negative whole number of seconds, or
+            the epoch is after :data:`MAX_EPOCH`.
     """
     raw = env.get("SOURCE_DATE_EPOCH")
     if raw is None or raw == "":
         value = default
     else:
-        if not raw.isdigit():
-            raise DefinitionError(f"SOURCE_DATE_EPOCH: {raw!r} is not a whole number of seconds")
+        # ASCII digits only (str.isdigit accepts e.g. superscripts); 12 digits reach MAX_EPOCH.
+        if not raw.isascii() or not raw.isdigit() or len(raw) > len(str(MAX_EPOCH)):
+            shown = raw if len(raw) <= 40 else f"{raw[:20]}... ({len(raw)} characters)"
+            raise DefinitionError(
+                f"SOURCE_DATE_EPOCH: {shown!r} is not a whole number of seconds up to {MAX_EPOCH}"
+            )
         value = int(raw)
     if value < 0:
         raise DefinitionError(f"source-date epoch {value} is negative")
+    if value > MAX_EPOCH:
+        raise DefinitionError(f"source-date epoch {value} is after 9999-12-31T23:59:59Z ({MAX_EPOCH})")
     return value
 
 

@@ -31,7 +31,7 @@ from ninfer_release.profiles._profile import (
     load_profile,
 )
 from ninfer_release.profiles._yaml import load_yaml_data
-from ninfer_release.reproducible import source_date_epoch
+from ninfer_release.reproducible import MAX_EPOCH, source_date_epoch
 
 #: Manifest schema (ours).
 MANIFEST_SCHEMA = 1
@@ -306,7 +306,7 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         d, "", "published_product_version", required=False, pattern=VERSION, what="a version"
     )
     candidate = c.get_str(d, "", "candidate_commit", pattern=HEX40, what="a full 40-hex commit")
-    epoch = c.get_int(d, "", "source_date_epoch", minimum=0, unit="seconds")
+    epoch = c.get_int(d, "", "source_date_epoch", minimum=0, maximum=MAX_EPOCH, unit="seconds")
     base_url = c.get_str(d, "", "publication_base_url")
     budget = c.get_int(d, "", "asset_budget_bytes", required=False, minimum=1, unit="bytes")
     if base_url is not None:

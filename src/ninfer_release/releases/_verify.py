@@ -65,10 +65,13 @@ def _entry_bounds(names: AssetNames, zip_path: Path) -> dict[str, int]:
     ``SHA256SUMS``: :func:`ninfer_release.checksums.sums_bound` of 10 entries; SBOMs:
     ``SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members``; every other record: ``MAX_RECORD_ENTRY``.
     """
-    try:
-        members = len(packaging.read_zip_index(zip_path))
-    except Exception:  # noqa: BLE001 - an unreadable index is reported by the zip's own check
-        members = _FALLBACK_MEMBERS
+    members = _FALLBACK_MEMBERS
+    # Only a regular file is opened: a FIFO in place of the zip must fail, never block (issue 9).
+    if zip_path.is_file() and not zip_path.is_symlink():
+        try:
+            members = len(packaging.read_zip_index(zip_path))
+        except Exception:  # noqa: BLE001 - an unreadable index is reported by the zip's own check
+            members = _FALLBACK_MEMBERS
     sbom_bound = SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members
     bounds = dict.fromkeys(names.entries, MAX_RECORD_ENTRY)
     bounds[names.spdx] = bounds[names.cdx] = sbom_bound
@@ -147,7 +150,8 @@ def _load_json(run: _Run, name: str, data: bytes | None) -> Any:
     if data is None:
         return None
     try:
-        return strictjson.parse(data, source=name, error=IntegrityError)
+        # Every record of a set is a JSON object; anything else fails here, not deep in a check.
+        return strictjson.parse_object(data, source=name, error=IntegrityError)
     except IntegrityError as exc:
         run.failures.extend(exc.lines)
         return None

@@ -1,0 +1,436 @@
+"""The hostile-input corpus (``tests/data/hostile/*.json``): loading, building, running (issue 9).
+
+A *case* is data: the input surface it attacks, a list of *edits* applied to a fresh copy of a
+good input (a built asset set, a staged tree, the release definition...), the command's expected
+exit code and the text one error line must contain (the file, and the field or reason). The
+edits are plain operations (:func:`apply_edits`) so a case says what is hostile, not how.
+
+Reusable outside ``test_hostile.py`` (the stdlib-only verifier's differential test, issue 12)::
+
+    from hostile_support import hostile_sets
+    for case, set_dir in hostile_sets(good_set_dir, tmp_path):   # surface "set" only
+        ...  # case.exit: what ``ninfer-release verify set_dir`` exits with (0, 4 or 5)
+
+Every command runs as a subprocess under an address-space limit (``prlimit --as``), a wall-clock
+timeout, optionally as ``nobody`` (``setpriv``), and reports its peak RSS (``wait4``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import tempfile
+import threading
+import warnings
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flow_support import nr_command
+
+DATA = Path(__file__).resolve().parent / "data" / "hostile"
+#: Address-space limit of every command: a regression that allocates without bound fails
+#: (MemoryError -> exit 1) instead of taking the machine down. Our runs peak below 300 MiB.
+AS_LIMIT = 1 << 30
+#: Wall-clock bound of one command; a hang fails the case by timeout.
+TIMEOUT_S = 60.0
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+SURFACES = (
+    "set",
+    "staged",
+    "receipts",
+    "definition",
+    "profile",
+    "release-manifest",
+    "lane-result",
+    "dir-store",
+    "publish-store",
+    "recipe",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One hostile input: ``surface``, ``edits`` to a good copy, and what the command must do.
+
+    ``file`` and ``says`` must both appear in one ``error:`` line (``says`` may be empty for exit 0);
+    ``as_user`` is ``root`` or ``nobody``; ``max_rss_mib`` bounds the command's peak RSS.
+    """
+
+    id: str
+    surface: str
+    edits: tuple[Mapping[str, Any], ...]
+    exit: int
+    file: str
+    says: str
+    as_user: str = "root"
+    max_rss_mib: int = 400
+    max_lines: int = 40
+
+
+def _expand(raw: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A case with ``"each": {"name": [values...]}`` becomes one case per value (``{name}`` replaced)."""
+    each = raw.get("each")
+    if not each:
+        yield dict(raw)
+        return
+    ((name, values),) = each.items()
+    for value in values:
+        text = json.dumps({k: v for k, v in raw.items() if k != "each"})
+        text = text.replace("{" + name + "}", str(value).replace("\\", "\\\\").replace('"', '\\"'))
+        yield json.loads(text)
+
+
+def load_cases(surface: str | None = None) -> list[Case]:
+    """Every case of ``tests/data/hostile/*.json`` (one file per surface), in file order."""
+    out: list[Case] = []
+    for path in sorted(DATA.glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for raw in doc["cases"]:
+            for c in _expand(raw):
+                case = Case(
+                    id=c["id"],
+                    surface=doc["surface"],
+                    edits=tuple(c.get("edits", ())),
+                    exit=c["exit"],
+                    file=c.get("file", ""),
+                    says=c.get("says", ""),
+                    as_user=c.get("as", "root"),
+                    max_rss_mib=c.get("max_rss_mib", 400),
+                    max_lines=c.get("max_lines", 40),
+                )
+                if surface is None or case.surface == surface:
+                    out.append(case)
+    return out
+
+
+# --- edits ---------------------------------------------------------------------------------------
+
+
+def _text(edit: Mapping[str, Any], key: str = "text", names: Mapping[str, str] | None = None) -> bytes:
+    if "hex" in edit:
+        return bytes.fromhex(edit["hex"])
+    return _sub(str(edit.get(key, "")), names or {}).encode("utf-8", "surrogateescape")
+
+
+def _sub(value: str, names: Mapping[str, str]) -> str:
+    for k, v in names.items():
+        value = value.replace("{" + k + "}", v)
+    return value
+
+
+def _set_path(doc: Any, path: str, value: Any) -> None:
+    keys = path.split(".")
+    cur = doc
+    for k in keys[:-1]:
+        cur = cur[int(k)] if isinstance(cur, list) else cur[k]
+    last = keys[-1]
+    if isinstance(cur, list):
+        cur[int(last)] = value
+    else:
+        cur[last] = value
+
+
+_RAW = "@@HOSTILE-RAW@@"
+
+
+def _json_raw(path: Path, where: str, raw: str) -> None:
+    doc = json.loads(path.read_bytes())
+    _set_path(doc, where, _RAW)
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    path.write_text(text.replace(json.dumps(_RAW), raw), encoding="utf-8")
+
+
+def _zip_edit(path: Path, kind: str) -> None:
+    """Structural damage to the zip at ``path`` (its name stays)."""
+    data = bytearray(path.read_bytes())
+    eocd = data.rfind(b"PK\x05\x06")
+    cd_offset = struct.unpack_from("<I", data, eocd + 16)[0]
+    if kind == "truncate-half":
+        del data[len(data) // 2 :]
+    elif kind == "no-eocd":
+        data[eocd : eocd + 4] = b"XXXX"
+    elif kind == "eocd-offset-past-end":
+        struct.pack_into("<I", data, eocd + 16, len(data) + 100)
+    elif kind == "eocd-count-huge":
+        struct.pack_into("<HH", data, eocd + 8, 0xFFFE, 0xFFFE)
+    elif kind == "cd-signature":
+        data[cd_offset : cd_offset + 4] = b"PK\x09\x09"
+    elif kind == "first-crc":
+        struct.pack_into("<I", data, cd_offset + 16, struct.unpack_from("<I", data, cd_offset + 16)[0] ^ 1)
+    elif kind == "first-usize-huge":
+        struct.pack_into("<I", data, cd_offset + 24, 0xFFFFFFF0)
+    elif kind == "first-method-unknown":
+        struct.pack_into("<H", data, cd_offset + 10, 99)
+    elif kind == "first-encrypted":
+        flags = struct.unpack_from("<H", data, cd_offset + 8)[0]
+        struct.pack_into("<H", data, cd_offset + 8, flags | 1)
+    elif kind == "first-local-offset-bad":
+        struct.pack_into("<I", data, cd_offset + 42, len(data) + 10)
+    elif kind == "junk-appended":
+        data += b"\0" * 4096
+    elif kind == "zero-length":
+        data = bytearray()
+    elif kind == "first-data-flipped":
+        local_name_len, local_extra = struct.unpack_from("<HH", data, 26)
+        data[30 + local_name_len + local_extra] ^= 0xFF
+    else:
+        raise ValueError(kind)
+    path.write_bytes(bytes(data))
+
+
+def _foreign_zip(path: Path, kind: str) -> None:
+    """Replace the zip at ``path`` with a foreign archive holding the members plus an attack."""
+    with zipfile.ZipFile(path) as zf:
+        members = [(i.filename, zf.read(i)) for i in zf.infolist()]
+    extra: list[tuple[str, bytes]] = {
+        "zip-slip": [("../../evil.dll", b"MZ")],
+        "absolute-member": [("/etc/evil.dll", b"MZ")],
+        "backslash-member": [("bin\\evil.dll", b"MZ")],
+        "duplicate-member": [members[0]],
+        "bomb": [("bin/bomb.dll", b"\0" * (64 << 20))],
+        "extra-dll": [("bin/extra.dll", b"MZ" + b"\0" * 64)],
+        "control-char-member": [("bin/a\x01b.dll", b"MZ")],
+        "dotdot-inside": [("bin/../../x.dll", b"MZ")],
+        "directory-entry": [("bin/sub/", b"")],
+    }[kind]
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        warnings.simplefilter("ignore")  # a duplicate name is the point of one case
+        for name, data in [*members, *extra]:
+            info = zipfile.ZipInfo(name, date_time=(2026, 11, 20, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+
+
+def reseal(set_dir: Path) -> None:
+    """Rewrite ``SHA256SUMS`` over the set's entries as they now are (so deeper checks decide)."""
+    import hashlib
+
+    lines = []
+    for p in sorted(set_dir.iterdir()):
+        if p.name == "SHA256SUMS" or not p.is_file() or p.is_symlink():
+            continue
+        lines.append(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n")
+    (set_dir / "SHA256SUMS").write_text("".join(lines), encoding="utf-8")
+
+
+def apply_edits(root: Path, edits: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> None:
+    """Apply ``edits`` under ``root``; ``{name}`` placeholders in file names come from ``names``."""
+    for edit in edits:
+        op = edit["op"]
+        target = root / _sub(edit.get("file", ""), names)
+        if op == "append":
+            chunk, times = _text(edit, names=names), int(edit.get("times", 1))
+            with target.open("ab") as f:
+                while times > 0:
+                    n = min(times, 1 << 20)
+                    f.write(chunk * n)
+                    times -= n
+        elif op == "write":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(_text(edit, names=names))
+        elif op == "prepend":
+            target.write_bytes(_text(edit) + target.read_bytes())
+        elif op == "replace":
+            data = target.read_bytes()
+            old, new = _text(edit, "old"), _text(edit, "new")
+            assert old in data, f"{edit}: {old!r} not in {target}"
+            target.write_bytes(data.replace(old, new, int(edit.get("count", 1))))
+        elif op == "json_raw":
+            _json_raw(target, edit["path"], edit["raw"])
+        elif op == "json_nest":
+            depth = int(edit["depth"])
+            _json_raw(target, edit["path"], "[" * depth + "]" * depth)
+        elif op == "json_digits":
+            _json_raw(target, edit["path"], str(edit.get("sign", "")) + "9" * int(edit["digits"]))
+        elif op == "json_dup":
+            data = target.read_bytes()
+            i = data.index(b"{")
+            dup = f'"{edit["key"]}": {edit["raw"]}, '.encode()
+            target.write_bytes(data[: i + 1] + dup + data[i + 1 :])
+        elif op == "pad":  # trailing blanks keep a JSON document valid while it grows
+            size = int(edit["size"])
+            fill = _text(edit) or b" "
+            with target.open("ab") as f:
+                f.write(fill * max(0, (size - target.stat().st_size) // len(fill)))
+        elif op == "truncate":
+            with target.open("r+b") as f:
+                f.truncate(int(edit["size"]))
+        elif op == "regex":
+            data = target.read_bytes()
+            new = re.sub(_text(edit, "pattern"), _text(edit, "new"), data, flags=re.MULTILINE)
+            assert new != data, f"{edit}: no match in {target}"
+            target.write_bytes(new)
+        elif op == "flip":
+            flipped = bytearray(target.read_bytes())
+            flipped[int(edit.get("offset", len(flipped) // 2))] ^= 0x01
+            target.write_bytes(bytes(flipped))
+        elif op == "delete":
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        elif op == "mkdir":
+            if target.exists():
+                target.unlink()
+            target.mkdir(parents=True)
+        elif op == "mkfifo":
+            if target.exists() or target.is_symlink():
+                target.unlink()
+            os.mkfifo(target)
+        elif op == "mknod":
+            if target.exists():
+                target.unlink()
+            os.mknod(target, 0o644 | stat.S_IFCHR, os.makedev(1, 3))  # like /dev/null
+        elif op == "symlink":
+            if target.exists() or target.is_symlink():
+                target.unlink()
+            target.symlink_to(_sub(edit["target"], names))
+        elif op == "chmod":
+            target.chmod(int(edit["mode"], 8))
+        elif op == "zip":
+            _zip_edit(target, edit["kind"])
+        elif op == "foreign_zip":
+            _foreign_zip(target, edit["kind"])
+        elif op == "reseal":
+            reseal(root)
+        elif op == "copy":
+            shutil.copyfile(root / _sub(edit["from"], names), target)
+        else:
+            raise ValueError(f"unknown edit {op!r}")
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """What one bounded command did: exit code (-N: killed by signal N), output, peak RSS."""
+
+    code: int
+    out: str
+    err: str
+    max_rss_mib: float
+    timed_out: bool
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+def run_bounded(
+    args: Sequence[str | Path],
+    *,
+    as_user: str = "root",
+    timeout: float = TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+    as_limit: int = AS_LIMIT,
+) -> Run:
+    """Run ``ninfer-release ARGS`` under ``prlimit --as``, a timeout and (optionally) as nobody."""
+    cmd = ["prlimit", f"--as={as_limit}", "--", *(NOBODY if as_user == "nobody" else []), *nr_command()]
+    cmd += [str(a) for a in args]
+    full = dict(os.environ)
+    full.update(env or {})
+    full.pop("COLUMNS", None)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=full, cwd="/")
+        fired = threading.Event()
+
+        def kill() -> None:
+            fired.set()
+            os.kill(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Run(
+            code=proc.returncode,
+            out=out.read().decode("utf-8", "replace"),
+            err=err.read().decode("utf-8", "replace"),
+            max_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is KiB on Linux
+            timed_out=fired.is_set(),
+        )
+
+
+def world_dir(prefix: str) -> Path:
+    """A fresh directory ``nobody`` can traverse (pytest's own tmp dirs are 0700)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("NINFER_HOSTILE_TMP", "/tmp")))
+    d.chmod(0o755)
+    return d
+
+
+def open_up(root: Path) -> None:
+    """Make ``root`` readable by ``nobody`` (before edits that take permissions away)."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)  # noqa: S103 - nobody must traverse it; test scratch only
+        for f in filenames:
+            p = Path(dirpath) / f
+            if not p.is_symlink() and p.is_file():
+                p.chmod(0o644)
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """``relative path -> (mode, size)`` of everything under ``root`` (lstat, no content reads)."""
+    out: dict[str, tuple[int, int]] = {}
+    if not root.exists():
+        return out
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            out[str(p.relative_to(root))] = (st.st_mode, st.st_size)
+    return out
+
+
+@dataclass
+class SetFactory:
+    """Copies of one good asset set with a case's edits applied (the reusable fixture for issue 12)."""
+
+    good: Path
+    dest: Path
+    made: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def stem(self) -> str:
+        return next(p.name for p in self.good.iterdir() if p.suffix == ".zip").removesuffix(".zip")
+
+    def make(self, case: Case) -> Path:
+        """A fresh copy of the good set with ``case``'s edits applied, under ``dest/<case.id>/``."""
+        target = self.dest / case.id / "set"
+        shutil.copytree(self.good, target, symlinks=True)
+        open_up(target.parent)
+        apply_edits(target, case.edits, {"stem": self.stem})
+        self.made[case.id] = target
+        return target
+
+
+def hostile_sets(good_set: Path, dest: Path) -> Iterator[tuple[Case, Path]]:
+    """Every hostile *set* case with its directory built under ``dest`` (see the module docstring).
+
+    Cases run as ``nobody`` (unreadable entries) are skipped: their meaning depends on the user.
+    """
+    factory = SetFactory(good=good_set, dest=dest)
+    for case in load_cases("set"):
+        if case.as_user == "root":
+            yield case, factory.make(case)
+
+
+def rlimit_note() -> str:
+    """The current soft address-space limit, for messages."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return "unlimited" if soft == resource.RLIM_INFINITY else f"{soft >> 20} MiB"
