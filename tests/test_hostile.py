@@ -46,6 +46,7 @@ from hostile_support import (
 
 CASES = load_cases()
 LANE = "rtx4090"
+LANES = ("rtx3090", "rtx4090", "rtx5090")
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 PROFILE = "qwen38-4090-native-v0.7.0-beta.2"
 
@@ -96,7 +97,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     shutil.copytree(built / LANE, root / "good" / "set")
     shutil.copytree(samples(tmp_path_factory) / LANE, root / "good" / "samples" / LANE, symlinks=True)
     shutil.copyfile(built / "release-manifest.json", root / "good" / "release-manifest.json")
-    shutil.copyfile(built / f"{LANE}.lane.json", root / "good" / f"{LANE}.lane.json")
+    for lane in LANES:
+        shutil.copyfile(built / f"{lane}.lane.json", root / "good" / f"{lane}.lane.json")
     open_up(root / "good")
     (root / "cases").mkdir(mode=0o755)
     yield World(
@@ -161,8 +163,11 @@ def execute(case: Case, world: World) -> Outcome:
         watched = world.set_dir
     elif case.surface == "lane-result":
         target = base
-        shutil.copyfile(world.lane_result, base / f"{LANE}.lane.json")
-        args = ["manifest", "assemble", base / f"{LANE}.lane.json", "--out", base / "out" / "rm.json"]
+        results = []
+        for lane in LANES:
+            shutil.copyfile(world.lane_result.with_name(f"{lane}.lane.json"), base / f"{lane}.lane.json")
+            results.append(base / f"{lane}.lane.json")
+        args = ["manifest", "assemble", *results, "--out", base / "out" / "rm.json"]
         watched = base
     elif case.surface in ("definition", "profile"):
         target = base / "repo"
@@ -252,12 +257,13 @@ def test_good_inputs_pass_so_each_failure_is_the_edit(world: World) -> None:
     scratch.mkdir(mode=0o755)
     (scratch / "receipts").mkdir()
     lane: list[str | Path] = ["build", "lane", LANE, "--release", RELEASE, "--inputs", world.samples]
+    results = [world.lane_result.with_name(f"{n}.lane.json") for n in LANES]
     runs: list[list[str | Path]] = [
         ["verify", world.set_dir],
         ["verify", world.set_dir, "--release-manifest", world.release_manifest],
         [*lane, "--out", scratch / "b", "--offline"],
         [*lane, "--out", scratch / "r", "--receipts", scratch / "receipts", "--offline"],
-        ["manifest", "assemble", world.lane_result, "--out", scratch / "rm.json"],
+        ["manifest", "assemble", *results, "--out", scratch / "rm.json"],
         ["manifest", "check", RELEASE],
         ["profile", "validate", REPO / "profiles" / f"{PROFILE}.yaml"],
     ]

@@ -26,11 +26,16 @@ def write_bytes(path: Path, data: bytes, *, mode: int = 0o644, overwrite: bool =
     """Write ``data`` to ``path`` atomically with permission bits ``mode``.
 
     Raises:
-        InputError: ``overwrite`` is false and ``path`` exists.
-        OSError: the directory is not writable.
+        InputError: ``overwrite`` is false and ``path`` exists; or the directory cannot take the
+            file (ENOSPC, EROFS, EACCES...: :func:`output_error`, exit 4; nothing is left).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        if exc.errno in OUTPUT_ERRNOS:
+            raise output_error(exc, path) from None
+        raise
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -47,9 +52,11 @@ def write_bytes(path: Path, data: bytes, *, mode: int = 0o644, overwrite: bool =
                 raise InputError(f"{path}: already exists; refusing to overwrite") from None
             finally:
                 os.unlink(tmp)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:
+            raise output_error(exc, path) from None
         raise
 
 
