@@ -19,6 +19,7 @@ Cases run in parallel (one worker per CPU) in one session fixture; each test ass
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -49,6 +50,7 @@ LANE = "rtx4090"
 LANES = ("rtx3090", "rtx4090", "rtx5090")
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 PROFILE = "qwen38-4090-native-v0.7.0-beta.2"
+DRAFT_TAG = "v0.7.0-qwen38-4090-beta.2.draft"  # the rtx4090 component tag + releases' DRAFT_SUFFIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +62,7 @@ class World:
     samples: Path
     release_manifest: Path
     lane_result: Path
+    store: Path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +102,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     shutil.copyfile(built / "release-manifest.json", root / "good" / "release-manifest.json")
     for lane in LANES:
         shutil.copyfile(built / f"{lane}.lane.json", root / "good" / f"{lane}.lane.json")
+    published = run_bounded(
+        ["publish", root / "good" / "set", "--to", f"dir://{root / 'good' / 'store'}", "--draft"]
+    )
+    assert published.code == 0, published.err
     open_up(root / "good")
     (root / "cases").mkdir(mode=0o755)
     yield World(
@@ -107,6 +114,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         samples=root / "good" / "samples",
         release_manifest=root / "good" / "release-manifest.json",
         lane_result=root / "good" / f"{LANE}.lane.json",
+        store=root / "good" / "store",
     )
     shutil.rmtree(root, ignore_errors=True)
 
@@ -169,6 +177,16 @@ def execute(case: Case, world: World) -> Outcome:
             results.append(base / f"{lane}.lane.json")
         args = ["manifest", "assemble", *results, "--out", base / "out" / "rm.json"]
         watched = base
+    elif case.surface in ("dir-store", "publish-store"):
+        target = base / "store"
+        shutil.copytree(world.store, target)
+        index = json.loads((target / "index.json").read_bytes())
+        names["manifest"] = "blobs/sha256/" + index["manifests"][0]["digest"].removeprefix("sha256:")
+        if case.surface == "dir-store":
+            args = ["verify", f"dir://{target}:{DRAFT_TAG}"]
+        else:
+            args = ["publish", world.set_dir, "--to", f"dir://{target}", "--draft"]
+        watched = target
     elif case.surface in ("definition", "profile"):
         target = base / "repo"
         for part in ("manifests", "profiles", "releases", "packaging", "containers"):
@@ -225,7 +243,9 @@ def test_corpus_covers_every_surface() -> None:
 
 
 def _matches(line: str, case: Case, names: dict[str, str]) -> bool:
-    want_file = case.file.replace("{stem}", names["stem"])
+    want_file = case.file
+    for key, value in names.items():
+        want_file = want_file.replace("{" + key + "}", value)
     return want_file in line and case.says in line
 
 

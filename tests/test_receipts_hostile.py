@@ -361,13 +361,14 @@ def test_link_inside_the_directory_is_followed(tmp_path: Path) -> None:
 def test_receipts_path_that_is_a_file_is_refused(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """``--receipts FILE``: a usage error from the CLI (exit 2, Click names the file); the library
-    says it is not a directory (exit 4), not that nothing was found."""
+    """``--receipts FILE``: the library says it is not a directory (exit 4, one line naming the
+    file; issue 9: environment faults are not Click usage errors), not that nothing was found."""
     receipts = tmp_path / "receipts.json"
     _json(receipts, GOOD)
     args = ["build", "lane", "rtx4090", "--release", RELEASE, "--inputs", samples(tmp_path_factory)]
     res = cli(*args, "--out", tmp_path / "out", "--receipts", receipts)
-    assert res.code == 2 and f"'{receipts}' is a file" in res.err, res.text
+    assert res.code == 4 and f"{receipts}: " in res.err and "not a directory" in res.err, res.text
+    assert len(res.err.strip().splitlines()) == 1, res.err
     with pytest.raises(InputError, match="not a directory"):
         read_receipts(receipts, lanes=("rtx4090",))
 

@@ -311,3 +311,41 @@ def test_publish_to_dir_store_killed_at_20_points_is_absent_or_complete(
         assert again.code == 0, again.err
     for i in (0, 1, 2):  # one store per signal, after its re-run
         assert _verifies(f"dir://{base / f'store{i}'}:{tag}{DRAFT}")
+
+
+# --- environment faults are exit 4, not Click usage errors ------------------------------------------
+
+
+def test_input_paths_of_the_wrong_kind_are_exit_4_one_line(tmp_path: Path) -> None:
+    """``--inputs``/``--receipts`` naming a file, a manifest that is a directory: the stage says so
+    in one line (exit 4), where Click once printed three lines of usage (exit 2)."""
+    from flow_support import cli
+
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    lane: list[str | Path] = ["build", "lane", "rtx4090", "--release", RELEASE, "--inputs", tmp_path]
+    cases: list[tuple[list[str | Path], str]] = [
+        (["build", "release", RELEASE, "--inputs", a_file, "--out", tmp_path / "o1"], str(a_file)),
+        ([*lane, "--receipts", a_file, "--out", tmp_path / "o2", "--offline"], str(a_file)),
+        (["manifest", "check", tmp_path], str(tmp_path)),
+        (["verify", tmp_path, "--release-manifest", tmp_path], str(tmp_path)),
+    ]
+    for args, named in cases:
+        res = cli(*args)
+        assert res.code == 4, (args, res.text)
+        _one_line(res.err, named)
+        assert "Usage:" not in res.err
+
+
+def test_unreadable_manifest_is_exit_4_one_line_as_non_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _need_root()
+    world = world_dir("ninfer-unreadable-")
+    try:
+        manifest = world / "m.yaml"
+        shutil.copyfile(RELEASE, manifest)
+        manifest.chmod(0)
+        run = run_bounded(["manifest", "check", manifest], as_user="nobody")
+        assert run.code == 4, run.err
+        _one_line(run.err, str(manifest), "Permission denied")
+    finally:
+        shutil.rmtree(world, ignore_errors=True)

@@ -113,8 +113,9 @@ class DirStore(StorePublisher):
 
     def _read_index(self) -> dict[str, Any]:
         path = self.root / "index.json"
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": []}
+        # Anything else at index.json (a FIFO, a directory) is refused, never taken for "no tags".
         index = strictjson.read_object(path, limit=MAX_INDEX_BYTES, error=PublishError)
         if not isinstance(index.get("manifests"), list):
             raise PublishError(problems=[Problem(file=str(path), field="manifests", message="missing")])

@@ -32,7 +32,7 @@ def locked_store(root: Path, *, prepare: Callable[[], None] | None = None) -> It
     """Hold the store's exclusive lock; yield a fresh, empty staging directory inside ``root``.
 
     ``prepare`` runs once the lock is held (e.g. to write ``oci-layout`` in a new store). The
-    staging directory is removed on success; on failure the next holder clears it.
+    staging directory is removed on success and on any error; after a kill the next holder clears it.
 
     Raises:
         OSError: ``root`` cannot be created or locked.
@@ -47,8 +47,12 @@ def locked_store(root: Path, *, prepare: Callable[[], None] | None = None) -> It
         # Staging left by a killed publisher is garbage once we hold the lock.
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        yield staging
-        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            yield staging
+        finally:
+            # Gone on success and on a refusal alike (nothing partial left, issue 9); only a
+            # killed publisher leaves it, and the next holder clears it above.
+            shutil.rmtree(staging, ignore_errors=True)
     finally:
         os.close(fd)  # closing the descriptor releases the flock
 
