@@ -1001,7 +1001,8 @@ class StorePublisher(abc.ABC):
         if data is None:
             return None
         parsed = parse_manifest(data, ref=url, expect_type=SIGNATURES_TYPE)
-        named = (json.loads(data).get("subject") or {}).get("digest")
+        subject_desc = strictjson.parse_object(data, source=url, error=IntegrityError).get("subject")
+        named = subject_desc.get("digest") if isinstance(subject_desc, dict) else None
         if subject is not None and named != subject:
             raise IntegrityError(
                 problems=[Problem(file=url, field="subject", message=f"signs {named}, not the set {subject}")]
