@@ -126,7 +126,8 @@ def test_a_file_changed_after_planning_leaves_no_tag(tmp_path: Path, monkeypatch
     monkeypatch.setattr(fs, "write_verified", tamper_then_write)
     with pytest.raises(IntegrityError, match="changed since it was hashed"):
         FilesStore(tmp_path / "www").publish(request_for(tmp_path / "set", names))
-    assert sorted(p.name for p in (tmp_path / "www").iterdir()) == [".ninfer-publish.lock", ".ninfer-tmp"]
+    # nothing partial: the staging directory goes with the refusal (issue 9)
+    assert sorted(p.name for p in (tmp_path / "www").iterdir()) == [".ninfer-publish.lock"]
 
 
 _CHILD = textwrap.dedent(
