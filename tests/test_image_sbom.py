@@ -451,3 +451,22 @@ def test_image_build_json_reports_the_sbom_digests(samples: Samples, tmp_path: P
     for name in (IMAGE_CDX_NAME, IMAGE_SPDX_NAME):
         data = (out / name).read_bytes()
         assert doc["sbom"][name] == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def test_a_base_licence_that_is_not_spdx_is_left_unknown_not_fatal(
+    built: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A DEP-5 name such as ``GPL-2+`` is what the base says, not an SPDX id: no licence, a warning."""
+    from ninfer_release.containers import BasePackage
+
+    records = _records(built)
+    base_layer = next(layer for layer in records.layers if layer.from_base)
+    odd = BasePackage(
+        name="libfoo", version="1.0-1", build="1.0-1", supplier="Debian", license="GPL-2+",
+        path="var/lib/dpkg/status", sha256="0" * 64, layer_digest=base_layer.digest, purl_type="deb",
+        purl_namespace="debian",
+    )  # fmt: skip
+    doc = json.loads(_cyclonedx(dataclasses.replace(records, base_packages=(odd,))))
+    libfoo = next(c for c in doc["components"] if c["name"] == "libfoo")
+    assert "licenses" not in libfoo and libfoo["purl"] == "pkg:deb/debian/libfoo@1.0-1"
+    assert "libfoo: licence 'GPL-2+' is not an SPDX expression; left unknown" in caplog.text

@@ -21,6 +21,7 @@ so the bytes are the same whether ``image build`` or ``build lane`` wrote them.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     )
 
 #: File names of the image SBOMs beside ``image.json`` in an image build's output directory.
+log = logging.getLogger(__name__)
 IMAGE_CDX_NAME = "sbom.cdx.json"
 IMAGE_SPDX_NAME = "sbom.spdx.json"
 
@@ -319,9 +321,8 @@ def image_cyclonedx(
         )
         add(ref, component, f"components[{i}:{comp.name}]")
     for i, package in enumerate(records.base_packages):
-        add(
-            _base_package_ref(package), _base_package_component(package), f"base_packages[{i}:{package.name}]"
-        )
+        component = _base_package_component(package, licences.base_packages[i])
+        add(_base_package_ref(package), component, f"base_packages[{i}:{package.name}]")
     if problems:
         raise IntegrityError(problems=problems)
 
@@ -399,12 +400,18 @@ class _ImageLicences:
                 return None
             return normalize_license_expression(text, where=where, field=field).expression
 
+        def stated(text: str | None, name: str) -> str | None:
+            # What a base's own files say (a DEP-5 "GPL-2+") is not always an SPDX expression;
+            # it is then left unknown, never guessed, and the image build goes on.
+            try:
+                return norm(text, f"base_packages[{name}].license")
+            except InputError:
+                log.warning("base package %s: licence %r is not an SPDX expression; left unknown", name, text)
+                return None
+
         inputs = norm(records.inputs_license, "inputs_license")
         own = norm(own_license, "own_license")
-        packages = tuple(
-            norm(p.license, f"base_packages[{i}:{p.name}].license")
-            for i, p in enumerate(records.base_packages)
-        )
+        packages = tuple(stated(p.license, p.name) for p in records.base_packages)
         components = tuple(inputs if c.kind == "staged-input" else own for c in records.components)
         layers = []
         for layer in records.layers:
@@ -445,7 +452,7 @@ def _base_package_purl(package: BasePackage) -> str:
     )
 
 
-def _base_package_component(package: BasePackage) -> Any:
+def _base_package_component(package: BasePackage, licence: str | None) -> Any:
     """A component for software found in the base: its file as evidence (path, SHA-256)."""
     from cyclonedx.model import HashAlgorithm, HashType, Property
     from cyclonedx.model.component import Component, ComponentType
@@ -460,11 +467,7 @@ def _base_package_component(package: BasePackage) -> Any:
         bom_ref=_base_package_ref(package),
         purl=parse_purl(_base_package_purl(package)),
         supplier=OrganizationalEntity(name=package.supplier),
-        licenses=_cdx_licence(
-            normalize_license_expression(package.license, where=IMAGE_CDX_WHERE).expression
-            if package.license
-            else None
-        ),
+        licenses=_cdx_licence(licence),
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=package.sha256)] if single_file else [],
         evidence=ComponentEvidence(
             occurrences=[Occurrence(location=package.path, additional_context=f"sha256:{package.sha256}")]
