@@ -242,3 +242,25 @@ def test_progress_on_a_terminal_shows_files_and_total_and_never_touches_stdout(
     assert code == 0, err
     assert json.loads(out)["ok"] is True  # stdout is exactly one JSON document
     assert "verify: total" not in err  # no progress under --json
+
+
+def test_a_publish_waits_for_the_host_lock_until_its_own_deadline(registry: str, tmp_path: Path) -> None:
+    """Publishers to one repository on one host take turns; a waiter gives up when its overall
+    deadline is spent (the holder may be uploading a large set), with one line, exit 7."""
+    from ninfer_release.errors import PublishError
+
+    names = make_set(tmp_path / "set", {"engine.zip": b"L"})
+    holder = OciPublisher(host=registry, repository="up/locked", options=RegistryOptions())
+    # A long request deadline must not stretch the wait: the overall deadline (0.5 s) bounds it.
+    waiter = OciPublisher(
+        host=registry, repository="up/locked", options=RegistryOptions(deadline=0.5, request_deadline=600)
+    )
+    from concurrent.futures import ThreadPoolExecutor
+
+    with holder._lock(), ThreadPoolExecutor(1) as pool:
+        attempt = pool.submit(waiter.publish, request_for(tmp_path / "set", names))
+        with pytest.raises(PublishError, match="another publish on this host holds the lock") as info:
+            attempt.result(timeout=20)
+    assert len(info.value.lines) == 1
+    patient = OciPublisher(host=registry, repository="up/locked", options=RegistryOptions())
+    assert patient.publish(request_for(tmp_path / "set", names)).status == "published"

@@ -144,6 +144,10 @@ class RegistryClient:
         self._chunk_size = self.options.chunk_size
         self._lock = threading.Lock()
 
+    def remaining(self) -> float:
+        """Seconds left of this client's overall deadline (``options.deadline`` from construction)."""
+        return self._http.remaining()
+
     @property
     def plain_http_allowed(self) -> bool:
         """Whether plain HTTP may be used after HTTPS fails: a loopback host whose port does not

@@ -100,7 +100,8 @@ class OciPublisher(StorePublisher):
         key = hashlib.sha256(f"{self.host}/{self.repository}".encode()).hexdigest()[:32]
         folder = Path(tempfile.gettempdir()) / f"ninfer-release-locks-{os.getuid()}"
         folder.mkdir(mode=0o700, exist_ok=True)
-        give_up = time.monotonic() + max(self.client.options.request_deadline, 1.0)
+        # The holder may be uploading a large set: wait as long as this command's overall deadline.
+        give_up = time.monotonic() + max(self.client.remaining(), 0.0)
         with (folder / f"{key}.lock").open("a") as handle:
             while True:
                 try:
