@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import need_tool
+from flow_support import registry_namespace
 from ninfer_release.errors import ExitCode, InputError, IntegrityError, PublishError
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.releases._dir_store import DirStore
@@ -32,8 +33,11 @@ from ninfer_release.releases._publish import (
 from test_publish import ENGINE, EPOCH, make_set, request_for
 
 
-def _repo_name(node_name: str) -> str:
-    return "t/" + re.sub(r"[^a-z0-9]+", "-", node_name.lower()).strip("-")
+def _repo_name(request: pytest.FixtureRequest) -> str:
+    """A repository private to this test and this session: a long-lived registry (``NINFER_REGISTRY``)
+    keeps the tags of earlier runs, and a fixed name would make a first publish ``already_published``."""
+    node = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")
+    return registry_namespace(request.getfixturevalue("tmp_path_factory"), f"t/{node}")
 
 
 @pytest.fixture(params=["dir", "oci"])
@@ -42,7 +46,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> StorePublisher:
     if request.param == "dir":
         return DirStore(tmp_path / "store")
     registry: str = request.getfixturevalue("registry")
-    return OciPublisher(host=registry, repository=_repo_name(request.node.name))
+    return OciPublisher(host=registry, repository=_repo_name(request))
 
 
 def raw_manifest(pub: StorePublisher, tag: str) -> bytes:
