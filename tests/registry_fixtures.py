@@ -297,9 +297,16 @@ class Proxy:
 
 
 def start_nginx(
-    work: Path, ca: LoopbackCA, upstream: str, *, body_cap: str, read_timeout: str = "60s"
+    work: Path,
+    ca: LoopbackCA,
+    upstream: str,
+    *,
+    body_cap: str,
+    read_timeout: str = "60s",
+    upstream_scheme: str = "https",
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """Start ``nginx`` (TLS, ``client_max_body_size body_cap``) proxying to ``https://upstream``."""
+    """Start ``nginx`` (TLS, ``client_max_body_size body_cap``, ``proxy_read_timeout read_timeout``)
+    proxying to ``upstream_scheme://upstream``; returns the process and its port."""
     nginx = need_tool("nginx")
     port = _free_port()
     for sub in ("body", "proxy", "logs"):
@@ -322,7 +329,7 @@ http {{
     ssl_certificate_key {ca.key};
     client_max_body_size {body_cap};
     location / {{
-      proxy_pass https://{upstream};
+      proxy_pass {upstream_scheme}://{upstream};
       proxy_set_header Host $http_host;
       proxy_request_buffering off;
       proxy_buffering off;

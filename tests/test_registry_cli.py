@@ -239,3 +239,37 @@ def test_misbehaving_registry_fails_in_time_with_one_line(
     verified = run_nr("verify", f"oci://{bad_server}/t/bad:{TAGS['rtx4090']}", env=env, timeout=40)
     assert verified.returncode == 4, verified.stdout + verified.stderr
     assert len(_error_lines(verified.stderr)) == 1 and expect in verified.stderr, verified.stderr
+
+
+@pytest.mark.parametrize("bad_server", ["never"], indirect=True)
+def test_nginx_in_front_of_a_slow_upstream_is_one_line_in_time(
+    bad_server: str, test_ca: LoopbackCA, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The slow-upstream variant: nginx (TLS) gives up on an upstream that never answers after its
+    proxy_read_timeout and answers 504; the client retries that bounded times, then fails with
+    one line: publish exit 7, verify exit 4."""
+    from conftest import _stop
+    from registry_fixtures import start_nginx
+
+    proc, port = start_nginx(
+        tmp_path / "nginx", test_ca, bad_server, body_cap="1m", read_timeout="1s", upstream_scheme="http"
+    )
+    try:
+        env = {
+            **FAST,
+            "DOCKER_CONFIG": str(tmp_path),
+            "SSL_CERT_FILE": str(test_ca.ca),
+            "NINFER_REGISTRY_READ_TIMEOUT": "5",
+            "NINFER_REGISTRY_REQUEST_DEADLINE": "10",
+            "NINFER_REGISTRY_DEADLINE": "20",
+        }
+        set_dir = qualified_out(tmp_path_factory) / "rtx4090"
+        target = f"oci://127.0.0.1:{port}/t/slow"
+        published = run_nr("publish", set_dir, "--to", target, env=env, timeout=60)
+        assert published.returncode == 7, published.stdout + published.stderr
+        assert len(_error_lines(published.stderr)) == 1 and "HTTP 504" in published.stderr, published.stderr
+        verified = run_nr("verify", f"{target}:{TAGS['rtx4090']}", env=env, timeout=60)
+        assert verified.returncode == 4, verified.stdout + verified.stderr
+        assert len(_error_lines(verified.stderr)) == 1 and "HTTP 504" in verified.stderr, verified.stderr
+    finally:
+        _stop(proc)
