@@ -306,6 +306,8 @@ def main() -> int:
     ap.add_argument("--skip", default="", help="comma-separated: verify,package,memory,image,curves")
     ap.add_argument("--counts", default="1000,10000,100000", help="file-count curve points")
     ap.add_argument("--sizes", default="256,1024,4096", help="size curve points, MiB")
+    ap.add_argument("--curve-runs", type=int, help="pairs per small curve point (default 5, 3 with --quick)")
+    ap.add_argument("--image-runs", type=int, help="image build triples (default 5, 3 with --quick)")
     ap.add_argument("--write-docs", action="store_true")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -323,11 +325,12 @@ def main() -> int:
         with contextlib.redirect_stdout(sys.stderr):
             results["memory"] = bench_memory.main(work)
     if "image" not in skip:
-        results["image"] = _image(3 if args.quick else 5)
+        results["image"] = _image(args.image_runs or (3 if args.quick else 5))
     if "curves" not in skip:
         with contextlib.redirect_stdout(sys.stderr):
             results["curves"] = bench_curves.main(
-                [*work, "--counts", args.counts, "--sizes", args.sizes, "--runs", "3" if args.quick else "5",
+                [*work, "--counts", args.counts, "--sizes", args.sizes,
+                 "--runs", str(args.curve_runs or (3 if args.quick else 5)),
                  "--plots"]
             )  # fmt: skip
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
