@@ -222,30 +222,26 @@ def big_tree(samples: Path, work: Path, *, min_bytes: int) -> Path:
 
 
 def many_files_tree(samples: Path, work: Path, *, count: int, size: int = 4096) -> Path:
-    """The sample lane plus ``count`` extra ``size``-byte engine files ``bin/extra/fNNNNNN.bin``.
+    """The sample lane plus ``count`` extra ``size``-byte files ``licenses/extra/fNNNNNN.txt``.
 
-    Each file's bytes are its index's SHA-256 repeated (distinct, compressible like code); all are
-    listed in ``build-info.json`` ``engine_files``, so they are hashed, inventoried (SPDX and the
-    engine component of CycloneDX), deflated and verified like engine files. Cached in ``work``.
+    Each file's bytes are its index's SHA-256 (hex) repeated: distinct, compressible. They are
+    shipped under ``licenses/`` (which needs no listing), so they are hashed, inventoried in the
+    SPDX document, deflated and verified like every member; they are not engine files, because
+    ``build-info.json`` is bounded to 1 MiB (strict reader), which 100k engine-file entries exceed.
+    Cached in ``work``.
     """
     dst = work / f"tree-files-{count}"
     lane = dst / LANE
-    extra = lane / "bin" / "extra"
+    extra = lane / "licenses" / "extra"
     if extra.is_dir() and sum(1 for _ in extra.iterdir()) == count:
         return dst
     if dst.exists():
         shutil.rmtree(dst)
     _link_tree(samples / LANE, lane)
-    extra.mkdir()
-    info_path = lane / "build-info.json"
-    info = json.loads(info_path.read_bytes())
+    extra.mkdir(parents=True)
     for i in range(count):
-        rel = f"bin/extra/f{i:06d}.bin"
-        digest = hashlib.sha256(str(i).encode()).digest()
-        (lane / rel).write_bytes((digest * (size // len(digest) + 1))[:size])
-        info["engine_files"].append({"path": rel, "license": "Apache-2.0"})
-    info_path.unlink()  # a hard link to the sample's file: replace, never write through
-    info_path.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        digest = hashlib.sha256(str(i).encode()).hexdigest().encode()
+        (extra / f"f{i:06d}.txt").write_bytes((digest * (size // len(digest) + 1))[:size])
     return dst
 
 

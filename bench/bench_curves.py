@@ -1,6 +1,6 @@
 """Benchmark curves (issue 13): build and verify against file count and against size.
 
-* **File-count curve** — the sample lane plus N extra 4 KiB engine files (``bin/extra/``; N =
+* **File-count curve** — the sample lane plus N extra 4 KiB files (``licenses/extra/``; N =
   1k, 10k, 100k by default): ``build lane`` vs Info-ZIP ``zip -X -r -6`` of the same tree, and
   ``verify`` vs ``sha256sum -c SHA256SUMS`` + ``unzip -tq`` of the package (the standard tools
   checking the same bytes). Linear cost shows as a flat *seconds per extra file*.

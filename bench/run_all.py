@@ -198,8 +198,8 @@ def render_curves(curves: dict[str, Any]) -> list[str]:
     if files:
         lines += [
             "",
-            "**File-count curve**: the small sample lane plus N extra 4 KiB engine files; each cell "
-            "min / median / max of the runs (pairs run back to back); *extra CPU per file* is "
+            "**File-count curve**: the small sample lane plus N extra 4 KiB files (`licenses/extra/`); "
+            "each cell min / median / max of the runs (pairs run back to back); *extra CPU per file* is "
             "(least CPU at N − least CPU at 0) / N, flat when the cost is linear.",
             "",
             "| extra files | runs | load before | `build lane` (s) | `zip -X -r -6` (s) | build ratio "
