@@ -379,3 +379,24 @@ def test_receipts_directory_behind_a_symbolic_link_is_read(tmp_path: Path) -> No
     (tmp_path / "link").symlink_to(tmp_path / "real")
     (loaded,) = read_receipts(tmp_path / "link", lanes=("rtx3090", "rtx4090"))
     assert loaded.receipt.lane == "rtx4090" and loaded.name == "run.json"
+
+
+def test_gates_all_not_applicable_still_qualify_and_say_so() -> None:
+    """A documented decision (docs/staged-inputs.md): gates are reported evidence, not a quota. A
+    receipt whose gates are all ``not_applicable`` qualifies the bytes it names; the ledger's counts
+    (0 pass) are what every verdict shows."""
+    from ninfer_release.releases import Binding, LoadedReceipt, Receipt, bind_receipts
+
+    doc = {**GOOD, "gates": {"G1": "not_applicable", "G2": "not_applicable"}}
+    rec = Receipt.parse(json.dumps(doc).encode(), source="run.json")
+    loaded = LoadedReceipt(path="run.json", name="run.json", sha256="0" * 64, receipt=rec)
+    binding = Binding(
+        lane="rtx4090",
+        source_commit=rec.source_commit,
+        profile_id=rec.profile_id,
+        config_sha256=rec.config_sha256,
+        package_sha256=rec.package_sha256,
+    )
+    q = bind_receipts([loaded], binding)
+    assert q.status == "qualified"
+    assert q.ledger.counts == {"pass": 0, "fail": 0, "not_applicable": 2}
