@@ -504,3 +504,28 @@ def test_both_say_qualified_by_scratch_equivalence_only(
     assert alone.returncode == 0 and phrase in alone.stdout, alone.stderr
     doc = json.loads(_standalone(script, d, "--json").stdout)
     assert doc["bindings"] == {"public": 0, "scratch_equivalence": 1}
+
+
+# --- the hostile-input suite's sets (tests/data/hostile/set.json, issue 9) -----------------------
+
+
+def test_standalone_agrees_with_verify_on_every_hostile_set(
+    script: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """Every *set* case of the hostile-input suite (h9's corpus and set factory), built from the
+    sealed rtx4090 set: the stdlib verifier and ``verify`` give the same verdict on each."""
+    from hostile_support import hostile_sets
+
+    good = qualified_out(tmp_path_factory) / "rtx4090"
+    disagreements = []
+    count = 0
+    for case, set_dir in hostile_sets(good, tmp_path / "hostile"):
+        count += 1
+        full = cli("verify", set_dir)
+        alone = _standalone(script, set_dir)
+        assert alone.returncode in (0, 4, 5), (case.id, alone.stderr)
+        assert "Traceback" not in alone.stderr, (case.id, alone.stderr)
+        if (full.code == 0) != (alone.returncode == 0):
+            disagreements.append(f"{case.id}: verify {full.code}, standalone {alone.returncode}")
+    assert count >= 100  # the suite's set cases, not an empty loop
+    assert disagreements == [], "\n".join(disagreements)

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ninfer_release import atomic, hashing, strictjson
-from ninfer_release.checksums import parse_sha256sums
+from ninfer_release.checksums import parse_sha256sums, sums_bound
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.releases._contract import SUMS_NAME, AssetNames, stem_from_names
+from ninfer_release.releases._contract import ENTRY_SUFFIXES, SUMS_NAME, AssetNames, stem_from_names
 from ninfer_release.releases._http_fetch import (
     Fetched,
     FetchProgress,
@@ -44,8 +44,8 @@ from ninfer_release.releases._http_fetch import (
 from ninfer_release.releases._publish import is_bare_name
 from ninfer_release.releases._verify import VerifyReport, verify_set
 
-#: ``SHA256SUMS`` of a set is 10 lines of ~150 bytes; 64 KiB is far beyond any legitimate one.
-MAX_SUMS_BYTES = 64 << 10
+#: ``SHA256SUMS`` of a set lists 10 entries: the bound ``verify`` applies (9,216 bytes).
+MAX_SUMS_BYTES = sums_bound(len(ENTRY_SUFFIXES))
 #: The component manifest is a few KiB; 1 MiB bounds what an unknown server can make us hold.
 MAX_MANIFEST_BYTES = 1 << 20
 #: A route block is ~2 KiB.

@@ -61,8 +61,19 @@ ENTRY_SUFFIXES = (
     ".manifest.json",
 )
 ZIP_CONFIG_PATH = "config/ninfer.toml"
-#: Small JSON/TOML entries are read whole; anything bigger than this is not one of ours.
-MAX_SMALL_ENTRY = 64 << 20
+#: Bytes a JSON record or the config can legitimately be (as ``verify``: ours are 0.4-6 KiB).
+MAX_RECORD_ENTRY = 1 << 20
+#: An SBOM's bound: a fixed part plus one file/component entry per zip member.
+SBOM_BASE_BYTES = 4 << 20
+SBOM_BYTES_PER_MEMBER = 64 << 10
+#: Members assumed when the zip's index cannot be read (the zip itself then fails).
+FALLBACK_MEMBERS = 1024
+#: SHA256SUMS: at most 512 bytes per listed line plus 4 KiB of slack, for the 10 entries.
+MAX_SUMS_BYTES = 10 * 512 + 4096
+#: Strict JSON (as ``ninfer_release.strictjson``): nesting, integer digits, other number literals.
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 20
+MAX_NUMBER_CHARS = 40
 #: Deflate cannot exceed a ratio of about 1032:1, so a larger declared ratio is a lie.
 MAX_RATIO = 1100
 MAX_TOTAL = 64 << 30
@@ -398,7 +409,7 @@ def _inflate(f: BinaryIO, member: Member, keep: bool) -> tuple[str, list[str], b
     return h.hexdigest(), problems, (bytes(kept) if kept is not None and not problems else None)
 
 
-def scan_zip(path: str, keep: tuple[str, ...]) -> tuple[dict[str, str], list[str], dict[str, bytes]]:
+def scan_zip(path: str, keep: dict[str, int]) -> tuple[dict[str, str], list[str], dict[str, bytes]]:
     """``(members name -> sha256, problems, kept name -> bytes)``; raises :class:`Finding`."""
     members: dict[str, str] = {}
     problems: list[str] = []
@@ -420,7 +431,7 @@ def scan_zip(path: str, keep: tuple[str, ...]) -> tuple[dict[str, str], list[str
             if checks:
                 members[name] = hashlib.sha256().hexdigest()
             else:
-                sha, checks, data = _inflate(f, member, name in keep and member[5] <= MAX_SMALL_ENTRY)
+                sha, checks, data = _inflate(f, member, name in keep and member[5] <= keep[name])
                 members[name] = sha
                 if data is not None and name not in kept:
                     kept[name] = data
@@ -456,14 +467,95 @@ def _get(doc: Any, *path: str) -> Any:
     return cur
 
 
+class _Refused(ValueError):
+    """A strict-JSON rule broken while decoding."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Refused("duplicate key (JSON inputs are read strictly)")
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _int(text: str) -> int:
+    if len(text) - (text[0] == "-") > MAX_INT_DIGITS:
+        raise _Refused(f"an integer of more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Refused(f"a number literal of more than {MAX_NUMBER_CHARS} characters")
+    value = float(text)
+    if value in (float("inf"), float("-inf")) or value != value:
+        raise _Refused(f"{text} overflows to a non-finite number")
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_int, parse_float=_float, strict=True
+)
+
+
+def _too_deep(doc: Any) -> bool:
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def strict_json(data: bytes) -> Any:
+    """Decode UTF-8 JSON as strictly as ``verify`` does; raises ValueError naming the rule."""
+    if data.startswith(_BOM):
+        raise _Refused("starts with a UTF-8 BOM")
+    try:
+        doc = _DECODER.decode(data.decode("utf-8"))
+    except RecursionError:
+        raise _Refused(f"nested deeper than {MAX_DEPTH} levels") from None
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(doc):
+        raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
+    return doc
+
+
 def _load_json(run: Run, name: str, data: bytes | None) -> Any:
     if data is None:
         return None
     try:
-        return json.loads(data.decode("utf-8"))
+        doc = strict_json(data)
     except (UnicodeDecodeError, ValueError) as exc:
-        run.fail(name, f"not valid UTF-8 JSON: {exc}")
+        run.fail(name, f"not strict UTF-8 JSON: {exc}")
         return None
+    if not isinstance(doc, dict):  # every record of a set is a JSON object
+        run.fail(name, "top level must be a JSON object")
+        return None
+    return doc
+
+
+def _bounds(zip_path: str, entries: list[str]) -> dict[str, int]:
+    """The most bytes each non-zip file can legitimately hold, known before reading it."""
+    members = FALLBACK_MEMBERS
+    if os.path.isfile(zip_path) and not os.path.islink(zip_path):
+        try:
+            with open(zip_path, "rb") as f:
+                f.seek(0, 2)
+                members = len(zip_index(f, f.tell()))
+        except (Finding, OSError, struct.error):
+            members = FALLBACK_MEMBERS
+    bounds = dict.fromkeys(entries, MAX_RECORD_ENTRY)
+    bounds[entries[1]] = bounds[entries[2]] = SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members
+    bounds[SUMS_NAME] = MAX_SUMS_BYTES
+    return bounds
 
 
 def verify(directory: str, expected_sums_sha256: str | None = None) -> Run:
@@ -508,20 +600,27 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
     kept: dict[str, bytes] = {}
     zip_path = os.path.join(directory, n_zip)
     spdx_member = f"sbom/{stem}.spdx.json"
+    bounds = _bounds(zip_path, entries)
     for n in every:
         p = os.path.join(directory, n)
         if not os.path.isfile(p):
             continue
         sizes[n] = os.stat(p).st_size
-        if n != n_zip and sizes[n] <= MAX_SMALL_ENTRY:
-            with open(p, "rb") as f:
-                small[n] = f.read()
-            digests[n] = hashlib.sha256(small[n]).hexdigest()
-        else:
+        if n == n_zip:
             digests[n] = _sha256_file(p)
+        elif sizes[n] > bounds[n]:
+            # Never a skip: what cannot be checked completely fails.
+            run.fail(n, f"{sizes[n]} bytes, larger than the {bounds[n]} bytes such an entry can be; not read")
+        else:
+            with open(p, "rb") as f:
+                small[n] = f.read(bounds[n] + 1)
+            if len(small[n]) > bounds[n]:
+                run.fail(n, "grew while being read")
+            digests[n] = hashlib.sha256(small[n]).hexdigest()
     if os.path.isfile(zip_path):
         try:
-            members, problems, kept = scan_zip(zip_path, (ZIP_CONFIG_PATH, spdx_member))
+            keep = {ZIP_CONFIG_PATH: bounds[n_config], spdx_member: bounds[n_spdx]}
+            members, problems, kept = scan_zip(zip_path, keep)
         except (Finding, OSError) as exc:
             members, problems = {}, [str(exc)]
         for msg in problems:
