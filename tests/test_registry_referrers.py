@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import requests
 
+from flow_support import registry_namespace
 from ninfer_release.errors import PublishError
 from ninfer_release.registry import (
     BlobSource,
@@ -27,42 +28,48 @@ from ninfer_release.releases._publish import SUPERSESSION_TYPE, render_manifest
 from test_publish import ENGINE, make_set, request_for
 
 
+@pytest.fixture
+def repo(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> str:
+    """A repository private to this test and session: a long-lived registry keeps earlier runs' tags."""
+    return registry_namespace(
+        tmp_path_factory, "ref/" + request.node.name.removeprefix("test_")[:40].strip("_")
+    )
+
+
 def test_marker_is_a_referrer_of_the_superseded_manifest_via_the_tag_schema(
-    registry: str, tmp_path: Path
+    registry: str, tmp_path: Path, repo: str
 ) -> None:
-    pub = OciPublisher(host=registry, repository="ref/marker", options=RegistryOptions())
+    pub = OciPublisher(host=registry, repository=repo, options=RegistryOptions())
     names = make_set(tmp_path / "set", ENGINE)
     published = pub.publish(request_for(tmp_path / "set", names))
     marker = pub.supersede("v1.0.0-beta.1", by="v1.0.0-beta.2", epoch=1700000000)
     assert marker.status == "published"
     client = pub.client
-    assert client.referrers("ref/marker", published.manifest_digest) is None  # distribution 2.8: no API
-    index = client.get_manifest("ref/marker", fallback_tag(published.manifest_digest))
+    assert client.referrers(repo, published.manifest_digest) is None  # distribution 2.8: no API
+    index = client.get_manifest(repo, fallback_tag(published.manifest_digest))
     assert index is not None
     entries = json.loads(index.data)["manifests"]
     assert [(e["digest"], e["artifactType"]) for e in entries] == [
         (marker.manifest_digest, SUPERSESSION_TYPE)
     ]
-    found = referrers_of(client, "ref/marker", published.manifest_digest, artifact_type=SUPERSESSION_TYPE)
+    found = referrers_of(client, repo, published.manifest_digest, artifact_type=SUPERSESSION_TYPE)
     assert found[0]["annotations"]["vnd.omp-ninfer.superseded-by"] == "v1.0.0-beta.2"
     # Idempotent: the same marker again changes nothing in the index.
     assert pub.supersede("v1.0.0-beta.1", by="v1.0.0-beta.2", epoch=1700000000).status == "already_published"
-    again = client.get_manifest("ref/marker", fallback_tag(published.manifest_digest))
+    again = client.get_manifest(repo, fallback_tag(published.manifest_digest))
     assert again is not None and again.data == index.data
 
 
-def test_a_referrer_alone_still_forbids_reusing_the_tag(registry: str, tmp_path: Path) -> None:
+def test_a_referrer_alone_still_forbids_reusing_the_tag(registry: str, tmp_path: Path, repo: str) -> None:
     """With the <tag>.superseded tag deleted, the referrers index still names the marker: the tag
     stays superseded (publish refused, pull reports the successor)."""
-    pub = OciPublisher(host=registry, repository="ref/alone", options=RegistryOptions())
+    pub = OciPublisher(host=registry, repository=repo, options=RegistryOptions())
     names = make_set(tmp_path / "set", ENGINE)
     pub.publish(request_for(tmp_path / "set", names))
     marker = pub.supersede("v1.0.0-beta.1", by="v1.0.0-beta.2", epoch=1700000000)
-    deleted = requests.delete(
-        f"http://{registry}/v2/ref/alone/manifests/{marker.manifest_digest}", timeout=10
-    )
+    deleted = requests.delete(f"http://{registry}/v2/{repo}/manifests/{marker.manifest_digest}", timeout=10)
     assert deleted.status_code == 202
-    assert pub.client.get_manifest("ref/alone", "v1.0.0-beta.1.superseded") is None
+    assert pub.client.get_manifest(repo, "v1.0.0-beta.1.superseded") is None
     with pytest.raises(PublishError, match=r"superseded by v1\.0\.0-beta\.2"):
         pub.publish(request_for(tmp_path / "set", names))
     dest = tmp_path / "pulled"
@@ -120,14 +127,14 @@ def test_push_artifact_uses_the_referrers_api_when_the_registry_has_one() -> Non
     assert client.blobs == [b.digest for b in blobs]
 
 
-def test_push_artifact_with_a_subject_on_a_real_registry(registry: str) -> None:
+def test_push_artifact_with_a_subject_on_a_real_registry(registry: str, repo: str) -> None:
     """What signing (issue 14) reuses: blobs, the manifest by digest, the tag-schema link."""
     client = RegistryClient(registry, options=RegistryOptions())
     subject_manifest, subject_blobs = _signature_manifest("sha256:" + "2" * 64)
-    base = push_artifact(client, "ref/sign", manifest=subject_manifest, blobs=subject_blobs, tag="base")
+    base = push_artifact(client, repo, manifest=subject_manifest, blobs=subject_blobs, tag="base")
     manifest, blobs = _signature_manifest(base.digest)
-    pushed = push_artifact(client, "ref/sign", manifest=manifest, blobs=blobs)
+    pushed = push_artifact(client, repo, manifest=manifest, blobs=blobs)
     assert pushed.referrers == "tag-schema"
-    found = referrers_of(client, "ref/sign", base.digest)
+    found = referrers_of(client, repo, base.digest)
     assert [d["digest"] for d in found] == [pushed.digest]
     assert found[0]["artifactType"] == "application/vnd.example.signature.v1"
