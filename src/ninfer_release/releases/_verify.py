@@ -63,7 +63,8 @@ def _entry_bounds(names: AssetNames, zip_path: Path) -> dict[str, int]:
     """The most bytes each non-zip file of the set can legitimately hold, known before reading.
 
     ``SHA256SUMS``: :func:`ninfer_release.checksums.sums_bound` of 10 entries; SBOMs:
-    ``SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members``; every other record: ``MAX_RECORD_ENTRY``.
+    ``SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members`` (the provenance too); every other record:
+    ``MAX_RECORD_ENTRY``.
     """
     members = _FALLBACK_MEMBERS
     # Only a regular file is opened: a FIFO in place of the zip must fail, never block (issue 9).
@@ -75,6 +76,9 @@ def _entry_bounds(names: AssetNames, zip_path: Path) -> dict[str, int]:
     sbom_bound = SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members
     bounds = dict.fromkeys(names.entries, MAX_RECORD_ENTRY)
     bounds[names.spdx] = bounds[names.cdx] = sbom_bound
+    # The provenance statement lists resolved inputs per shipped file too (~0.2 KiB each): a lane
+    # with 10k files has a 2 MB one. It grows with the package like the SBOMs (issue 13).
+    bounds[names.provenance] = sbom_bound
     bounds[SUMS_NAME] = sums_bound(len(names.entries))
     return bounds
 

@@ -1,0 +1,26 @@
+"""verify's size bounds grow with the package where the records do (issue 13: 10k-file lanes).
+
+The provenance statement lists resolved inputs per shipped file, like the SBOMs list files and
+components: a lane with 10k extra files has a 2 MB provenance, over the 1 MiB of a fixed record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ninfer_release.releases._contract import AssetNames
+from ninfer_release.releases._verify import MAX_RECORD_ENTRY, SBOM_BYTES_PER_MEMBER, _entry_bounds
+from zip_support import ours
+
+
+def test_provenance_bound_scales_with_members_like_the_sboms(tmp_path: Path) -> None:
+    names = AssetNames(stem="ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64")
+    small = tmp_path / "small"
+    small.mkdir()
+    big = tmp_path / "big"
+    big.mkdir()
+    few = _entry_bounds(names, ours(small, {"a.txt": b"a"}))
+    many = _entry_bounds(names, ours(big, {f"f/{i:05d}": b"x" for i in range(64)}))
+    assert many[names.provenance] == many[names.spdx] == many[names.cdx]
+    assert many[names.provenance] - few[names.provenance] == 63 * SBOM_BYTES_PER_MEMBER
+    assert many[names.manifest] == MAX_RECORD_ENTRY  # fixed-size records keep the fixed bound
