@@ -184,6 +184,13 @@ def _fail_gate_keep_qualified(doc: dict[str, Any]) -> None:
     doc["gates"]["failed"] = ["G1"]
 
 
+def _empty_gates_keep_qualified(doc: dict[str, Any]) -> None:
+    """Every receipt an unfilled template (no gates), ledger consistent, status still ``qualified``."""
+    for receipt in doc["receipts"]:
+        receipt["gates"] = {}
+    doc["gates"] = {"merged": {}, "counts": {"pass": 0, "fail": 0, "not_applicable": 0}, "failed": []}
+
+
 def _flip(suffix: str, *, resealed: bool) -> Mutation:
     def mutate(d: Path, s: str) -> None:
         name = "SHA256SUMS" if suffix == "SHA256SUMS" else s + suffix
@@ -296,6 +303,7 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         False,
     ),
     "qualification-failed-gate-kept-qualified": (_qualification_edit(_fail_gate_keep_qualified), False),
+    "qualification-no-gates-kept-qualified": (_qualification_edit(_empty_gates_keep_qualified), False),
     "qualification-bound-to-other-package": (
         _qualification_edit(lambda q: q["bound_to"].update(package_sha256="ab" * 32)),
         False,

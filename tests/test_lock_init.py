@@ -183,6 +183,28 @@ def test_receipt_new_is_bound_to_the_draft_set_and_seals(
     assert qualification["status"] == "qualified"
 
 
+def test_receipt_template_without_gates_cannot_qualify(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """An unfilled ``receipt new`` output names the right bytes but carries no evidence of a run:
+    the command says so, and sealing refuses it (exit 5) naming the file and ``gates``."""
+    set_dir = release_out(tmp_path_factory) / LANE
+    target = tmp_path / "receipts" / LANE / "template.json"
+    result = cli("receipt", "new", set_dir, "--out", target)
+    ok(result)
+    assert "no gate results: this receipt cannot qualify the set until the hardware run's gates" in result.out
+    shown = cli("--json", "receipt", "new", set_dir, "--out", tmp_path / "again.json")
+    ok(shown)
+    assert json.loads(shown.out)["can_qualify"] is False
+    sealed = tmp_path / "sealed"
+    src = samples(tmp_path_factory)
+    refused = cli("build", "lane", LANE, "--release", RELEASE, "--inputs", src, "--receipts", tmp_path / "receipts",
+                  "--out", sealed, "--offline")  # fmt: skip
+    assert refused.code == 5, refused.text
+    assert f"{target}: gates: no gate results; a receipt is the record of a hardware run" in refused.err
+    assert not list(sealed.glob(f"{LANE}/*.qualification.json"))
+
+
 def test_receipt_new_refuses_a_bad_gate_and_a_set_that_does_not_verify(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:

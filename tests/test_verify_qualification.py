@@ -126,6 +126,22 @@ def test_failed_gate_with_status_qualified_is_caught(qualified_copy: Path) -> No
     assert "status 'qualified' does not follow from its 1 receipts, failed gates G1" in res.err
 
 
+def test_receipts_without_gates_with_status_qualified_are_caught(qualified_copy: Path) -> None:
+    """Receipts that report no gates (unfilled templates) are no evidence of a hardware run: a
+    record that stays ``qualified`` with a consistent, empty ledger does not verify."""
+    record = qualified_copy / f"{S}.qualification.json"
+    doc = json.loads(record.read_bytes())
+    for receipt in doc["receipts"]:
+        receipt["gates"] = {}
+    doc["gates"] = {"merged": {}, "counts": {"pass": 0, "fail": 0, "not_applicable": 0}, "failed": []}
+    record.write_bytes(_dump(doc))
+    _rebind(qualified_copy)
+    res = cli("verify", qualified_copy)
+    assert res.code == 5, res.text
+    n = len(doc["receipts"])
+    assert f"status 'qualified' does not follow from its {n} receipts, {n} reporting no gate results" in res.err
+
+
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [

@@ -1390,6 +1390,8 @@ def receipt_new(
     config and package SHA-256 the set's SHA256SUMS names, plus the gates and measurements given.
 
     The set is verified first (exit 5 if it does not verify); --out is never overwritten (exit 4).
+    Without --gate the file is a template: it cannot qualify the set, and sealing refuses it
+    (exit 5) until the run's gate results are added.
     """
     from ninfer_release.atomic import write_bytes
     from ninfer_release.errors import IntegrityError, Problem
@@ -1413,8 +1415,12 @@ def receipt_new(
         f"  config sha256  {filled.config_sha256}",
     ]
     if not filled.gates:
-        lines.append("  no gates recorded yet: the hardware run adds its gate results before sealing")
-    emit(ctx, {"ok": True, "path": out, "receipt": filled.as_dict()}, lines)
+        lines.append(
+            "  no gate results: this receipt cannot qualify the set until the hardware run's gates "
+            "are added (--gate ID=RESULT); sealing refuses it as it is (exit 5)"
+        )
+    doc = {"ok": True, "path": out, "receipt": filled.as_dict(), "can_qualify": bool(filled.gates)}
+    emit(ctx, doc, lines)
 
 
 @cli.command(

@@ -585,16 +585,34 @@ def merge_gates(reports: Iterable[Mapping[str, str]]) -> GateLedger:
     return GateLedger(gates=MappingProxyType({g: merged[g] for g in order}))
 
 
+#: Why a receipt without gate results is refused at sealing (and never counts as qualifying).
+NO_GATES = (
+    "no gate results; a receipt is the record of a hardware run and qualifies nothing without one "
+    "(add its results: ninfer-release receipt new SET --out FILE --gate G1=pass ...)"
+)
+
+
+def qualifies(reports: Sequence[Mapping[str, str]]) -> bool:
+    """The qualification rule (docs/staged-inputs.md), shared by sealing and verify.
+
+    ``reports`` is each receipt's gate mapping. True exactly when there is at least one receipt,
+    every receipt reports at least one gate result, and no gate is ``fail`` (an unknown result
+    counts as ``fail``): a set qualifies only on evidence of a hardware run of these bytes.
+    """
+    return bool(reports) and all(reports) and not merge_gates(reports).failed
+
+
 @dataclass(frozen=True, kw_only=True)
 class Qualification:
-    """A lane's accepted receipts and their gate ledger; ``qualified`` needs receipts and no failed gate."""
+    """A lane's accepted receipts and their gate ledger; ``qualified`` per :func:`qualifies`."""
 
     receipts: tuple[BoundReceipt, ...]
     ledger: GateLedger
 
     @property
     def status(self) -> Literal["qualified", "unqualified"]:
-        return "qualified" if self.receipts and not self.ledger.failed else "unqualified"
+        """``qualified`` exactly when :func:`qualifies` holds for the receipts' gate reports."""
+        return "qualified" if qualifies([b.loaded.receipt.gates for b in self.receipts]) else "unqualified"
 
 
 def bind_receipts(receipts: Iterable[LoadedReceipt], binding: Binding) -> Qualification:
@@ -605,8 +623,8 @@ def bind_receipts(receipts: Iterable[LoadedReceipt], binding: Binding) -> Qualif
     and qualifies only with ``scratch.equivalence`` naming this build's config and package.
 
     Raises:
-        IntegrityError: any receipt of this lane names other bytes, or is a scratch run without
-            equivalence evidence — all at once, each naming the receipt file and field; evidence
+        IntegrityError: any receipt of this lane names other bytes, reports no gate results, or
+            is a scratch run without equivalence evidence — all at once, each naming the receipt file and field; evidence
             is never relabelled onto other bytes (exit 5).
     """
     bad: list[Problem] = []
@@ -626,6 +644,10 @@ def bind_receipts(receipts: Iterable[LoadedReceipt], binding: Binding) -> Qualif
     for loaded in mine:
         r = loaded.receipt
         before = len(bad)
+        if not r.gates:
+            # An unfilled template (`receipt new` without --gate) names the right bytes but carries
+            # no evidence; sealing it would read `qualified` with no hardware run behind it.
+            bad.append(Problem(file=loaded.path, field="gates", message=NO_GATES))
         for where, got, want in (
             ("source_commit", r.source_commit, binding.source_commit),
             ("profile_id", r.profile_id, binding.profile_id),

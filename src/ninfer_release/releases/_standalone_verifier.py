@@ -1084,7 +1084,8 @@ def _receipt_problems(entry: dict[str, Any], bound_to: Any) -> list[str]:
 
 
 def _qualification(run: Run, name: str, doc: dict[str, Any], zip_sha256: str | None) -> None:
-    """The record (schema 2) binds this package; its status follows from its receipts and gates."""
+    """The record (schema 2) binds this package; its status follows from its receipts and gates:
+    ``qualified`` needs a receipt, every receipt with a gate result, and no failed gate."""
     if doc.get("schema") != 2:
         run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
         return
@@ -1116,9 +1117,14 @@ def _qualification(run: Run, name: str, doc: dict[str, Any], zip_sha256: str | N
     ledger = _ledger(reports)
     if _get(doc, "gates") != ledger:
         run.fail(name, "gates (merged, counts, failed) do not follow from the receipts' gates")
-    want = "qualified" if receipts and not ledger["failed"] else "unqualified"
+    # The rule sealing applies: a receipt, every receipt with at least one gate result (an
+    # unfilled template is no evidence of a hardware run), and no failed gate.
+    evidence = bool(reports) and len(reports) == len(receipts) and all(reports)
+    want = "qualified" if evidence and not ledger["failed"] else "unqualified"
     if doc.get("status") != want:
-        run.fail(name, f"status {doc.get('status')!r} does not follow from its {len(receipts)} receipts")
+        empty = sum(1 for g in reports if not g)
+        bare = f", {empty} reporting no gate results" if empty else ""
+        run.fail(name, f"status {doc.get('status')!r} does not follow from its {len(receipts)} receipts{bare}")
 
 
 def _state(run: Run) -> str:

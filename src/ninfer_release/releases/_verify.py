@@ -44,7 +44,7 @@ from ninfer_release.releases._contract import (
     stem_from_names,
     zip_spdx_path,
 )
-from ninfer_release.releases._receipts import merge_gates
+from ninfer_release.releases._receipts import merge_gates, qualifies
 from ninfer_release.releases._records import release_instance_id
 from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, windows_join
 
@@ -715,8 +715,9 @@ def _receipt_entry_problems(entry: Mapping[str, Any], bound_to: Any) -> list[str
 
 def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: str | None) -> None:
     """The qualification record (schema 2) binds this package, and its status follows from its
-    receipts and gate ledger: ``qualified`` exactly when there is a receipt and no gate failed;
-    the ledger is the merge of the receipts' gates (docs/staged-inputs.md)."""
+    receipts and gate ledger: ``qualified`` exactly when there is a receipt, every receipt reports
+    at least one gate result and no gate failed (:func:`qualifies`); the ledger is the merge of the
+    receipts' gates (docs/staged-inputs.md)."""
     if doc.get("schema") != 2:
         run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
         return
@@ -749,7 +750,10 @@ def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: 
     if _get(doc, "gates") != ledger.as_dict():
         run.fail(name, "gates (merged, counts, failed) do not follow from the receipts' gates")
     status = doc.get("status")
-    want = "qualified" if receipts and not ledger.failed else "unqualified"
+    # A receipt whose gates are unreadable was not added to reports: it cannot count as evidence.
+    want = "qualified" if len(reports) == len(receipts) and qualifies(reports) else "unqualified"
     if status != want:
         failed = f", failed gates {', '.join(ledger.failed)}" if ledger.failed else ""
-        run.fail(name, f"status {status!r} does not follow from its {len(receipts)} receipts{failed}")
+        empty = sum(1 for g in reports if not g)
+        bare = f", {empty} reporting no gate results" if empty else ""
+        run.fail(name, f"status {status!r} does not follow from its {len(receipts)} receipts{failed}{bare}")
