@@ -198,8 +198,8 @@ def test_receipt_template_without_gates_cannot_qualify(
     assert json.loads(shown.out)["can_qualify"] is False
     sealed = tmp_path / "sealed"
     src = samples(tmp_path_factory)
-    refused = cli("build", "lane", LANE, "--release", RELEASE, "--inputs", src, "--receipts", tmp_path / "receipts",
-                  "--out", sealed, "--offline")  # fmt: skip
+    refused = cli("build", "lane", LANE, "--release", RELEASE, "--inputs", src,
+                  "--receipts", tmp_path / "receipts", "--out", sealed, "--offline")  # fmt: skip
     assert refused.code == 5, refused.text
     assert f"{target}: gates: no gate results; a receipt is the record of a hardware run" in refused.err
     assert not list(sealed.glob(f"{LANE}/*.qualification.json"))

@@ -139,7 +139,9 @@ def test_receipts_without_gates_with_status_qualified_are_caught(qualified_copy:
     res = cli("verify", qualified_copy)
     assert res.code == 5, res.text
     n = len(doc["receipts"])
-    assert f"status 'qualified' does not follow from its {n} receipts, {n} reporting no gate results" in res.err
+    assert (
+        f"status 'qualified' does not follow from its {n} receipts, {n} reporting no gate results" in res.err
+    )
 
 
 @pytest.mark.parametrize(

@@ -624,8 +624,8 @@ def bind_receipts(receipts: Iterable[LoadedReceipt], binding: Binding) -> Qualif
 
     Raises:
         IntegrityError: any receipt of this lane names other bytes, reports no gate results, or
-            is a scratch run without equivalence evidence — all at once, each naming the receipt file and field; evidence
-            is never relabelled onto other bytes (exit 5).
+            is a scratch run without equivalence evidence — all at once, each naming the receipt
+            file and field; evidence is never relabelled onto other bytes (exit 5).
     """
     bad: list[Problem] = []
     bound: list[BoundReceipt] = []

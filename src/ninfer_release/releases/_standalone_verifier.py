@@ -1124,7 +1124,9 @@ def _qualification(run: Run, name: str, doc: dict[str, Any], zip_sha256: str | N
     if doc.get("status") != want:
         empty = sum(1 for g in reports if not g)
         bare = f", {empty} reporting no gate results" if empty else ""
-        run.fail(name, f"status {doc.get('status')!r} does not follow from its {len(receipts)} receipts{bare}")
+        run.fail(
+            name, f"status {doc.get('status')!r} does not follow from its {len(receipts)} receipts{bare}"
+        )
 
 
 def _state(run: Run) -> str:
