@@ -349,3 +349,23 @@ def test_unreadable_manifest_is_exit_4_one_line_as_non_root(tmp_path_factory: py
         _one_line(run.err, str(manifest), "Permission denied")
     finally:
         shutil.rmtree(world, ignore_errors=True)
+
+
+def test_publish_of_a_set_padded_with_70_mib_of_blank_lines_stays_small(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Issue 9: ``publish`` of such a set once grew to ~24 GB. Now the bound on SHA256SUMS is
+    checked before reading: refused (exit 7, the set does not verify), peak RSS under 200 MiB,
+    and the store gets no tag."""
+    padded = tmp_path_factory.mktemp("padded") / "set"
+    shutil.copytree(release_out(tmp_path_factory) / "rtx4090", padded)
+    with (padded / "SHA256SUMS").open("ab") as f:
+        for _ in range(70):
+            f.write(b"\n" * (1 << 20))
+    store = padded.parent / "store"
+    run = run_bounded(["publish", padded, "--to", f"dir://{store}", "--draft"])
+    assert run.code == 7, run.err
+    assert "SHA256SUMS" in run.err and "larger than the 9216 bytes" in run.err
+    assert run.max_rss_mib < 200, run.max_rss_mib
+    assert len(run.error_lines) == 1, run.err
+    assert not store.exists() or "manifests" not in (store / "index.json").read_text()
