@@ -166,6 +166,8 @@ def test_publish_flow_done_when(
         res = cli("publish", other, "--to", store.to("rtx4090"), *extra)
         assert res.code == 7, res.text
         assert f"tag {tag} already points to" in res.err and "tags are immutable" in res.err
+        # A draft names why it is refused although <tag>.draft is free (the README's re-run).
+        assert ("a draft of it" in res.err) == bool(extra), res.err
     code, vdoc = _json("verify", store.ref("rtx4090", tag))
     assert code == 0 and vdoc["sha256sums_sha256"] == _sums(qual / "rtx4090")
 

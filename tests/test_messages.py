@@ -89,3 +89,29 @@ def test_a_bad_lane_value_is_reported_once_never_as_none(
     assert result.code == 3, result.text
     assert result.err.splitlines() == [f"error: {manifest}: {reported}"]
     assert "None" not in result.err
+
+
+def test_verify_on_a_dir_store_names_the_reference_to_use(tmp_path: Path) -> None:
+    """The README publishes to ``dir://store``; ``verify store`` says to name ``dir://store:TAG``."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    (store / "index.json").write_text('{"schemaVersion": 2, "manifests": []}')
+    result = cli("verify", store)
+    assert result.code == 4, result.text
+    assert result.err.splitlines() == [
+        f"error: {store}: not an asset set (no SHA256SUMS, no *.zip package); "
+        f"it is a dir:// store: verify dir://{store}:TAG"
+    ]
+
+
+def test_build_into_an_existing_out_names_clean(tmp_path: Path) -> None:
+    """Re-running the README's build into the same ``--out`` says how to replace it (``--clean``)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("build", "release", RELEASE, "--inputs", tmp_path / "staged", "--out", out, "--offline", "--dry-run")
+    assert result.code == 4, result.text
+    assert result.err.splitlines() == [
+        f"error: {out}: already exists; refusing to overwrite (choose a new --out, or pass --clean to "
+        "replace an earlier build's output)"
+    ]

@@ -60,11 +60,14 @@ def write_bytes(path: Path, data: bytes, *, mode: int = 0o644, overwrite: bool =
         raise
 
 
-def check_target(target: Path, *, replace_marked: str | None = None) -> bool:
+def check_target(
+    target: Path, *, replace_marked: str | None = None, hint: str = "choose a new --out"
+) -> bool:
     """Whether :func:`staged_directory` may create ``target`` (False) or replace it (True).
 
     ``replace_marked`` names a marker file: a ``target`` that is a real directory (not a symlink)
     holding that regular file is one of ours and may be replaced; anything else that exists is refused.
+    ``hint`` ends the refusal of an existing ``target`` when nothing may be replaced (what to do instead).
 
     Raises:
         InputError: ``target`` exists and may not be replaced (exit 4).
@@ -72,7 +75,7 @@ def check_target(target: Path, *, replace_marked: str | None = None) -> bool:
     if not (target.exists() or target.is_symlink()):
         return False
     if replace_marked is None:
-        raise InputError(f"{target}: already exists; refusing to overwrite (choose a new --out)")
+        raise InputError(f"{target}: already exists; refusing to overwrite ({hint})")
     marker = target / replace_marked
     if target.is_symlink() or not target.is_dir() or marker.is_symlink() or not marker.is_file():
         raise InputError(
@@ -200,7 +203,9 @@ def remove_stale_partials(parent: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def staged_directory(target: Path, *, replace_marked: str | None = None) -> Iterator[Path]:
+def staged_directory(
+    target: Path, *, replace_marked: str | None = None, hint: str = "choose a new --out"
+) -> Iterator[Path]:
     """Yield an empty staging directory that becomes ``target`` when the block succeeds.
 
     On any exception the staging directory is removed and ``target`` is untouched. With
@@ -213,7 +218,7 @@ def staged_directory(target: Path, *, replace_marked: str | None = None) -> Iter
             output location cannot be written (ENOSPC, EROFS, EACCES...: :func:`output_error`,
             exit 4).
     """
-    replacing = check_target(target, replace_marked=replace_marked)
+    replacing = check_target(target, replace_marked=replace_marked, hint=hint)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_partials(target.parent)

@@ -49,6 +49,8 @@ DEFAULT_BASE_DIR = "base-layout"
 #: (so it never deletes a directory that is not a build output of ours).
 OUTPUT_MARKER = ".ninfer-release-output"
 OUTPUT_MARKER_BYTES = b'{"written_by":"ninfer-release","kind":"build-output"}\n'
+# A re-run into the same OUT is the common case: say how to replace an earlier build's output.
+_OUT_HINT = "choose a new --out, or pass --clean to replace an earlier build's output"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -668,7 +670,7 @@ def build_lane(
         verify=verify,
         base=base,
     )
-    with staged_directory(out, replace_marked=OUTPUT_MARKER if clean else None) as stage:
+    with staged_directory(out, replace_marked=OUTPUT_MARKER if clean else None, hint=_OUT_HINT) as stage:
         outcome = _one_lane(release, lane_id, out=stage, opts=opts)
         write_bytes(stage / OUTPUT_MARKER, OUTPUT_MARKER_BYTES, overwrite=False)
     return _relocate(outcome, stage, out)
@@ -711,7 +713,7 @@ def build_release(
         base=base,
     )
     outcomes: list[LaneOutcome] = []
-    with staged_directory(out, replace_marked=OUTPUT_MARKER if clean else None) as stage:
+    with staged_directory(out, replace_marked=OUTPUT_MARKER if clean else None, hint=_OUT_HINT) as stage:
         for lane_id in release.lanes:
             outcomes.append(_one_lane(release, lane_id, out=stage, opts=opts))
         data = assemble_release_manifest([(o.result_path.name, o.result) for o in outcomes])
@@ -880,7 +882,7 @@ def plan_build(
     if lane_id is None:
         _check_release_inputs(release, inputs)
     chosen = [_lane_of(release, lane_id)] if lane_id is not None else list(release.lanes.values())
-    replaces = check_target(out, replace_marked=OUTPUT_MARKER if clean else None)
+    replaces = check_target(out, replace_marked=OUTPUT_MARKER if clean else None, hint=_OUT_HINT)
     lanes = tuple(_lane_plan(release, lane, inputs) for lane in chosen)
     top = (RELEASE_MANIFEST_NAME, OUTPUT_MARKER) if lane_id is None else (OUTPUT_MARKER,)
     return BuildPlan(out=out, replaces=replaces, lanes=lanes, records=top)

@@ -196,11 +196,11 @@ def verify_location(
         if not _looks_like_a_set(Path(location)):
             # A directory with neither SHA256SUMS nor a package is the wrong input (exit 4); a set
             # missing one of them is a set that fails (exit 5).
-            raise InputError(
-                problems=[
-                    Problem(file=location, message=f"not an asset set (no {SUMS_NAME}, no *.zip package)")
-                ]
-            )
+            message = f"not an asset set (no {SUMS_NAME}, no *.zip package)"
+            if (Path(location) / "oci-layout").is_file():
+                # A dir:// store is an OCI layout holding sets by tag: name the reference to use.
+                message += f"; it is a dir:// store: verify dir://{location}:TAG"
+            raise InputError(problems=[Problem(file=location, message=message)])
         report = _verify_dir(
             Path(location),
             expected_sums_sha256=expected_sums_sha256,

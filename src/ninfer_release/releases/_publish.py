@@ -891,6 +891,14 @@ class StorePublisher(abc.ABC):
                     manifest_digest=plan.digest,
                     latest_moved=moved,
                 )
+            if current is not None and request.draft:
+                # The draft tag is free, but a draft of a tag already released would be installed
+                # as a candidate for bytes that can never go out: say so instead of "immutable".
+                raise PublishError(
+                    f"{self.url(tag)}: tag {tag} already points to {current}, so a draft of it "
+                    f"(this set, {plan.digest}) could never be released; tags are immutable — "
+                    "build and publish under a new tag"
+                )
             if current is not None:
                 raise PublishError(
                     f"{self.url(tag)}: tag {tag} already points to {current}; this set is {plan.digest}; "
