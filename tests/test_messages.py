@@ -109,7 +109,9 @@ def test_build_into_an_existing_out_names_clean(tmp_path: Path) -> None:
     """Re-running the README's build into the same ``--out`` says how to replace it (``--clean``)."""
     out = tmp_path / "out"
     out.mkdir()
-    result = cli("build", "release", RELEASE, "--inputs", tmp_path / "staged", "--out", out, "--offline", "--dry-run")
+    result = cli(
+        "build", "release", RELEASE, "--inputs", tmp_path / "staged", "--out", out, "--offline", "--dry-run"
+    )
     assert result.code == 4, result.text
     assert result.err.splitlines() == [
         f"error: {out}: already exists; refusing to overwrite (choose a new --out, or pass --clean to "
