@@ -32,6 +32,18 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+#: The data folders of a project root (src/ninfer_release/projectroot.py): a workspace that links
+#: them is a project root as a checkout is, so commands run there find it.
+DATA_FOLDERS = ("manifests", "profiles", "packaging", "containers", "sbom", "releases", "samples")
+
+
+def link_project(workspace: Path, *, skip: tuple[str, ...] = ()) -> None:
+    """Symlink the checkout's data folders (but ``skip``) into ``workspace``, as a CI checkout has them."""
+    for name in DATA_FOLDERS:
+        if name not in skip:
+            (workspace / name).symlink_to(REPO / name)
+
+
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 NATIVE_LANES = ("rtx4090", "rtx3090")
 ALL_LANES = ("rtx3090", "rtx4090", "rtx5090")

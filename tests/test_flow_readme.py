@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_support import REPO, TAGS, Result, cli, draft_receipt, registry_namespace
+from flow_support import REPO, TAGS, Result, cli, draft_receipt, link_project, registry_namespace
 from registry_fixtures import PASSWORD, LoopbackCA, Registry, TokenRegistry, write_docker_config
 
 README = REPO / "README.md"
@@ -83,7 +83,7 @@ def test_readme_flows_run_as_written(
     and a token-auth registry with the credentials only in ``DOCKER_CONFIG/config.json`` (the CA
     trusted through ``SSL_CERT_FILE``)."""
     blocks = _blocks()
-    (tmp_path / "manifests").symlink_to(REPO / "manifests")
+    link_project(tmp_path)
     monkeypatch.chdir(tmp_path)
     # $REGISTRY/omp-ninfer/<lane> lands in a repository namespace of this test's own.
     env = {"REGISTRY": f"{registry}/{registry_namespace(tmp_path_factory, 'readme')}"}

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import need_tool
-from flow_support import RELEASE, REPO, TAGS, cli, registry_namespace, release_out
+from flow_support import RELEASE, REPO, TAGS, cli, link_project, registry_namespace, release_out
 
 WORKFLOW = REPO / ".github" / "workflows" / "prerelease.yml"
 #: Shell operators that end one command (shlex with punctuation_chars yields them as tokens).
@@ -237,7 +237,7 @@ def _run_job(job: str, workspace: Path, artifacts: Path, matrix: dict[str, str],
     """Run ``job``'s steps in ``workspace`` as the runner would (bash -e), artifacts as directories."""
     spec = _workflow()["jobs"][job]
     workspace.mkdir(parents=True)
-    (workspace / "manifests").symlink_to(REPO / "manifests")
+    link_project(workspace)
     full = dict(os.environ)
     full["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full['PATH']}"
     for scope in (_workflow().get("env", {}), spec.get("env", {})):

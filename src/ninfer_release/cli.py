@@ -51,6 +51,20 @@ class Context:
     json: bool
     debug: bool
     verbosity: int  # -1 quiet, 0 normal, 1 verbose
+    repo: str | None = None  # --repo DIR (after the command wins over before it)
+
+    def root(self, project_file: str | Path | None = None) -> Path:
+        """The project root for this command (:func:`ninfer_release.projectroot.resolve_root`):
+        ``--repo``, else ``NINFER_RELEASE_REPO``, else ``project_file``'s project (a definition or
+        recipe: two levels up), else discovered from the working directory. Exit 4 when none."""
+        from ninfer_release.projectroot import ENV_VAR, resolve_root
+
+        return resolve_root(
+            option=self.repo,
+            env_value=os.environ.get(ENV_VAR),
+            cwd=Path.cwd(),
+            project_file=Path(project_file) if project_file is not None else None,
+        ).path
 
 
 def emit(ctx: Context, document: dict[str, Any], human: list[str]) -> None:
@@ -81,14 +95,25 @@ _GLOBAL_FLAGS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("-v", "--verbose"), "verbose", "Print more detail to stderr."),
 )
 _GLOBAL_NAMES = tuple(name for _, name, _ in _GLOBAL_FLAGS)
+#: The one global option with a value: the project root (docs/architecture.md, "The project root").
+_REPO_HELP = (
+    "Project root holding manifests/, profiles/, sbom/, ... (default: $NINFER_RELEASE_REPO, "
+    "else the definition's project, else found upward from the working directory)."
+)
+
+
+def _repo_option() -> click.Option:
+    return click.Option(["--repo"], metavar="DIR", type=_InputPath(file_okay=False), help=_REPO_HELP)
 
 
 def _global_options() -> list[click.Option]:
-    return [click.Option(list(decls), is_flag=True, help=text) for decls, _, text in _GLOBAL_FLAGS]
+    flags = [click.Option(list(decls), is_flag=True, help=text) for decls, _, text in _GLOBAL_FLAGS]
+    return [*flags, _repo_option()]
 
 
-def _resolve(previous: Context | None, flags: dict[str, bool]) -> Context:
-    """The global options in force: ``flags`` given here, on top of those given before the command."""
+def _resolve(previous: Context | None, flags: dict[str, bool], repo: str | None = None) -> Context:
+    """The global options in force: ``flags`` (and ``repo``) given here, on top of those given
+    before the command."""
     json_ = flags["json_"] or (previous is not None and previous.json)
     debug = flags["debug"] or (previous is not None and previous.debug)
     verbosity = previous.verbosity if previous is not None else 0
@@ -96,7 +121,8 @@ def _resolve(previous: Context | None, flags: dict[str, bool]) -> Context:
         verbosity = max(verbosity, 1)
     if flags["quiet"]:
         verbosity = -1  # quiet wins, wherever it is given
-    resolved = Context(json=json_, debug=debug, verbosity=verbosity)
+    repo = repo if repo is not None else (previous.repo if previous is not None else None)
+    resolved = Context(json=json_, debug=debug, verbosity=verbosity, repo=repo)
     logging.getLogger().setLevel(
         logging.DEBUG if debug else (logging.INFO if verbosity > 0 else logging.WARNING)
     )
@@ -123,7 +149,8 @@ class _Command(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         flags = {name: bool(ctx.params.pop(name, False)) for name in _GLOBAL_NAMES}
-        ctx.obj = _resolve(ctx.obj if isinstance(ctx.obj, Context) else None, flags)
+        repo = ctx.params.pop("repo", None)
+        ctx.obj = _resolve(ctx.obj if isinstance(ctx.obj, Context) else None, flags, repo)
         return super().invoke(ctx)
 
 
@@ -148,8 +175,9 @@ class _Group(click.Group):
 @click.option("--debug", is_flag=True, help="Show a traceback with every error (expected ones too).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Print more detail to stderr.")
+@click.option("--repo", metavar="DIR", type=_InputPath(file_okay=False), help=_REPO_HELP)
 @click.pass_context
-def cli(ctx: click.Context, json_: bool, debug: bool, quiet: bool, verbose: bool) -> None:
+def cli(ctx: click.Context, json_: bool, debug: bool, quiet: bool, verbose: bool, repo: str | None) -> None:
     """Build, verify and publish OMP NInfer releases.
 
     Global options may also follow the command (``verify DIR --json``).
@@ -160,7 +188,7 @@ def cli(ctx: click.Context, json_: bool, debug: bool, quiet: bool, verbose: bool
     logging.basicConfig(
         level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
-    ctx.obj = _resolve(None, {"json_": json_, "debug": debug, "quiet": quiet, "verbose": verbose})
+    ctx.obj = _resolve(None, {"json_": json_, "debug": debug, "quiet": quiet, "verbose": verbose}, repo)
 
 
 @cli.command(
@@ -310,16 +338,15 @@ def manifest() -> None:
 
 @manifest.command("check", example="ninfer-release manifest check manifests/v0.13.1.yaml")
 @click.argument("manifest_path", metavar="MANIFEST", type=_InputPath(dir_okay=False))
-@click.option("--repo", "repo", type=_InputPath(file_okay=False), help="Repo root (default: MANIFEST/../..).")
 @click.pass_obj
-def manifest_check(ctx: Context, manifest_path: str, repo: str | None) -> None:
+def manifest_check(ctx: Context, manifest_path: str) -> None:
     """Check a staged release manifest and every profile it names; print each lane's config hashes."""
     import os
     from pathlib import Path
 
     from ninfer_release.profiles import load_release, render_release
 
-    release = load_release(Path(manifest_path), env=dict(os.environ), repo_root=Path(repo) if repo else None)
+    release = load_release(Path(manifest_path), env=dict(os.environ), repo_root=ctx.root(manifest_path))
     configs = render_release(release)
     lanes: list[dict[str, Any]] = []
     lines = [
@@ -397,21 +424,13 @@ def samples() -> None:
     help="Wheel cache (default $NINFER_CACHE/wheels or ~/.cache/ninfer-release/wheels).",
 )
 @click.option(
-    "--repo",
-    "repo",
-    type=_InputPath(file_okay=False),
-    help="Checkout holding samples/ (default: the one this tool runs from).",
-)
-@click.option(
     "--native-only",
     "native_only",
     is_flag=True,
     help="Only the native lanes (rtx4090, rtx3090): no container sample, no busybox-static needed.",
 )
 @click.pass_obj
-def samples_fetch(
-    ctx: Context, out: str, full: bool, cache: str | None, repo: str | None, native_only: bool
-) -> None:
+def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, native_only: bool) -> None:
     """Download pinned wheels and lay out DIR/rtx4090/ and DIR/rtx3090/ staged trees.
 
     Also DIR/rtx5090/ and DIR/base-layout/ (the container lane's stand-in inputs and sample base,
@@ -431,7 +450,7 @@ def samples_fetch(
         if ctx.verbosity >= 0:
             click.echo(f"samples: {message}", err=True)
 
-    repo_root = Path(repo) if repo else _tool_checkout()
+    repo_root = ctx.root()  # samples/ of the project root (--repo)
     result = fetch_samples(
         Path(out),
         full=full,
@@ -583,7 +602,15 @@ def _plan_or_print(
 
     if not dry_run and not _wants_progress(ctx):
         return {}
-    plan = plan_build(manifest, inputs=Path(inputs), out=Path(out), env=os.environ, lane_id=lane, clean=clean)
+    plan = plan_build(
+        manifest,
+        inputs=Path(inputs),
+        out=Path(out),
+        env=os.environ,
+        lane_id=lane,
+        clean=clean,
+        repo_root=ctx.root(manifest),
+    )
     if not dry_run:
         return plan.progress_totals()
     lines = [f"plan: {'replace' if plan.replaces else 'create'} {plan.out} (nothing written)"]
@@ -695,6 +722,7 @@ def build_lane_cmd(
             progress=progress,
             base=base,
             clean=clean,
+            repo_root=ctx.root(release_path),
         )
     summary = outcome.summary()
     emit(ctx, {"ok": True, **summary}, _lane_lines(summary))
@@ -746,6 +774,7 @@ def build_release_cmd(
             progress=progress,
             base=base,
             clean=clean,
+            repo_root=ctx.root(manifest_path),
         )
     summary = outcome.summary()
     lines = [line for lane in summary["lanes"] for line in _lane_lines(lane)]
@@ -1150,13 +1179,15 @@ def image_build(
         if release_path:
             from ninfer_release.profiles import load_release
 
-            default = load_release(Path(release_path), env=os.environ).source_date_epoch
+            default = load_release(
+                Path(release_path), env=os.environ, repo_root=ctx.root(release_path)
+            ).source_date_epoch
         if default is None and not os.environ.get("SOURCE_DATE_EPOCH"):
             raise InputError("no source-date epoch: give --source-date-epoch, SOURCE_DATE_EPOCH or --release")
         epoch = source_date_epoch(default or 0, os.environ)
     if backend != "docker" and (push or docker_host_url or no_smoke):
         raise click.UsageError("--push, --docker-host and --no-smoke need --backend docker")
-    repo_root = Path(recipe_path).resolve().parent.parent
+    repo_root = ctx.root(recipe_path)
     prof = Path(profile_path) if profile_path else repo_root / "profiles" / f"{recipe.profile}.yaml"
     rendered = containers.render_inputs(prof) if recipe.rendered_kinds else None
     request = containers.ImageBuildRequest(
@@ -1232,7 +1263,7 @@ def image_carry(
 
     if offline and registry:
         raise click.UsageError("--offline and --registry exclude each other")
-    release = load_release(Path(release_path), env=os.environ)
+    release = load_release(Path(release_path), env=os.environ, repo_root=ctx.root(release_path))
     found = release.lanes.get(lane)
     if found is None:
         raise InputError(
@@ -1273,11 +1304,6 @@ def image_carry(
 # --- lock / receipt (drafting the release engineer's inputs) -----------------------------------
 
 
-def _tool_checkout() -> Path:
-    """The checkout this tool runs from (``src/ninfer_release/cli.py`` → two levels up)."""
-    return Path(__file__).resolve().parents[2]
-
-
 @cli.group()
 def lock() -> None:
     """dependencies.lock.json: draft one from a staged tree's PE files and the curated catalog."""
@@ -1300,7 +1326,7 @@ def lock() -> None:
     "--catalog",
     "catalog_dir",
     type=_InputPath(file_okay=False),
-    help="Folder holding catalog.json and licenses/ (default: sbom/ of this tool's checkout).",
+    help="Folder holding catalog.json and licenses/ (default: sbom/ of the project root, --repo).",
 )
 @click.pass_obj
 def lock_init(ctx: Context, staged_dir: str, out: str | None, force: bool, catalog_dir: str | None) -> None:
@@ -1316,7 +1342,7 @@ def lock_init(ctx: Context, staged_dir: str, out: str | None, force: bool, catal
     from ninfer_release.sbom import draft_lock, load_catalog
 
     root = Path(staged_dir)
-    catalog = load_catalog(Path(catalog_dir) if catalog_dir else _tool_checkout() / "sbom")
+    catalog = load_catalog(Path(catalog_dir) if catalog_dir else ctx.root() / "sbom")
     draft = draft_lock(root, catalog=catalog)
     target = Path(out) if out else root / LOCK
     if target.exists() and not force:
@@ -1516,7 +1542,11 @@ def publish_cmd(
         from ninfer_release.releases import load_signing_key
 
         key = load_signing_key(Path(sign_key))
-    release = load_release(Path(release_path), env=os.environ) if release_path else None
+    release = (
+        load_release(Path(release_path), env=os.environ, repo_root=ctx.root(release_path))
+        if release_path
+        else None
+    )
     options = _registry_options(ca_file, insecure_registry)
     with _byte_progress(ctx, "publish") as progress:
         result = publish_set(
@@ -1621,7 +1651,7 @@ def supersede_cmd(
     from ninfer_release.profiles import load_release
     from ninfer_release.releases import supersede_tags
 
-    release = load_release(Path(manifest_path), env=os.environ)
+    release = load_release(Path(manifest_path), env=os.environ, repo_root=ctx.root(manifest_path))
     results = supersede_tags(release, to, registry=_registry_options(ca_file, insecure_registry))
     docs = [
         {
