@@ -161,7 +161,7 @@ def test_the_readme_command_list_names_every_option() -> None:
         if opt.startswith("--") and opt not in GLOBAL and opt not in commands
     ]
     assert missing == []
-    assert "ninfer-release [--json] [--debug] [-q|-v] COMMAND" in commands
+    assert "ninfer-release [--json] [--debug] [-q|-v] [--repo DIR] COMMAND" in commands
     lines = commands.splitlines()
     for path in _commands(root):
         listed = [ln for ln in lines if ln.startswith(f"  {path[0]} ") and path[-1] in ln.split()]
