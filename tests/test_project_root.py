@@ -94,6 +94,16 @@ def test_resolution_order(tmp_path: Path) -> None:
     assert root(None, str(other), definition) == other.resolve()
     assert root(None, "", definition) == project.resolve()
     assert root(None, None) == project.resolve()
+    hows = [
+        resolve_root(option=o, env_value=e, cwd=project / "docs", project_file=f).how
+        for o, e, f in (
+            (str(other), None, None),
+            (None, str(other), None),
+            (None, None, definition),
+            (None, None, None),
+        )
+    ]
+    assert hows == ["--repo", ENV_VAR, "definition", "discovered"]
     (project / "sbom").rmdir()  # no longer a root: discovery walks past it and finds none
     with pytest.raises(InputError, match="give --repo DIR"):
         root(None, None)

@@ -33,23 +33,11 @@ MARKERS = ("manifests", "profiles", "sbom")
 
 @dataclass(frozen=True, kw_only=True)
 class ProjectRoot:
-    """A resolved project root (an absolute path) and its data folders; ``how`` says which rule
-    found it (``--repo``, ``NINFER_RELEASE_REPO``, ``definition`` or ``discovered``)."""
+    """A resolved project root (an absolute path); ``how`` says which rule found it (``--repo``,
+    ``NINFER_RELEASE_REPO``, ``definition`` or ``discovered``)."""
 
     path: Path
     how: str
-
-    @property
-    def profiles(self) -> Path:
-        return self.path / "profiles"
-
-    @property
-    def sbom(self) -> Path:
-        return self.path / "sbom"
-
-    @property
-    def samples(self) -> Path:
-        return self.path / "samples"
 
 
 def is_project_root(path: Path) -> bool:
