@@ -340,6 +340,10 @@ def run_bounded(
     cmd = ["prlimit", f"--as={as_limit}", "--", *(NOBODY if as_user == "nobody" else []), *nr_command()]
     cmd += [str(a) for a in args]
     full = dict(os.environ)
+    # glibc reserves 64 MiB of address space per malloc arena and makes up to 8 per core as
+    # threads contend; under load that alone can reach the --as limit and abort a run that
+    # needs a tenth of it. Two arenas keep the limit a bound on what the run really uses.
+    full["MALLOC_ARENA_MAX"] = "2"
     full.update(env or {})
     full.pop("COLUMNS", None)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:

@@ -124,6 +124,9 @@ def _junk(conn: socket.socket, request: bytes) -> None:
 
 
 def _answer(conn: socket.socket, status: str, headers: dict[str, str], body: bytes = b"") -> None:
+    # The handler closes the socket after one answer, so it says so: without "Connection: close"
+    # a client may reuse the connection and, under load, lose the race with the close.
+    headers = {**headers, "Connection": "close"}
     head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     conn.sendall(head.encode() + b"\r\n" + body)
 
