@@ -26,6 +26,7 @@ import signal
 import stat
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import zipfile
@@ -328,6 +329,26 @@ class Run:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
+# Linux keeps a process's peak RSS across exec, counting the memory of the process it was forked
+# from: a command started straight from pytest reports pytest's own RSS (200+ MiB late in a full
+# run). This wrapper, a fresh small interpreter, forks the command and writes the command's own
+# peak (KiB) to argv[1], then exits as the command did.
+_PEAK_RSS_WRAPPER = """
+import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
+
 def run_bounded(
     args: Sequence[str | Path],
     *,
@@ -339,6 +360,9 @@ def run_bounded(
     """Run ``ninfer-release ARGS`` under ``prlimit --as``, a timeout and (optionally) as nobody."""
     cmd = ["prlimit", f"--as={as_limit}", "--", *(NOBODY if as_user == "nobody" else []), *nr_command()]
     cmd += [str(a) for a in args]
+    rss_fd, rss_name = tempfile.mkstemp(prefix="ninfer-rss-")
+    os.close(rss_fd)
+    cmd = [sys.executable, "-I", "-c", _PEAK_RSS_WRAPPER, rss_name, *cmd]
     full = dict(os.environ)
     # glibc reserves 64 MiB of address space per malloc arena and makes up to 8 per core as
     # threads contend; under load that alone can reach the --as limit and abort a run that
@@ -347,12 +371,14 @@ def run_bounded(
     full.update(env or {})
     full.pop("COLUMNS", None)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=full, cwd="/")
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=full, cwd="/", start_new_session=True
+        )
         fired = threading.Event()
 
         def kill() -> None:
             fired.set()
-            os.kill(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)
 
         timer = threading.Timer(timeout, kill)
         timer.start()
@@ -363,11 +389,14 @@ def run_bounded(
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
+        peak = Path(rss_name).read_text().strip()
+        Path(rss_name).unlink()
         return Run(
             code=proc.returncode,
             out=out.read().decode("utf-8", "replace"),
             err=err.read().decode("utf-8", "replace"),
-            max_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is KiB on Linux
+            # ru_maxrss is KiB on Linux; the wrapper's own figure if it was killed before writing it
+            max_rss_mib=int(peak or usage.ru_maxrss) / 1024,
             timed_out=fired.is_set(),
         )
 

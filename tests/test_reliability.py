@@ -278,7 +278,9 @@ def test_build_release_killed_at_20_points_is_nothing_or_complete(
             _SIGNALS[i % 3],
         )
         if out.exists():  # finished (or was renamed into place) before the signal: complete
-            assert code in (0, 130, 143, -9), code
+            # -2/-15: the set was complete and the signal came during interpreter shutdown, after
+            # our handlers were gone; what counts is that the output is whole (checked below).
+            assert code in (0, 130, 143, -9, -2, -15), code
             assert all(_verifies(out / lane) for lane in ("rtx4090", "rtx3090"))
         elif _SIGNALS[i % 3] != signal.SIGKILL:  # SIGINT/SIGTERM clean up themselves
             assert not [n for n in _hidden(parent) if n.startswith(f".out{i}.")], _hidden(parent)
