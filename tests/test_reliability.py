@@ -20,6 +20,7 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ import pytest
 from conftest import unavailable
 from flow_support import REPO, nr_command, release_out, samples, stem
 from hostile_support import run_bounded, world_dir
+from ninfer_release import cli
 
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 DRAFT = ".draft"  # releases._publish.DRAFT_SUFFIX
@@ -234,6 +236,61 @@ def test_sigint_in_the_first_milliseconds_prints_no_traceback(
     assert proc.returncode in (0, 130), (proc.returncode, err.decode())
     if proc.returncode == 130:
         assert err.decode().strip().splitlines()[-1] == "interrupted"
+
+
+_SWALLOWED = """
+import sys, time, weakref
+from ninfer_release import cli
+
+class Lock:
+    pass
+
+def callback(ref):
+    raise {exc}  # where Python cannot propagate it, like the import machinery's lock callback
+
+@cli.cli.command("swallow-test")
+def swallow_test():
+    lock = Lock()
+    ref = weakref.ref(lock, callback)
+    del lock
+    for _ in range(5000):  # 5 s: the redelivered signal ends it long before
+        time.sleep(0.001)
+    print("ran on")
+
+cli.main(["swallow-test"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "line"),
+    [("KeyboardInterrupt", 130, "interrupted"), ("cli._Terminated", 143, "terminated")],
+)
+def test_a_signal_python_swallows_still_ends_the_command_quietly(exc: str, code: int, line: str) -> None:
+    """A Ctrl-C raised inside a weakref callback (CI once caught one in importlib's module-lock
+    callback) is not printed as "Exception ignored" with a traceback, and is not lost either."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _SWALLOWED.format(exc=exc)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    err = proc.stderr.decode()
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert b"ran on" not in proc.stdout
+    assert proc.returncode == code, (proc.returncode, err)
+    assert err.strip().splitlines()[-1] == line
+
+
+def test_an_ordinary_unraisable_error_still_reaches_the_previous_hook() -> None:
+    """Only signals are redelivered: any other swallowed error is reported as before."""
+    seen: list[type[BaseException] | None] = []
+    hook = cli._redeliver_swallowed_signals(lambda u: seen.append(u.exc_type))
+
+    class Args:
+        exc_type = ValueError
+
+    hook(Args())
+    assert seen == [ValueError]
 
 
 # --- the crash test ----------------------------------------------------------------------------------

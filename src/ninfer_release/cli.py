@@ -1680,6 +1680,51 @@ def _terminate(signum: int, frame: object) -> None:
     raise _Terminated
 
 
+_REDELIVERY_DELAY_S = 0.01  # long enough for the main thread to be out of the swallowing hook
+
+
+def _redeliver_swallowed_signals(
+    fallback: Callable[[Any], object],
+) -> Callable[[Any], object]:
+    """An ``sys.unraisablehook`` that hands a swallowed Ctrl-C or SIGTERM back to the main thread.
+
+    A ``KeyboardInterrupt`` (or :class:`_Terminated`) raised where Python cannot propagate it (a
+    weakref callback in the import machinery, a ``__del__``) is otherwise printed as "Exception
+    ignored in ..." with a traceback, and the interrupt is lost: the command runs on. This hook
+    prints nothing and has a short-lived thread raise the same signal in the main thread again
+    (``_thread.interrupt_main``) after :data:`_REDELIVERY_DELAY_S`, once the main thread is back in
+    ordinary code, so it unwinds (and cleans up) like any other Ctrl-C. Raised in the hook itself
+    it would be swallowed again, hence the thread. Every other unraisable exception goes to
+    ``fallback`` (the hook that was installed before).
+    """
+    import _thread
+
+    def redeliver(signum: int) -> None:
+        timer = threading.Timer(_REDELIVERY_DELAY_S, _thread.interrupt_main, args=(signum,))
+        timer.daemon = True
+        timer.start()
+
+    def hook(unraisable: Any) -> object:
+        exc_type = unraisable.exc_type
+        if exc_type is not None and threading.current_thread() is threading.main_thread():
+            try:
+                if issubclass(exc_type, KeyboardInterrupt):
+                    redeliver(signal.SIGINT)
+                    return None
+                if issubclass(exc_type, _Terminated):
+                    redeliver(signal.SIGTERM)
+                    return None
+            except KeyboardInterrupt:  # a second Ctrl-C inside this hook: deliver it too
+                redeliver(signal.SIGINT)
+                return None
+            except _Terminated:
+                redeliver(signal.SIGTERM)
+                return None
+        return fallback(unraisable)
+
+    return hook
+
+
 def _global_flags_in(args: list[str]) -> set[str]:
     """Global flags given anywhere before ``--``: they decide how an error is shown, even when
     Click never got as far as the callback that resolves them (e.g. a usage error)."""
@@ -1706,7 +1751,9 @@ def main(argv: list[str] | None = None) -> None:
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGTERM) if in_main else None
     previous_int = signal.getsignal(signal.SIGINT) if in_main else None
+    previous_hook = sys.unraisablehook
     try:
+        sys.unraisablehook = _redeliver_swallowed_signals(previous_hook)
         # Installed inside the ``try`` so that no signal falls between a handler and its except
         # clause (until here, ``_entry`` turns SIGINT/SIGTERM into a quiet exit; issue 9).
         if in_main:
@@ -1761,6 +1808,7 @@ def main(argv: list[str] | None = None) -> None:
             "internal",
         )
     finally:
+        sys.unraisablehook = previous_hook
         if in_main:
             signal.signal(signal.SIGTERM, previous)
             signal.signal(signal.SIGINT, previous_int)
