@@ -13,7 +13,7 @@ import pytest
 
 from flow_support import RELEASE, REPO, cli, qualified_out, samples, stem
 from ninfer_release.errors import DefinitionError, ExitCode, InputError
-from ninfer_release.profiles import DEFAULT_ASSET_BUDGET, load_release
+from ninfer_release.manifests import DEFAULT_ASSET_BUDGET, load_release
 from ninfer_release.releases._budget import check_package_budget
 
 

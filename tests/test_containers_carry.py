@@ -24,7 +24,7 @@ from ninfer_release.containers import (
     parse_reference,
 )
 from ninfer_release.errors import ExitCode, InputError, IntegrityError
-from ninfer_release.profiles import CarriedImage, load_release
+from ninfer_release.manifests import CarriedImage, load_release
 
 TAG = "v0.7.0-qwen38-5090-beta.2"
 REAL_MANIFEST = REPO / "manifests" / "v0.13.1.yaml"

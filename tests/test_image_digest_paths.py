@@ -26,7 +26,7 @@ from ninfer_release.containers import (
     read_build_info,
     render_inputs,
 )
-from ninfer_release.profiles import load_release
+from ninfer_release.manifests import load_release
 
 RECIPE = REPO / "containers" / "qwen38-5090.yaml"
 PROFILE = REPO / "profiles" / "qwen38-5090-v0.13.0.yaml"

@@ -11,7 +11,7 @@ import pytest
 
 from flow_support import RELEASE, REPO, cli, qualified_out
 from ninfer_release.errors import DefinitionError
-from ninfer_release.profiles import load_release
+from ninfer_release.manifests import load_release
 
 
 def test_the_definition_names_each_native_lanes_repository() -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ninfer_release.errors import DefinitionError, InputError
-from ninfer_release.profiles import check_base_url, load_release, render_config, render_release
+from ninfer_release.manifests import check_base_url, load_release, render_release
+from ninfer_release.profiles import render_config
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "manifests" / "v0.13.1.yaml"

@@ -344,7 +344,7 @@ def manifest_check(ctx: Context, manifest_path: str) -> None:
     import os
     from pathlib import Path
 
-    from ninfer_release.profiles import load_release, render_release
+    from ninfer_release.manifests import load_release, render_release
 
     release = load_release(Path(manifest_path), env=dict(os.environ), repo_root=ctx.root(manifest_path))
     configs = render_release(release)
@@ -1177,7 +1177,7 @@ def image_build(
     if epoch is None:
         default = None
         if release_path:
-            from ninfer_release.profiles import load_release
+            from ninfer_release.manifests import load_release
 
             default = load_release(
                 Path(release_path), env=os.environ, repo_root=ctx.root(release_path)
@@ -1259,7 +1259,7 @@ def image_carry(
     from ninfer_release import containers
     from ninfer_release.atomic import write_bytes
     from ninfer_release.errors import InputError, Problem
-    from ninfer_release.profiles import load_release
+    from ninfer_release.manifests import load_release
 
     if offline and registry:
         raise click.UsageError("--offline and --registry exclude each other")
@@ -1532,7 +1532,7 @@ def publish_cmd(
     the tag: an OCI referrer tagged <tag>.sigstore, or files://DIR/<tag>.sigstore/.
     """
     from ninfer_release.errors import InputError, Problem
-    from ninfer_release.profiles import load_release
+    from ninfer_release.manifests import load_release
     from ninfer_release.releases import publish_set
 
     if not Path(set_dir).is_dir():
@@ -1648,7 +1648,7 @@ def supersede_cmd(
     A store is a lane's when its repository (or directory) path ends in the lane's
     publication_repository; a dir:// or files:// store that is no lane's is shared by all lanes.
     """
-    from ninfer_release.profiles import load_release
+    from ninfer_release.manifests import load_release
     from ninfer_release.releases import supersede_tags
 
     release = load_release(Path(manifest_path), env=os.environ, repo_root=ctx.root(manifest_path))

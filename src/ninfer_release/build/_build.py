@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import __version__, containers, packaging, profiles, sbom, strictjson
+from ninfer_release import __version__, containers, manifests, packaging, profiles, sbom, strictjson
 from ninfer_release.atomic import check_target, staged_directory, write_bytes
 from ninfer_release.errors import DefinitionError, InputError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
@@ -104,7 +104,7 @@ class ReleaseOutcome:
         }
 
 
-def release_facts(release: profiles.Release) -> dict[str, Any]:
+def release_facts(release: manifests.Release) -> dict[str, Any]:
     """The release-level block every lane result of ``release`` carries (identical across lanes)."""
     repo = release.repo_root
     try:
@@ -153,7 +153,7 @@ def _staged_dir(inputs: Path, lane_id: str) -> Path:
     )
 
 
-def _check_release_inputs(release: profiles.Release, inputs: Path) -> None:
+def _check_release_inputs(release: manifests.Release, inputs: Path) -> None:
     """``build release`` reads ``inputs/<lane>/`` per lane: refuse one lane's tree given instead.
 
     Without this, the first other lane would load that tree and fail on a field of it (e.g. its
@@ -180,7 +180,7 @@ def _check_release_inputs(release: profiles.Release, inputs: Path) -> None:
 
 
 def _native_inputs(
-    release: profiles.Release, lane: profiles.Lane, inputs: Path
+    release: manifests.Release, lane: manifests.Lane, inputs: Path
 ) -> tuple[profiles.Profile, profiles.RenderedConfig, packaging.StagedTree, packaging.PackageRecipe]:
     """Everything a native lane is built from: its profile, rendered config, staged tree, recipe."""
     profile = release.profile_of(lane.id)
@@ -203,8 +203,8 @@ def lane_phase(lane_id: str, phase: str) -> str:
 
 
 def _native_lane(
-    release: profiles.Release,
-    lane: profiles.Lane,
+    release: manifests.Release,
+    lane: manifests.Lane,
     *,
     inputs: Path,
     out: Path,
@@ -259,7 +259,7 @@ def _native_lane(
 _NAMED_CHANGES = 12
 
 
-def documented_route(release: profiles.Release, lane_id: str, route_file: Path) -> dict[str, Any] | None:
+def documented_route(release: manifests.Release, lane_id: str, route_file: Path) -> dict[str, Any] | None:
     """The ``documented_routes`` record of a lane whose predecessor published a route block.
 
     ``None`` when the definition names no ``predecessor`` or it holds no ``<lane>.route.json``
@@ -306,8 +306,8 @@ def documented_route(release: profiles.Release, lane_id: str, route_file: Path) 
 
 
 def _carried_lane(
-    release: profiles.Release,
-    lane: profiles.Lane,
+    release: manifests.Release,
+    lane: manifests.Lane,
     *,
     out: Path,
     registry: str | None,
@@ -434,8 +434,8 @@ def build_image_with_sboms(
 
 
 def _built_image_lane(
-    release: profiles.Release,
-    lane: profiles.Lane,
+    release: manifests.Release,
+    lane: manifests.Lane,
     *,
     inputs: Path,
     base: str | None,
@@ -579,7 +579,7 @@ class _LaneOptions:
     base: str | None
 
 
-def _receipts(release: profiles.Release, receipts: Path | None) -> tuple[LoadedReceipt, ...]:
+def _receipts(release: manifests.Release, receipts: Path | None) -> tuple[LoadedReceipt, ...]:
     """Every receipt under ``--receipts`` (all lanes, checked before any lane is built)."""
     if receipts is None:
         return ()
@@ -587,7 +587,7 @@ def _receipts(release: profiles.Release, receipts: Path | None) -> tuple[LoadedR
     return read_receipts(receipts, lanes=native)
 
 
-def _lane_of(release: profiles.Release, lane_id: str) -> profiles.Lane:
+def _lane_of(release: manifests.Release, lane_id: str) -> manifests.Lane:
     """The lane ``lane_id`` of ``release``; InputError naming the known lanes otherwise."""
     lane = release.lanes.get(lane_id)
     if lane is None:
@@ -604,7 +604,7 @@ def _lane_of(release: profiles.Release, lane_id: str) -> profiles.Lane:
 
 
 def _one_lane(
-    release: profiles.Release,
+    release: manifests.Release,
     lane_id: str,
     *,
     out: Path,
@@ -659,7 +659,7 @@ def build_lane(
             without the marker) (exit 4).
         IntegrityError: a receipt names other bytes, an SBOM fails, the set does not verify (exit 5).
     """
-    release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    release = manifests.load_release(manifest, env=env, repo_root=repo_root)
     opts = _LaneOptions(
         inputs=inputs,
         receipts=_receipts(release, receipts),
@@ -700,7 +700,7 @@ def build_release(
     Raises:
         as :func:`build_lane`, for any lane; nothing is left in ``out`` on failure.
     """
-    release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    release = manifests.load_release(manifest, env=env, repo_root=repo_root)
     _check_release_inputs(release, inputs)
     opts = _LaneOptions(
         inputs=inputs,
@@ -819,7 +819,7 @@ class BuildPlan:
         }
 
 
-def _lane_plan(release: profiles.Release, lane: profiles.Lane, inputs: Path) -> LanePlan:
+def _lane_plan(release: manifests.Release, lane: manifests.Lane, inputs: Path) -> LanePlan:
     result = lane_result_name(lane.id)
     if lane.mode == "carry":
         return LanePlan(lane_id=lane.id, kind=lane.kind, mode=lane.mode, members=(), records=(result,))
@@ -878,7 +878,7 @@ def plan_build(
         DefinitionError: the definition or a profile is invalid (exit 3).
         InputError: staged inputs missing or invalid; ``out`` exists and may not be replaced (exit 4).
     """
-    release = profiles.load_release(manifest, env=env, repo_root=repo_root)
+    release = manifests.load_release(manifest, env=env, repo_root=repo_root)
     if lane_id is None:
         _check_release_inputs(release, inputs)
     chosen = [_lane_of(release, lane_id)] if lane_id is not None else list(release.lanes.values())

@@ -17,7 +17,7 @@ from typing import Any
 
 from ninfer_release.errors import IntegrityError, Problem
 from ninfer_release.jsonbytes import dumps_stable
-from ninfer_release.profiles import CarriedImage
+from ninfer_release.manifests import CarriedImage
 
 from ._oci import parse_descriptor, parse_manifest
 from ._registry import (

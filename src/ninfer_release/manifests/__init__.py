@@ -1,4 +1,13 @@
-"""manifests — the release manifest: every config hash and component binding of a release.
+"""manifests — the release definition and the release manifest.
+
+The release definition (``manifests/<version>.yaml``, "the staged manifest" of the release notes) is
+read here (:func:`load_release`): a frozen, validated :class:`Release` with its lanes, the profiles
+they name and the records of carried containers (``releases/<version>/<lane>.yaml``,
+:func:`load_carried_record`); every problem is reported at once (file + field path). Stages below
+``releases`` (``packaging``, ``containers``, ``sbom``) use its types, so this stage sits just above
+``profiles`` (docs/architecture.md).
+
+The release manifest: every config hash and component binding of a release.
 
 Inputs: lane results (``<lane>.lane.json``), one per lane, written by ``build lane`` (native
 lanes) or by carrying/building the container lane. Output: ``release-manifest.json`` — the release
@@ -18,13 +27,37 @@ from ninfer_release.manifests._assemble import (
     lane_result_name,
     load_lane_result,
 )
+from ninfer_release.manifests._definition import (
+    DEFAULT_ASSET_BUDGET,
+    CarriedImage,
+    ClientBinding,
+    Lane,
+    ModelBinding,
+    Release,
+    Superseded,
+    check_base_url,
+    load_carried_record,
+    load_release,
+    render_release,
+)
 
 __all__ = [
+    "DEFAULT_ASSET_BUDGET",
     "LANE_RESULT_KIND",
     "MANIFEST_KIND",
     "MAX_RELEASE_MANIFEST_BYTES",
+    "CarriedImage",
+    "ClientBinding",
+    "Lane",
     "LaneResult",
+    "ModelBinding",
+    "Release",
+    "Superseded",
     "assemble_release_manifest",
+    "check_base_url",
     "lane_result_name",
+    "load_carried_record",
     "load_lane_result",
+    "load_release",
+    "render_release",
 ]

@@ -1,10 +1,10 @@
-"""profiles — the release definition, deployment profiles and engine config rendering.
+"""profiles — deployment profiles and engine config rendering.
 
-Inputs: ``manifests/<version>.yaml`` (the staged release manifest), ``profiles/<profile-id>.yaml``
-(deployment profiles, public and nonsecret), ``profiles/templates/*.j2`` (engine config templates),
-``releases/<version>/<lane>.yaml`` (records of carried containers).
+Inputs: ``profiles/<profile-id>.yaml`` (deployment profiles, public and nonsecret),
+``profiles/templates/*.j2`` (engine config templates). The release definition
+(``manifests/<version>.yaml``) is read one stage up, by :mod:`ninfer_release.manifests`.
 
-Outputs: frozen typed objects (:class:`Release`, :class:`Lane`, :class:`Profile`, ...) validated up
+Outputs: frozen typed objects (:class:`Profile`, :class:`InstallLayout`, ...) validated up
 front with every problem reported at once (file + field path, close-match suggestions); rendered
 config bytes with their two hashes (:class:`RenderedConfig`); bearer keys.
 
@@ -27,10 +27,8 @@ Invariants and terms:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
-from ninfer_release.errors import DefinitionError, Problem
 from ninfer_release.profiles._keys import (
     KEY_FILE_SPEC,
     KEY_RANDOM_BYTES,
@@ -60,18 +58,6 @@ from ninfer_release.profiles._profile import (
     Profile,
     Speculation,
     load_profile,
-)
-from ninfer_release.profiles._release import (
-    DEFAULT_ASSET_BUDGET,
-    CarriedImage,
-    ClientBinding,
-    Lane,
-    ModelBinding,
-    Release,
-    Superseded,
-    check_base_url,
-    load_carried_record,
-    load_release,
 )
 from ninfer_release.profiles._render import (
     RenderedConfig,
@@ -106,27 +92,6 @@ def check_profile(path: Path, *, templates_dir: Path | None = None) -> tuple[Pro
     return profile, render_config(profile, templates_dir=templates_dir)
 
 
-def render_release(release: Release, *, templates_dir: Path | None = None) -> Mapping[str, RenderedConfig]:
-    """Render every lane's config of ``release``; keyed by lane id, in lane-id order.
-
-    ``templates_dir`` defaults to ``<repo_root>/profiles/templates``.
-
-    Raises:
-        DefinitionError: every lane's rendering problems, at once.
-    """
-    tdir = templates_dir if templates_dir is not None else release.repo_root / "profiles" / "templates"
-    out: dict[str, RenderedConfig] = {}
-    problems: list[Problem] = []
-    for lane_id in release.lanes:
-        try:
-            out[lane_id] = render_config(release.profile_of(lane_id), templates_dir=tdir)
-        except DefinitionError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise DefinitionError(problems=problems)
-    return out
-
-
 __all__ = [
     "CHECKPOINT_DIR_TEMPLATE",
     "CHECKPOINT_FILE_NAME_CHARS",
@@ -134,7 +99,6 @@ __all__ = [
     "CONFIG_PATH",
     "CONFIG_SCHEMA",
     "DATA_ROOT",
-    "DEFAULT_ASSET_BUDGET",
     "INSTANCE_PLACEHOLDER",
     "KEY_FILE_SPEC",
     "KEY_RANDOM_BYTES",
@@ -143,37 +107,27 @@ __all__ = [
     "MIN_KEY_BYTES",
     "PROGRAM_ROOT",
     "AclGrant",
-    "CarriedImage",
     "Checkpoint",
-    "ClientBinding",
     "Endpoint",
     "InstallLayout",
     "KeyFileSpec",
-    "Lane",
     "LongestPath",
-    "ModelBinding",
     "PathBudget",
     "Profile",
-    "Release",
     "RenderedConfig",
     "RenderedTemplate",
     "RootBudget",
     "Speculation",
-    "Superseded",
-    "check_base_url",
     "check_bearer_key",
     "check_profile",
     "expected_config",
     "generate_bearer_key",
     "install_layout",
-    "load_carried_record",
     "load_profile",
-    "load_release",
     "load_yaml_data",
     "path_budget",
     "read_bearer_key",
     "render_config",
-    "render_release",
     "render_template",
     "template_values",
     "toml_literal",

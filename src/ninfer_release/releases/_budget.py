@@ -1,7 +1,7 @@
 """The per-asset size budget (issue 12): GitHub rejects release assets of 2 GiB or more.
 
 The release definition's ``asset_budget_bytes`` (default
-:data:`~ninfer_release.profiles.DEFAULT_ASSET_BUDGET`, 2 GiB - 1) bounds every published asset.
+:data:`~ninfer_release.manifests.DEFAULT_ASSET_BUDGET`, 2 GiB - 1) bounds every published asset.
 A package passing :data:`WARN_FRACTION` of it is built with a warning; one above it is refused,
 naming its largest members (what to move out of the package). ``publish --to files://`` and the
 GitHub workflow step refuse an over-budget asset before writing or uploading anything.

@@ -24,7 +24,7 @@ from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_ste
 from ninfer_release.releases._verify import MAX_RECORD_ENTRY, VerifyReport, verify_set
 
 if TYPE_CHECKING:
-    from ninfer_release.profiles import Lane, Release
+    from ninfer_release.manifests import Lane, Release
     from ninfer_release.registry import RegistryOptions
     from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
     from ninfer_release.releases._publish import PublishResult, Target
@@ -362,7 +362,7 @@ def publish_set(
             ``release``, the target names another tag, or the store refuses (immutability) (exit 7).
         InputError: the target is malformed (exit 4).
     """
-    from ninfer_release.profiles import DEFAULT_ASSET_BUDGET
+    from ninfer_release.manifests import DEFAULT_ASSET_BUDGET
     from ninfer_release.releases._budget import refuse_over_budget
     from ninfer_release.releases._publish import (
         ANN_REVISION,

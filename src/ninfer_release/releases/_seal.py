@@ -20,11 +20,10 @@ from ninfer_release.atomic import staged_directory
 from ninfer_release.checksums import render_sha256sums
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.jsonbytes import dumps_stable
+from ninfer_release.manifests import Lane, Release
 from ninfer_release.profiles import (
-    Lane,
     PathBudget,
     Profile,
-    Release,
     RenderedConfig,
     install_layout,
     path_budget,

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ninfer_release.errors import DefinitionError, InputError, NinferError, Problem
+from ninfer_release.profiles import RenderedConfig, load_yaml_data, render_config
 from ninfer_release.profiles._check import HEX40, HEX64, SHORT_HEX, Checker
 from ninfer_release.profiles._profile import (
     COMPONENT_TAG,
@@ -30,7 +31,6 @@ from ninfer_release.profiles._profile import (
     Profile,
     load_profile,
 )
-from ninfer_release.profiles._yaml import load_yaml_data
 from ninfer_release.reproducible import MAX_EPOCH, source_date_epoch
 
 #: Manifest schema (ours).
@@ -800,4 +800,25 @@ def _cross_check(file: str, where: str, lane: Lane, p: Profile, model: ModelBind
                 out.append(
                     Problem(file=rf, field=field, message=f"{got!r} disagrees with {want!r} ({where})")
                 )
+    return out
+
+
+def render_release(release: Release, *, templates_dir: Path | None = None) -> Mapping[str, RenderedConfig]:
+    """Render every lane's config of ``release``; keyed by lane id, in lane-id order.
+
+    ``templates_dir`` defaults to ``<repo_root>/profiles/templates``.
+
+    Raises:
+        DefinitionError: every lane's rendering problems, at once.
+    """
+    tdir = templates_dir if templates_dir is not None else release.repo_root / "profiles" / "templates"
+    out: dict[str, RenderedConfig] = {}
+    problems: list[Problem] = []
+    for lane_id in release.lanes:
+        try:
+            out[lane_id] = render_config(release.profile_of(lane_id), templates_dir=tdir)
+        except DefinitionError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise DefinitionError(problems=problems)
     return out
