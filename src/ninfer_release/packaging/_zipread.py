@@ -159,6 +159,145 @@ def _end_of_central_directory(f: BinaryIO, path: Path, file_size: int) -> tuple[
     return n_total, cd_offset, cd_size
 
 
+@dataclass(frozen=True, kw_only=True)
+class _CentralDirectory:
+    """The central directory's raw bytes ``data``, read from byte ``offset``; ``count`` entries."""
+
+    count: int
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CentralEntry:
+    """One central-directory entry as recorded (zip64 values applied), before its local header is read.
+
+    ``raw_name`` is the stored name bytes, ``name`` its decoding (UTF-8 when flag bit 11, else
+    CP437); sizes and ``header_offset`` are bytes; ``dos_date``/``dos_time`` the raw MS-DOS fields.
+    """
+
+    raw_name: bytes
+    name: str
+    flags: int
+    method: int
+    crc32: int
+    compressed_size: int
+    size: int
+    header_offset: int
+    external_attr: int
+    version_made_by: int
+    version_needed: int
+    dos_date: int
+    dos_time: int
+    extra: bytes
+
+
+def _read_central_directory(f: BinaryIO, path: Path) -> _CentralDirectory:
+    """The central directory located by the end records, bounded by :data:`MAX_CENTRAL_DIRECTORY`.
+
+    Raises:
+        IntegrityError: the end records are malformed or the directory lies outside the archive.
+    """
+    f.seek(0, 2)
+    file_size = f.tell()
+    count, cd_offset, cd_size = _end_of_central_directory(f, path, file_size)
+    if cd_size > MAX_CENTRAL_DIRECTORY or cd_offset + cd_size > file_size:
+        raise _fail(
+            path, f"central directory ({cd_size} bytes at {cd_offset}) is outside the archive or too big"
+        )
+    return _CentralDirectory(count=count, offset=cd_offset, data=_read_at(f, cd_offset, cd_size))
+
+
+def _central_entries(cd: _CentralDirectory, path: Path) -> Iterator[_CentralEntry]:
+    """The directory's entries in order, parsed lazily (APPNOTE 4.3.12; zip64 extra 4.5.3).
+
+    Raises:
+        IntegrityError: the directory is truncated, an entry's signature is wrong, or an entry
+            needs zip64 values that its extra field does not hold.
+    """
+    data, i = cd.data, 0
+    for n in range(cd.count):
+        if i + CENTRAL_FMT.size > len(data):
+            raise _fail(path, f"central directory ends after {n} of {cd.count} entries")
+        fields = CENTRAL_FMT.unpack_from(data, i)
+        sig, made_by, needed, flags, method, dtime, ddate, crc, csize, usize = fields[:10]
+        nlen, xlen, clen, eattr, offset = fields[10], fields[11], fields[12], fields[15], fields[16]
+        if sig != CENTRAL_SIG:
+            raise _fail(path, f"central directory entry {n} has a bad signature")
+        j = i + CENTRAL_FMT.size
+        raw_name, extra = data[j : j + nlen], data[j + nlen : j + nlen + xlen]
+        i = j + nlen + xlen + clen
+        want = [k for k, v in (("size", usize), ("csize", csize), ("offset", offset)) if v == LIMIT32]
+        if want:
+            z64 = _zip64_fields(extra, want)
+            if z64 is None:
+                raise _fail(path, f"entry {n} needs a zip64 extra field but has none")
+            usize, csize, offset = z64.get("size", usize), z64.get("csize", csize), z64.get("offset", offset)
+        yield _CentralEntry(
+            raw_name=raw_name,
+            name=raw_name.decode("utf-8", "replace") if flags & FLAG_UTF8 else raw_name.decode("cp437"),
+            flags=flags,
+            method=method,
+            crc32=crc,
+            compressed_size=csize,
+            size=usize,
+            header_offset=offset,
+            external_attr=eattr,
+            version_made_by=made_by,
+            version_needed=needed,
+            dos_date=ddate,
+            dos_time=dtime,
+            extra=bytes(extra),
+        )
+
+
+def _with_local_header(f: BinaryIO, path: Path, entry: _CentralEntry, cd_offset: int) -> ZipMember:
+    """``entry`` cross-checked with its local header: same name, data before the central directory.
+
+    Raises:
+        IntegrityError: no local header at the offset, another name, or data running past the
+            member area.
+    """
+    name, offset, csize = entry.name, entry.header_offset, entry.compressed_size
+    local = _read_at(f, offset, LOCAL_FMT.size)
+    if len(local) != LOCAL_FMT.size or LOCAL_FMT.unpack(local)[0] != LOCAL_SIG:
+        raise _fail(path, f"{name!r}: no local header at offset {offset}")
+    lfields = LOCAL_FMT.unpack(local)
+    lnlen, lxlen = lfields[9], lfields[10]
+    lname = _read_at(f, offset + LOCAL_FMT.size, lnlen)
+    lextra = f.read(lxlen)
+    if lname != entry.raw_name:
+        raise _fail(path, f"{name!r}: local header names {lname!r}")
+    data_offset = offset + LOCAL_FMT.size + lnlen + lxlen
+    if data_offset + csize > cd_offset:
+        raise _fail(path, f"{name!r}: data ({csize} bytes at {data_offset}) runs past the member area")
+    return ZipMember(
+        name=name,
+        flags=entry.flags,
+        method=entry.method,
+        crc32=entry.crc32,
+        compressed_size=csize,
+        size=entry.size,
+        header_offset=offset,
+        data_offset=data_offset,
+        external_attr=entry.external_attr,
+        create_system=entry.version_made_by >> 8,
+        version_made_by=entry.version_made_by,
+        version_needed=entry.version_needed,
+        date_time=_dos(entry.dos_date, entry.dos_time),
+        central_extra=entry.extra,
+        local_extra=lextra,
+    )
+
+
+def _check_no_overlap(path: Path, members: list[ZipMember]) -> None:
+    """Raises: IntegrityError when two members' byte ranges (header to end of data) overlap."""
+    spans = sorted((m.header_offset, m.data_offset + m.compressed_size, m.name) for m in members)
+    for (_, end_a, name_a), (start_b, _, name_b) in itertools.pairwise(spans):
+        if start_b < end_a:
+            raise _fail(path, f"members {name_a!r} and {name_b!r} overlap (zip bomb or corrupt archive)")
+
+
 def read_zip_index(path: Path) -> list[ZipMember]:
     """Parse the central directory of the zip at ``path`` and check every local header against it.
 
@@ -171,75 +310,9 @@ def read_zip_index(path: Path) -> list[ZipMember]:
         OSError: the file cannot be read.
     """
     with path.open("rb") as f:
-        f.seek(0, 2)
-        file_size = f.tell()
-        count, cd_offset, cd_size = _end_of_central_directory(f, path, file_size)
-        if cd_size > MAX_CENTRAL_DIRECTORY or cd_offset + cd_size > file_size:
-            raise _fail(
-                path, f"central directory ({cd_size} bytes at {cd_offset}) is outside the archive or too big"
-            )
-        cd = _read_at(f, cd_offset, cd_size)
-        members: list[ZipMember] = []
-        i = 0
-        for n in range(count):
-            if i + CENTRAL_FMT.size > len(cd):
-                raise _fail(path, f"central directory ends after {n} of {count} entries")
-            fields = CENTRAL_FMT.unpack_from(cd, i)
-            sig, made_by, needed, flags, method, dtime, ddate, crc, csize, usize = fields[:10]
-            nlen, xlen, clen, eattr, offset = fields[10], fields[11], fields[12], fields[15], fields[16]
-            if sig != CENTRAL_SIG:
-                raise _fail(path, f"central directory entry {n} has a bad signature")
-            j = i + CENTRAL_FMT.size
-            raw_name, extra = cd[j : j + nlen], cd[j + nlen : j + nlen + xlen]
-            i = j + nlen + xlen + clen
-            want = [k for k, v in (("size", usize), ("csize", csize), ("offset", offset)) if v == LIMIT32]
-            if want:
-                z64 = _zip64_fields(extra, want)
-                if z64 is None:
-                    raise _fail(path, f"entry {n} needs a zip64 extra field but has none")
-                usize, csize, offset = (
-                    z64.get("size", usize),
-                    z64.get("csize", csize),
-                    z64.get("offset", offset),
-                )
-            name = raw_name.decode("utf-8", "replace") if flags & FLAG_UTF8 else raw_name.decode("cp437")
-            local = _read_at(f, offset, LOCAL_FMT.size)
-            if len(local) != LOCAL_FMT.size or LOCAL_FMT.unpack(local)[0] != LOCAL_SIG:
-                raise _fail(path, f"{name!r}: no local header at offset {offset}")
-            lfields = LOCAL_FMT.unpack(local)
-            lnlen, lxlen = lfields[9], lfields[10]
-            lname = _read_at(f, offset + LOCAL_FMT.size, lnlen)
-            lextra = f.read(lxlen)
-            if lname != raw_name:
-                raise _fail(path, f"{name!r}: local header names {lname!r}")
-            data_offset = offset + LOCAL_FMT.size + lnlen + lxlen
-            if data_offset + csize > cd_offset:
-                raise _fail(
-                    path, f"{name!r}: data ({csize} bytes at {data_offset}) runs past the member area"
-                )
-            members.append(
-                ZipMember(
-                    name=name,
-                    flags=flags,
-                    method=method,
-                    crc32=crc,
-                    compressed_size=csize,
-                    size=usize,
-                    header_offset=offset,
-                    data_offset=data_offset,
-                    external_attr=eattr,
-                    create_system=made_by >> 8,
-                    version_made_by=made_by,
-                    version_needed=needed,
-                    date_time=_dos(ddate, dtime),
-                    central_extra=bytes(extra),
-                    local_extra=lextra,
-                )
-            )
-    spans = sorted((m.header_offset, m.data_offset + m.compressed_size, m.name) for m in members)
-    for (_, end_a, name_a), (start_b, _, name_b) in itertools.pairwise(spans):
-        if start_b < end_a:
-            raise _fail(path, f"members {name_a!r} and {name_b!r} overlap (zip bomb or corrupt archive)")
+        cd = _read_central_directory(f, path)
+        members = [_with_local_header(f, path, e, cd.offset) for e in _central_entries(cd, path)]
+    _check_no_overlap(path, members)
     return members
 
 

@@ -135,78 +135,56 @@ def _name_problems(members: list[CompressedMember]) -> list[Problem]:
     return problems
 
 
-def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
-    """Write ``members`` as a deterministic zip at ``out`` (atomic replace) and describe it.
+def _zip_order(members: Iterable[CompressedMember]) -> list[CompressedMember]:
+    """``members`` sorted by the UTF-8 bytes of their names (the zip's order, C16)."""
+    return sorted(members, key=lambda m: m.name.encode("utf-8"))
 
-    Members are sorted by the UTF-8 bytes of their names; every member gets the date-time of
-    ``epoch`` (clamped to 1980-01-01, C11), create system 3 and ``ZIP_FILE_ATTR`` (C15), bit 11 for
-    non-ASCII names (C16); no directory entries, extra fields or comments except zip64 where needed.
-    The same members and epoch give the same bytes on any host.
 
-    Raises:
-        InputError: two members share a name, or a name is not a normalised ``/`` path (C17).
-        IntegrityError: a spooled stream does not reproduce its member.
-        OSError: ``out``'s folder is not writable.
-    """
-    ordered = sorted(members, key=lambda m: m.name.encode("utf-8"))
+def _check_names(ordered: list[CompressedMember]) -> None:
+    """Raises: InputError listing every duplicate or unnormalised member name (C17)."""
     problems = _name_problems(ordered)
     if problems:
         raise InputError(problems=problems)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    tmp = Path(tmp_name)
-    try:
-        with (
-            os.fdopen(fd, "wb") as f,
-            contextlib.ExitStack() as spools,
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="zip-sync") as syncer,
-        ):
-            w = _Out(f, syncer)
-            handles: dict[Path, BinaryIO] = {}
-            offsets: list[int] = []
-            for m in ordered:
-                offsets.append(w.pos)
-                zip64 = needs_zip64(size=m.size, compressed_size=m.compressed_size, offset=w.pos)
-                w.write(
-                    local_header(
-                        name=m.name,
-                        method=m.method,
-                        crc32=m.crc32,
-                        size=m.size,
-                        compressed_size=m.compressed_size,
-                        epoch=epoch,
-                        zip64=zip64,
-                    )
-                )
-                src = handles.get(m.spool)
-                if src is None:
-                    src = handles[m.spool] = spools.enter_context(m.spool.open("rb"))
-                _copy_member(m, src, w)
-            cd_offset = w.pos
-            for m, offset in zip(ordered, offsets, strict=True):
-                w.write(
-                    central_header(
-                        name=m.name,
-                        method=m.method,
-                        crc32=m.crc32,
-                        size=m.size,
-                        compressed_size=m.compressed_size,
-                        offset=offset,
-                        epoch=epoch,
-                    )
-                )
-            w.write(end_records(count=len(ordered), cd_offset=cd_offset, cd_size=w.pos - cd_offset))
-            w.sync()
-        tmp.chmod(0o644)
-        tmp.replace(out)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+
+
+def _local_header_at(m: CompressedMember, *, offset: int, epoch: int) -> bytes:
+    """``m``'s local header for a header at byte ``offset`` (zip64 sizes when needed)."""
+    return local_header(
+        name=m.name,
+        method=m.method,
+        crc32=m.crc32,
+        size=m.size,
+        compressed_size=m.compressed_size,
+        epoch=epoch,
+        zip64=needs_zip64(size=m.size, compressed_size=m.compressed_size, offset=offset),
+    )
+
+
+def _central_directory(
+    ordered: list[CompressedMember], offsets: list[int], *, epoch: int, cd_offset: int
+) -> bytes:
+    """The central directory of ``ordered`` (local headers at ``offsets``) and the end records."""
+    headers = b"".join(
+        central_header(
+            name=m.name,
+            method=m.method,
+            crc32=m.crc32,
+            size=m.size,
+            compressed_size=m.compressed_size,
+            offset=offset,
+            epoch=epoch,
+        )
+        for m, offset in zip(ordered, offsets, strict=True)
+    )
+    return headers + end_records(count=len(ordered), cd_offset=cd_offset, cd_size=len(headers))
+
+
+def _result(out: Path, *, size: int, sha256: str, ordered: list[CompressedMember]) -> ZipResult:
+    """The description of the archive written at ``out``: ``size`` bytes, members in zip order."""
     return ZipResult(
         path=out,
-        size=w.pos,
-        sha256=w.sha256.hexdigest(),
+        size=size,
+        sha256=sha256,
         entries=tuple(
             ZipEntryDigest(
                 name=m.name,
@@ -220,6 +198,57 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
             for m in ordered
         ),
     )
+
+
+def _write_members(ordered: list[CompressedMember], w: _Out, *, epoch: int) -> list[int]:
+    """Write each member's local header and copied stream; return the headers' offsets."""
+    offsets: list[int] = []
+    with contextlib.ExitStack() as spools:
+        handles: dict[Path, BinaryIO] = {}
+        for m in ordered:
+            offsets.append(w.pos)
+            w.write(_local_header_at(m, offset=w.pos, epoch=epoch))
+            src = handles.get(m.spool)
+            if src is None:
+                src = handles[m.spool] = spools.enter_context(m.spool.open("rb"))
+            _copy_member(m, src, w)
+    return offsets
+
+
+def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
+    """Write ``members`` as a deterministic zip at ``out`` (atomic replace) and describe it.
+
+    Members are sorted by the UTF-8 bytes of their names; every member gets the date-time of
+    ``epoch`` (clamped to 1980-01-01, C11), create system 3 and ``ZIP_FILE_ATTR`` (C15), bit 11 for
+    non-ASCII names (C16); no directory entries, extra fields or comments except zip64 where needed.
+    The same members and epoch give the same bytes on any host.
+
+    Raises:
+        InputError: two members share a name, or a name is not a normalised ``/`` path (C17).
+        IntegrityError: a spooled stream does not reproduce its member.
+        OSError: ``out``'s folder is not writable.
+    """
+    ordered = _zip_order(members)
+    _check_names(ordered)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    tmp = Path(tmp_name)
+    try:
+        with (
+            os.fdopen(fd, "wb") as f,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="zip-sync") as syncer,
+        ):
+            w = _Out(f, syncer)
+            offsets = _write_members(ordered, w, epoch=epoch)
+            w.write(_central_directory(ordered, offsets, epoch=epoch, cd_offset=w.pos))
+            w.sync()
+        tmp.chmod(0o644)
+        tmp.replace(out)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return _result(out, size=w.pos, sha256=w.sha256.hexdigest(), ordered=ordered)
 
 
 def _in_place(layout: ZipLayout, ordered: list[CompressedMember]) -> bool:
@@ -249,6 +278,28 @@ def _in_place(layout: ZipLayout, ordered: list[CompressedMember]) -> bool:
     return position == layout.position
 
 
+def _fill_local_headers(layout: ZipLayout, ordered: list[CompressedMember], *, epoch: int) -> list[int]:
+    """Write each member's local header into its reserved room; return the headers' offsets."""
+    offsets: list[int] = []
+    for m in ordered:
+        offset, _ = layout.reserved[m.name]
+        offsets.append(offset)
+        os.pwrite(layout.file.fileno(), _local_header_at(m, offset=offset, epoch=epoch), offset)
+    return offsets
+
+
+def _hash_members(f: BinaryIO, length: int) -> hashlib._Hash:
+    """SHA-256 of the first ``length`` bytes of ``f``, read back in 1 MiB blocks; ends at ``length``."""
+    digest = hashlib.sha256()
+    f.seek(0)
+    left = length
+    while left and (block := f.read(min(_COPY, left))):
+        digest.update(block)
+        left -= len(block)
+    f.seek(length)
+    return digest
+
+
 def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
     """Turn ``layout`` into the zip of ``members`` at ``out`` (atomic replace): :func:`write_zip`'s bytes.
 
@@ -261,52 +312,18 @@ def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path
     Raises:
         as :func:`write_zip`.
     """
-    ordered = sorted(members, key=lambda m: m.name.encode("utf-8"))
+    ordered = _zip_order(members)
     try:
-        problems = _name_problems(ordered)
-        if problems:
-            raise InputError(problems=problems)
+        _check_names(ordered)
         layout.file.flush()
         if not _in_place(layout, ordered):
             result = write_zip(ordered, out, epoch=epoch)
             layout.discard()
             return result
         f = layout.file
-        offsets: list[int] = []
-        for m in ordered:
-            offset, _ = layout.reserved[m.name]
-            offsets.append(offset)
-            zip64 = needs_zip64(size=m.size, compressed_size=m.compressed_size, offset=offset)
-            header = local_header(
-                name=m.name,
-                method=m.method,
-                crc32=m.crc32,
-                size=m.size,
-                compressed_size=m.compressed_size,
-                epoch=epoch,
-                zip64=zip64,
-            )
-            os.pwrite(f.fileno(), header, offset)
-        digest = hashlib.sha256()
-        f.seek(0)
-        left = layout.position
-        while left and (block := f.read(min(_COPY, left))):
-            digest.update(block)
-            left -= len(block)
-        f.seek(layout.position)
-        tail = b"".join(
-            central_header(
-                name=m.name,
-                method=m.method,
-                crc32=m.crc32,
-                size=m.size,
-                compressed_size=m.compressed_size,
-                offset=offset,
-                epoch=epoch,
-            )
-            for m, offset in zip(ordered, offsets, strict=True)
-        )
-        tail += end_records(count=len(ordered), cd_offset=layout.position, cd_size=len(tail))
+        offsets = _fill_local_headers(layout, ordered, epoch=epoch)
+        digest = _hash_members(f, layout.position)
+        tail = _central_directory(ordered, offsets, epoch=epoch, cd_offset=layout.position)
         f.write(tail)
         digest.update(tail)
         f.flush()
@@ -317,20 +334,4 @@ def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path
     except BaseException:
         layout.discard()
         raise
-    return ZipResult(
-        path=out,
-        size=layout.position + len(tail),
-        sha256=digest.hexdigest(),
-        entries=tuple(
-            ZipEntryDigest(
-                name=m.name,
-                size=m.size,
-                compressed_size=m.compressed_size,
-                sha256=m.sha256,
-                sha1=m.sha1,
-                crc32=m.crc32,
-                method=m.method,
-            )
-            for m in ordered
-        ),
-    )
+    return _result(out, size=layout.position + len(tail), sha256=digest.hexdigest(), ordered=ordered)
