@@ -40,7 +40,6 @@ from ._layers import (
 from ._oci import (
     MT_LAYER_GZIP,
     Descriptor,
-    ImageParts,
     blob_path,
     ensure_dirs,
     finish_layout,
@@ -805,8 +804,3 @@ def _with(result: ImageBuildResult, *, backend: Mapping[str, Any], out: Path) ->
     return dataclasses.replace(
         result, backend=backend, out=out, layout=out / "layout", archive=out / "image.tar"
     )
-
-
-def base_parts_summary(parts: ImageParts) -> dict[str, Any]:
-    """Digest and layer digests of a base image (for records)."""
-    return {"digest": parts.manifest_digest, "layers": [d.digest for d in parts.layers]}

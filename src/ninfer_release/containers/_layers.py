@@ -21,7 +21,7 @@ import os
 import tarfile
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -455,29 +455,3 @@ def write_layer(
         files=tuple(files),
         symlinks=tuple(links),
     )
-
-
-def tree_entries(root: Path, *, prefix: str = "", origin: str = "") -> Iterator[LayerEntry]:
-    """Layer entries for every file, directory and in-tree symlink under ``root``, under ``prefix``.
-
-    Executable files (any x bit) get mode 0755, other files 0644 (modes normalised, C15).
-
-    Raises:
-        InputError: a symlink points outside the tree, or an entry is neither file, dir nor link.
-    """
-    for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
-        rel = path.relative_to(root).as_posix()
-        dest = f"{prefix.strip('/')}/{rel}" if prefix.strip("/") else rel
-        where = f"{origin}/{rel}" if origin else rel
-        if path.is_symlink():
-            target = str(path.readlink())
-            if symlink_escapes(rel, target) or target.startswith("/"):
-                raise InputError(f"{where}: symlink to {target!r} points outside the tree")
-            yield LayerEntry(path=dest, kind="symlink", target=target, origin=where)
-        elif path.is_dir():
-            yield LayerEntry(path=dest, kind="dir", mode=DIR_MODE, origin=where)
-        elif path.is_file():
-            mode = EXEC_MODE if path.stat().st_mode & 0o111 else FILE_MODE
-            yield LayerEntry(path=dest, kind="file", mode=mode, source=path, origin=where)
-        else:
-            raise InputError(f"{where}: not a regular file, directory or symlink")
