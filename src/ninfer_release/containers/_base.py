@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ninfer_release.errors import InputError
 
+from ._layout import blob_path
 from ._oci import (
     ImageParts,
-    blob_path,
     copy_layout_blob,
     is_layout,
     parse_manifest,

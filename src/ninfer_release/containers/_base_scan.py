@@ -29,7 +29,7 @@ from typing import IO, cast
 
 from ninfer_release.errors import InputError, Problem
 
-from ._oci import MT_LAYER_TAR, blob_path
+from ._layout import MT_LAYER_TAR, blob_path
 
 #: Largest member read into memory while scanning (a static BusyBox is ~2 MiB; dpkg status a few MiB).
 MAX_SCANNED_MEMBER = 64 << 20

@@ -37,15 +37,8 @@ from ._layers import (
     symlink_escapes,
     write_layer,
 )
-from ._oci import (
-    MT_LAYER_GZIP,
-    Descriptor,
-    blob_path,
-    ensure_dirs,
-    finish_layout,
-    json_blob,
-    write_archive,
-)
+from ._layout import MT_LAYER_GZIP, blob_dir, blob_path
+from ._oci import Descriptor, finish_layout, json_blob, write_archive
 from ._recipe import ImageRecipe, LayerItem, LayerSpec, env_list
 from ._registry import oci_media_type
 
@@ -594,7 +587,7 @@ def build_image(
         scratch = stage / ".scratch"
         layout.mkdir()
         scratch.mkdir()
-        ensure_dirs(layout)
+        blob_dir(layout, mode=DIR_MODE)
         say(f"base {base_loc.text}")
         base = fetch_base(base_loc, layout, os_=recipe.os, arch=recipe.architecture, timeout=timeout)
         pinned = {base.manifest_digest}

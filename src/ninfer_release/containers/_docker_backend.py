@@ -225,7 +225,8 @@ def push_layout(result: ImageBuildResult, target: PushTarget) -> dict[str, Any]:
     """
     from ninfer_release.registry import BlobSource, RegistryClient, RegistryError
 
-    from ._oci import MT_MANIFEST, blob_path, parse_manifest
+    from ._layout import MT_MANIFEST, blob_path
+    from ._oci import parse_manifest
 
     host, _, repo = target.repository.partition("/")
     data = blob_path(result.layout, result.manifest_digest).read_bytes()

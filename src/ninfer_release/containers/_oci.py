@@ -20,16 +20,25 @@ from typing import Any
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import CHUNK
 from ninfer_release.jsonbytes import canonical_json, dumps_stable
-from ninfer_release.reproducible import DIR_MODE, FILE_MODE
+from ninfer_release.reproducible import FILE_MODE
 
 from ._layers import HashingWriter, LayerEntry, complete_entries, write_tar
+from ._layout import (
+    INDEX_FILE,
+    LAYOUT_FILE,
+    MT_CONFIG,
+    MT_INDEX,
+    MT_LAYER_GZIP,
+    MT_LAYER_TAR,
+    MT_MANIFEST,
+    REF_NAME,
+    blob_path,
+    empty_index,
+    write_blob,
+    write_index,
+    write_layout_file,
+)
 
-OCI_LAYOUT_VERSION = "1.0.0"
-MT_INDEX = "application/vnd.oci.image.index.v1+json"
-MT_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-MT_CONFIG = "application/vnd.oci.image.config.v1+json"
-MT_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
-MT_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
 MT_DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 MT_DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 MT_DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
@@ -45,7 +54,6 @@ DOCKER_TO_OCI = {
 INDEX_TYPES = frozenset({MT_INDEX, MT_DOCKER_LIST})
 MANIFEST_TYPES = frozenset({MT_MANIFEST, MT_DOCKER_MANIFEST})
 LAYER_TYPES = frozenset({MT_LAYER_GZIP, MT_LAYER_TAR, MT_DOCKER_LAYER_GZIP})
-REF_NAME = "org.opencontainers.image.ref.name"
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -187,15 +195,9 @@ def parse_manifest(data: bytes, *, where: str) -> tuple[Descriptor, tuple[Descri
 # --- layouts on disk ---------------------------------------------------------------------------
 
 
-def blob_path(layout: Path, digest: str) -> Path:
-    """Where blob ``digest`` lives in the layout at ``layout``."""
-    alg, _, hexd = digest.partition(":")
-    return layout / "blobs" / alg / hexd
-
-
 def is_layout(path: Path) -> bool:
     """True when ``path`` is a directory holding an ``oci-layout`` file."""
-    return (path / "oci-layout").is_file()
+    return (path / LAYOUT_FILE).is_file()
 
 
 def read_verified(path: Path, desc: Descriptor, *, where: str) -> bytes:
@@ -250,7 +252,7 @@ def read_layout_image(layout: Path, *, ref: str | None, os_: str, arch: str) -> 
     if not is_layout(layout):
         raise InputError(f"{where}: not an OCI image layout (no oci-layout file)")
     try:
-        index = json.loads((layout / "index.json").read_bytes())
+        index = json.loads((layout / INDEX_FILE).read_bytes())
     except (OSError, ValueError) as exc:
         raise InputError(f"{where}/index.json: unreadable ({exc})") from None
     desc = select_manifest(index, os_=os_, arch=arch, where=f"{where}/index.json", ref=ref)
@@ -282,16 +284,6 @@ class WrittenImage:
     ref_name: str
 
 
-def write_blob(layout: Path, data: bytes) -> str:
-    """Store ``data`` as a blob of the layout; returns its digest."""
-    digest = blob_digest(data)
-    dest = blob_path(layout, digest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(data)
-    dest.chmod(FILE_MODE)
-    return digest
-
-
 def finish_layout(
     layout: Path,
     *,
@@ -301,6 +293,8 @@ def finish_layout(
     annotations: Mapping[str, str],
 ) -> WrittenImage:
     """Write config, manifest, ``index.json`` and ``oci-layout`` into ``layout`` (layer blobs already there).
+
+    Written through the one layout writer (:mod:`._layout`; the directory store uses it too).
 
     ``index.json`` points directly at the image manifest (no nested index, C37) and names it
     ``ref_name`` so that ``oci:DIR:REF`` works for skopeo and umoci.
@@ -323,9 +317,8 @@ def finish_layout(
         size=len(manifest_bytes),
         annotations={REF_NAME: ref_name},
     )
-    index = {"schemaVersion": 2, "mediaType": MT_INDEX, "manifests": [manifest.as_json()]}
-    (layout / "index.json").write_bytes(dumps_stable(index))
-    (layout / "oci-layout").write_bytes(dumps_stable({"imageLayoutVersion": OCI_LAYOUT_VERSION}))
+    write_index(layout, {**empty_index(), "manifests": [manifest.as_json()]})
+    write_layout_file(layout)
     return WrittenImage(manifest=manifest, config=config, layers=tuple(layers), ref_name=ref_name)
 
 
@@ -353,8 +346,8 @@ def write_archive(
     """
     entries: list[LayerEntry] = [
         LayerEntry(path="manifest.json", kind="file", data=docker_manifest_json(image, repo_tags)),
-        LayerEntry(path="oci-layout", kind="file", source=layout / "oci-layout"),
-        LayerEntry(path="index.json", kind="file", source=layout / "index.json"),
+        LayerEntry(path=LAYOUT_FILE, kind="file", source=layout / LAYOUT_FILE),
+        LayerEntry(path=INDEX_FILE, kind="file", source=layout / INDEX_FILE),
     ]
     for blob in sorted((layout / "blobs").rglob("*")):
         if blob.is_file():
@@ -373,14 +366,6 @@ def copy_layout_blob(src_layout: Path, dest_layout: Path, desc: Descriptor, *, w
     dest.parent.mkdir(parents=True, exist_ok=True)
     copy_verified(blob_path(src_layout, desc.digest), dest, desc, where=where)
     dest.chmod(FILE_MODE)
-
-
-def ensure_dirs(layout: Path) -> None:
-    """Create ``blobs/sha256`` with fixed modes."""
-    d = layout / "blobs" / "sha256"
-    d.mkdir(parents=True, exist_ok=True)
-    for p in (layout / "blobs", d):
-        p.chmod(DIR_MODE)
 
 
 def problems_for_missing(paths: Sequence[tuple[str, Path]], *, file: str) -> list[Problem]:

@@ -19,7 +19,8 @@ from ninfer_release.registry import MANIFEST_ACCEPT, RegistryOptions
 from ninfer_release.registry import RegistryClient as SharedClient
 from ninfer_release.registry import RegistryError as SharedRegistryError
 
-from ._oci import DOCKER_TO_OCI, INDEX_TYPES, MT_MANIFEST, Descriptor, check_bytes, is_digest
+from ._layout import MT_MANIFEST
+from ._oci import DOCKER_TO_OCI, INDEX_TYPES, Descriptor, check_bytes, is_digest
 
 ACCEPT = MANIFEST_ACCEPT
 _REPO = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")

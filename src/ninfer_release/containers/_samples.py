@@ -18,10 +18,11 @@ from pathlib import Path
 from ninfer_release.atomic import staged_directory, write_bytes
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
-from ninfer_release.reproducible import iso8601
+from ninfer_release.reproducible import DIR_MODE, iso8601
 
 from ._layers import EXEC_MODE, LayerEntry, write_layer
-from ._oci import MT_LAYER_GZIP, Descriptor, blob_path, ensure_dirs, finish_layout, json_blob
+from ._layout import MT_LAYER_GZIP, blob_dir, blob_path
+from ._oci import Descriptor, finish_layout, json_blob
 
 BUSYBOX = Path("/bin/busybox")
 #: Applets linked in the sample base's ``bin/`` (busybox-static picks the applet by argv[0]).
@@ -111,7 +112,7 @@ def make_sample_base_layout(out: Path, *, epoch: int, busybox: Path | None = Non
         LayerEntry(path="tmp", kind="dir"),
     ]
     with staged_directory(out) as stage:
-        ensure_dirs(stage)
+        blob_dir(stage, mode=DIR_MODE)
         tmp = stage / "layer.tmp"
         blob = write_layer(entries, tmp, epoch=epoch)
         tmp.replace(blob_path(stage, blob.digest))

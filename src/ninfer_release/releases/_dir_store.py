@@ -1,7 +1,8 @@
 """The directory store (``dir://PATH``): sets as OCI artifacts in an OCI image layout on disk.
 
 Layout (OCI image-layout 1.0): ``oci-layout``, ``index.json`` (one descriptor per tag, named by
-``org.opencontainers.image.ref.name``), ``blobs/sha256/<hex>``. Plus our own hidden
+``org.opencontainers.image.ref.name``), ``blobs/sha256/<hex>``, written by the one layout writer
+(``containers``: :func:`write_layout_file`, :func:`retag`, :func:`write_index`). Plus our own hidden
 ``.ninfer-publish.lock`` and ``.ninfer-tmp/`` (blob staging; both from :mod:`._store_io`). ``skopeo inspect
 --raw oci:PATH:TAG`` reads what we write, and the manifest bytes equal the registry adapter's.
 
@@ -18,21 +19,25 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import atomic, hashing, jsonbytes, strictjson
-from ninfer_release.errors import IntegrityError, Problem, PublishError
-from ninfer_release.releases._publish import (
-    ANN_REF_NAME,
-    INDEX_MEDIA_TYPE,
-    MANIFEST_MEDIA_TYPE,
-    ArtifactPlan,
-    Blob,
-    StorePublisher,
-    is_digest,
+from ninfer_release import hashing, strictjson
+from ninfer_release.containers import (
+    INDEX_FILE,
+    LAYOUT_FILE,
+    LAYOUT_VERSION,
+    MT_INDEX,
+    MT_MANIFEST,
+    blob_dir,
+    blob_path,
+    empty_index,
+    ref_name,
+    retag,
+    write_index,
+    write_layout_file,
 )
+from ninfer_release.errors import IntegrityError, Problem, PublishError
+from ninfer_release.releases._publish import ArtifactPlan, Blob, StorePublisher, is_digest
 from ninfer_release.releases._store_io import LOCK_NAME, TMP_NAME, fsync_dir, locked_store, write_verified
 
-LAYOUT_FILE = "oci-layout"
-LAYOUT_BYTES = jsonbytes.dumps_stable({"imageLayoutVersion": "1.0.0"})
 _CHUNK = 1 << 20  # 1 MiB
 #: Bounds checked before reading (docs/reliability.md): ``oci-layout`` is one short object;
 #: a manifest is ~3 KiB for 11 layers, and 4 MiB is what the OCI distribution spec asks registries
@@ -71,7 +76,7 @@ class DirStore(StorePublisher):
             )
         if not self.root.is_dir() or (self.root / LAYOUT_FILE).exists():
             return
-        ours = {LOCK_NAME, TMP_NAME, LAYOUT_FILE, "blobs", "index.json"}
+        ours = {LOCK_NAME, TMP_NAME, LAYOUT_FILE, "blobs", INDEX_FILE}
         # ".oci-layout.*.tmp": a concurrent first publish writing oci-layout atomically.
         if any(p.name not in ours and not p.name.startswith(f".{LAYOUT_FILE}.") for p in self.root.iterdir()):
             raise PublishError(
@@ -92,7 +97,7 @@ class DirStore(StorePublisher):
             except PublishError:
                 doc = None
             version = doc.get("imageLayoutVersion") if isinstance(doc, dict) else None
-            if version != "1.0.0":
+            if version != LAYOUT_VERSION:
                 raise PublishError(
                     problems=[
                         Problem(
@@ -100,21 +105,21 @@ class DirStore(StorePublisher):
                         )
                     ]
                 )
-        (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+        blob_dir(self.root)
         if not layout.is_file():
-            atomic.write_bytes(layout, LAYOUT_BYTES)
+            write_layout_file(self.root)
 
     def _blob_path(self, digest: str) -> Path:
         if not is_digest(digest):
             raise IntegrityError(
                 problems=[Problem(file=self.url(), field="digest", message=f"{digest!r} is invalid")]
             )
-        return self.root / "blobs" / "sha256" / digest.removeprefix("sha256:")
+        return blob_path(self.root, digest)
 
     def _read_index(self) -> dict[str, Any]:
-        path = self.root / "index.json"
+        path = self.root / INDEX_FILE
         if not path.exists() and not path.is_symlink():
-            return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": []}
+            return empty_index()
         # Anything else at index.json (a FIFO, a directory) is refused, never taken for "no tags".
         index = strictjson.read_object(path, limit=MAX_INDEX_BYTES, error=PublishError)
         if not isinstance(index.get("manifests"), list):
@@ -131,11 +136,7 @@ class DirStore(StorePublisher):
         if ref.startswith("sha256:"):
             path = self._blob_path(ref)
             return self._read_blob(path) if path.is_file() else None
-        found = [
-            d
-            for d in self._read_index()["manifests"]
-            if isinstance(d, dict) and (d.get("annotations") or {}).get(ANN_REF_NAME) == ref
-        ]
+        found = [d for d in self._read_index()["manifests"] if ref_name(d) == ref]
         if not found:
             return None
         digest = str(found[-1].get("digest"))
@@ -168,7 +169,7 @@ class DirStore(StorePublisher):
     def _put_manifest(self, plan: ArtifactPlan, tags: Sequence[str]) -> None:
         self._put_blob(
             Blob(
-                media_type=MANIFEST_MEDIA_TYPE,
+                media_type=MT_MANIFEST,
                 digest=plan.digest,
                 size=len(plan.manifest),
                 data=plan.manifest,
@@ -176,32 +177,19 @@ class DirStore(StorePublisher):
         )
         fsync_dir(self.root / "blobs" / "sha256")
         index = self._read_index()
-        names = set(tags)
-        kept = [
-            d
-            for d in index["manifests"]
-            if not (isinstance(d, dict) and (d.get("annotations") or {}).get(ANN_REF_NAME) in names)
-        ]
-        for tag in tags:
-            kept.append(
-                {
-                    "mediaType": MANIFEST_MEDIA_TYPE,
-                    "artifactType": plan.artifact_type,
-                    "digest": plan.digest,
-                    "size": len(plan.manifest),
-                    "annotations": {ANN_REF_NAME: tag},
-                }
-            )
-        kept.sort(
-            key=lambda d: (str((d.get("annotations") or {}).get(ANN_REF_NAME, "")), str(d.get("digest")))
-        )
-        index["manifests"] = kept
-        index.setdefault("mediaType", INDEX_MEDIA_TYPE)
-        self._write_index(jsonbytes.dumps_stable(index))
+        descriptor = {
+            "mediaType": MT_MANIFEST,
+            "artifactType": plan.artifact_type,
+            "digest": plan.digest,
+            "size": len(plan.manifest),
+        }
+        index["manifests"] = retag(index["manifests"], tags, descriptor)
+        index.setdefault("mediaType", MT_INDEX)
+        self._write_index(index)
 
-    def _write_index(self, data: bytes) -> None:
+    def _write_index(self, index: dict[str, Any]) -> None:
         # The commit point of a publish: before this the tag is absent, after it complete.
-        atomic.write_bytes(self.root / "index.json", data)
+        write_index(self.root, index)
         fsync_dir(self.root)
 
     @contextlib.contextmanager

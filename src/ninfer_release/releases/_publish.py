@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ninfer_release import checksums, hashing, jsonbytes, reproducible, strictjson
+from ninfer_release.containers import MT_EMPTY, MT_INDEX, MT_MANIFEST, REF_NAME
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 
 if TYPE_CHECKING:  # the registry client (requests) loads only when a registry is opened
@@ -46,16 +47,17 @@ SUPERSESSION_TYPE = "application/vnd.omp-ninfer.supersession.v1"
 #: of the set's manifest): the media type of a Sigstore bundle, as sigstore clients look it up.
 SIGNATURES_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 SIGNATURES_SUFFIX = ".sigstore"
-MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
-INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
+#: The OCI media types, defined once with the layout writer (``containers``).
+MANIFEST_MEDIA_TYPE = MT_MANIFEST
+INDEX_MEDIA_TYPE = MT_INDEX
 #: OCI image-spec 1.1 "empty descriptor" media type (the marker's one layer).
-EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
+EMPTY_MEDIA_TYPE = MT_EMPTY
 #: The config blob of every artifact we write: the two bytes ``{}``.
 EMPTY_JSON = b"{}"
 
 ANN_TITLE = "org.opencontainers.image.title"
 ANN_CREATED = "org.opencontainers.image.created"
-ANN_REF_NAME = "org.opencontainers.image.ref.name"
+ANN_REF_NAME = REF_NAME
 #: The source commit; the caller passes it in :attr:`PublishRequest.annotations`.
 ANN_REVISION = "org.opencontainers.image.revision"
 ANN_COMPONENT_TAG = "vnd.omp-ninfer.component-tag"
