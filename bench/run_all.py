@@ -60,10 +60,13 @@ def _yes(ok: bool) -> str:
     return "**met**" if ok else "**missed**"
 
 
-def render(results: dict[str, Any], command: str) -> str:
-    """The markdown block of one run: machine facts, one table per goal, raw repetitions."""
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _header(results: dict[str, Any], command: str) -> list[str]:
     m = results["machine"]
-    lines = [
+    return [
         BEGIN,
         "",
         f"Run of {m['date_utc']}, command: `{command}` ({results['elapsed_s']:.0f} s in all).",
@@ -78,10 +81,9 @@ def render(results: dict[str, Any], command: str) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
-    def row(*cells: object) -> None:
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
 
-    pkg = results.get("package", {})
+def _package_rows(pkg: dict[str, Any]) -> list[str]:
+    rows = []
     for name in ("1gib", "sample"):
         r = pkg.get(name)
         if not r:
@@ -90,19 +92,26 @@ def render(results: dict[str, Any], command: str) -> str:
         goal = f"≤ {r['goal_ratio']}×"
         for label, key in (("`build lane`", "build_lane"), ("bare zip step", "bare_zip_step")):
             ratio = r[f"ratio_{key}_paired"]
-            row(
-                f"1. package build, {r['staged_mib']} MiB tree: {label}",
-                f"{r[f'{key}_best_s']} s",
-                zip_s,
-                f"{ratio}×",
-                f"{r[f'ratio_{key}']}×",
-                f"{r[f'ratio_{key}_median']}×",
-                goal,
-                _yes(ratio <= r["goal_ratio"]),
+            rows.append(
+                _row(
+                    f"1. package build, {r['staged_mib']} MiB tree: {label}",
+                    f"{r[f'{key}_best_s']} s",
+                    zip_s,
+                    f"{ratio}×",
+                    f"{r[f'ratio_{key}']}×",
+                    f"{r[f'ratio_{key}_median']}×",
+                    goal,
+                    _yes(ratio <= r["goal_ratio"]),
+                )
             )
-    v = results.get("verify")
-    if v:
-        row(
+    return rows
+
+
+def _verify_rows(v: dict[str, Any] | None) -> list[str]:
+    if not v:
+        return []
+    return [
+        _row(
             f"2. `verify` of the sample set ({v['set_bytes'] / 1e6:.0f} MB)",
             f"{v['verify_best_s']} s",
             f"`sha256sum -c` {v['sha256sum_best_s']} s",
@@ -112,52 +121,79 @@ def render(results: dict[str, Any], command: str) -> str:
             f"≤ {v['goal_ratio']}×",
             _yes(v["ratio_paired"] <= v["goal_ratio"]),
         )
-    mem = results.get("memory")
-    if mem:
-        for label, key in (("`build lane`", "build_lane"), ("`verify`", "verify")):
-            rss = mem[f"{key}_max_rss_mib"]
-            row(f"3. peak RSS, {label} with a 4 GiB file", f"{rss} MiB", "–", "–", "–", "–",
-                f"≤ {mem['goal_mib']} MiB", _yes(rss <= mem["goal_mib"]))  # fmt: skip
-    img = results.get("image", {})
-    if "ratio" in img and "ratio_vs_docker_build" not in img:
-        row(
-            f"4. daemonless image build ({img['payload_mib']} MiB payload)",
-            f"{img['daemonless_median_s']} s",
-            f"`docker build` {img['docker_build_median_s']} s",
-            "– (batches, not pairs)",
-            "–",
-            f"{img['ratio']}×",
-            f"≤ {img['goal_ratio']}×",
-            _yes(img["ratio"] <= img["goal_ratio"]) + " (on the medians)",
-        )
-    elif img and "ratio_vs_docker_build" not in img:
+    ]
+
+
+def _memory_rows(mem: dict[str, Any] | None) -> list[str]:
+    if not mem:
+        return []
+    rows = []
+    for label, key in (("`build lane`", "build_lane"), ("`verify`", "verify")):
+        rss = mem[f"{key}_max_rss_mib"]
+        rows.append(_row(f"3. peak RSS, {label} with a 4 GiB file", f"{rss} MiB", "–", "–", "–", "–",
+                         f"≤ {mem['goal_mib']} MiB", _yes(rss <= mem["goal_mib"])))  # fmt: skip
+    return rows
+
+
+def _image_measured(img: dict[str, Any]) -> bool:
+    return "ratio" in img and "ratio_vs_docker_build" not in img
+
+
+def _image_rows(img: dict[str, Any]) -> list[str]:
+    if _image_measured(img):
+        return [
+            _row(
+                f"4. daemonless image build ({img['payload_mib']} MiB payload)",
+                f"{img['daemonless_median_s']} s",
+                f"`docker build` {img['docker_build_median_s']} s",
+                "– (batches, not pairs)",
+                "–",
+                f"{img['ratio']}×",
+                f"≤ {img['goal_ratio']}×",
+                _yes(img["ratio"] <= img["goal_ratio"]) + " (on the medians)",
+            )
+        ]
+    if img and "ratio_vs_docker_build" not in img:
         why = next(iter(img.values()))
-        row("4. daemonless image build", "–", "–", "–", "–", "–", "≤ 0.5×", f"not run: {why}")
-    lines += ["", "Other facts of this run:", ""]
+        return [_row("4. daemonless image build", "–", "–", "–", "–", "–", "≤ 0.5×", f"not run: {why}")]
+    return []
+
+
+def _package_facts(pkg: dict[str, Any]) -> list[str]:
+    facts = []
     for name in ("1gib", "sample"):
         r = pkg.get(name)
         if r:
             peak = max(x["max_rss_kib"] for x in r["build_lane"]) / 1024
-            lines.append(
+            facts.append(
                 f"- {name} tree: zip sizes Info-ZIP {r['info_zip_bytes']} B, ours {r['ours_zip_bytes']} B; "
                 f"two builds byte-identical: {r['byte_identical_rebuilds']} (zip SHA-256 {r['zip_sha256']}); "
                 f"`build lane` peak RSS {peak:.0f} MiB."
             )
+    return facts
+
+
+def _other_facts(v: dict[str, Any] | None, mem: dict[str, Any] | None, img: dict[str, Any]) -> list[str]:
+    facts = []
     if v:
         ours_cpu = min(x["user_s"] + x["sys_s"] for x in v["verify"])
         theirs_cpu = min(x["user_s"] + x["sys_s"] for x in v["sha256sum"])
-        lines.append(
+        facts.append(
             f"- verify CPU (user+sys, least of the runs) {ours_cpu:.2f} s vs sha256sum {theirs_cpu:.2f} s; "
             f"verify peak RSS {v['verify_max_rss_mib']} MiB."
         )
     if mem:
-        lines.append(
+        facts.append(
             f"- 4 GiB tree: `build lane` {mem['build_lane']['wall_s']} s, "
             f"`verify` {mem['verify']['wall_s']} s, zip {mem['zip_bytes']} B."
         )
-    if "ratio" in img and "ratio_vs_docker_build" not in img:
-        lines.append(f"- image: identical digests across daemonless rebuilds: {img['identical_digests']}.")
-    lines += [
+    if _image_measured(img):
+        facts.append(f"- image: identical digests across daemonless rebuilds: {img['identical_digests']}.")
+    return facts
+
+
+def _footer(results: dict[str, Any]) -> list[str]:
+    return [
         "",
         "<details><summary>Every repetition (wall/user/sys seconds, peak RSS KiB)</summary>",
         "",
@@ -169,6 +205,17 @@ def render(results: dict[str, Any], command: str) -> str:
         "",
         END,
     ]
+
+
+def render(results: dict[str, Any], command: str) -> str:
+    """The markdown block of one run: machine facts, one table per goal, raw repetitions."""
+    pkg = results.get("package", {})
+    v, mem, img = results.get("verify"), results.get("memory"), results.get("image", {})
+    lines = _header(results, command)
+    lines += [*_package_rows(pkg), *_verify_rows(v), *_memory_rows(mem), *_image_rows(img)]
+    lines += ["", "Other facts of this run:", ""]
+    lines += [*_package_facts(pkg), *_other_facts(v, mem, img)]
+    lines += _footer(results)
     return "\n".join(lines)
 
 

@@ -139,87 +139,94 @@ class FakeEngine:
     url: str = ""
 
 
-def _handler(engine: FakeEngine) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _EngineHandler(http.server.BaseHTTPRequestHandler):
+    """The fake Engine API: ``engine`` (a subclass attribute, see ``_handler``) holds behaviour and calls."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            return
+    protocol_version = "HTTP/1.1"
+    engine: FakeEngine
 
-        def _json(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def log_message(self, format: str, *args: Any) -> None:
+        return
 
-        def _stream(self, lines: list[dict[str, Any]]) -> None:
-            # HTTP 200 + chunked JSON progress, like the Engine API (errors travel *inside* it).
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for line in lines:
-                chunk = (json.dumps(line) + "\r\n").encode()
-                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-            self.wfile.write(b"0\r\n\r\n")
+    def _json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-        def _body(self) -> bytes:
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                out = b""
-                while True:
-                    size = int(self.rfile.readline().strip(), 16)
-                    if size == 0:
-                        self.rfile.readline()
-                        return out
-                    out += self.rfile.read(size)
+    def _stream(self, lines: list[dict[str, Any]]) -> None:
+        # HTTP 200 + chunked JSON progress, like the Engine API (errors travel *inside* it).
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for line in lines:
+            chunk = (json.dumps(line) + "\r\n").encode()
+            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = b""
+            while True:
+                size = int(self.rfile.readline().strip(), 16)
+                if size == 0:
                     self.rfile.readline()
-            return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
 
-        def do_GET(self) -> None:
-            path = re.sub(r"^/v[0-9.]+", "", self.path.split("?")[0])
-            engine.calls.append(f"GET {path}")
-            if path == "/version":
-                self._json(200, {"ApiVersion": "1.41", "Version": "20.10.24-fake", "MinAPIVersion": "1.12"})
-            elif path == "/_ping":
-                self._json(200, "OK")
-            elif path.startswith("/images/") and path.endswith("/json"):
-                self._json(200, {"Id": engine.config_digest})
-            else:
-                self._json(404, {"message": f"fake engine: no route {path}"})
+    def do_GET(self) -> None:
+        path = re.sub(r"^/v[0-9.]+", "", self.path.split("?")[0])
+        self.engine.calls.append(f"GET {path}")
+        if path == "/version":
+            self._json(200, {"ApiVersion": "1.41", "Version": "20.10.24-fake", "MinAPIVersion": "1.12"})
+        elif path == "/_ping":
+            self._json(200, "OK")
+        elif path.startswith("/images/") and path.endswith("/json"):
+            self._json(200, {"Id": self.engine.config_digest})
+        else:
+            self._json(404, {"message": f"fake engine: no route {path}"})
 
-        def do_POST(self) -> None:
-            path = re.sub(r"^/v[0-9.]+", "", self.path.split("?")[0])
-            engine.calls.append(f"POST {path}")
-            body = self._body()
-            if path == "/images/load":
-                with tarfile.open(fileobj=io.BytesIO(body)) as tar:
-                    member = tar.extractfile("manifest.json")
-                    assert member is not None
-                    manifest = json.loads(member.read())
-                engine.config_digest = "sha256:" + manifest[0]["Config"].rsplit("/", 1)[1]
-                lines: list[dict[str, Any]] = [
-                    {"stream": "Loaded image: " + manifest[0]["RepoTags"][0] + "\n"}
+    def do_POST(self) -> None:
+        path = re.sub(r"^/v[0-9.]+", "", self.path.split("?")[0])
+        self.engine.calls.append(f"POST {path}")
+        body = self._body()
+        if path == "/images/load":
+            with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+                member = tar.extractfile("manifest.json")
+                assert member is not None
+                manifest = json.loads(member.read())
+            self.engine.config_digest = "sha256:" + manifest[0]["Config"].rsplit("/", 1)[1]
+            lines: list[dict[str, Any]] = [{"stream": "Loaded image: " + manifest[0]["RepoTags"][0] + "\n"}]
+            if self.engine.load_error:
+                lines = [
+                    {"errorDetail": {"message": self.engine.load_error}, "error": self.engine.load_error}
                 ]
-                if engine.load_error:
-                    lines = [{"errorDetail": {"message": engine.load_error}, "error": engine.load_error}]
-                self._stream(lines)
-            elif path.endswith("/tag"):
-                self.send_response(201)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-            elif path.endswith("/push"):
-                lines = [{"status": "The push refers to repository [127.0.0.1:5000/ninfer/runtime]"}]
-                if engine.push_error:
-                    lines.append({"errorDetail": {"message": engine.push_error}, "error": engine.push_error})
-                else:
-                    lines.append({"aux": {"Tag": "t", "Digest": "sha256:" + "ab" * 32, "Size": 1}})
-                self._stream(lines)
+            self._stream(lines)
+        elif path.endswith("/tag"):
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif path.endswith("/push"):
+            lines = [{"status": "The push refers to repository [127.0.0.1:5000/ninfer/runtime]"}]
+            if self.engine.push_error:
+                lines.append(
+                    {"errorDetail": {"message": self.engine.push_error}, "error": self.engine.push_error}
+                )
             else:
-                self._json(404, {"message": f"fake engine: no route {path}"})
+                lines.append({"aux": {"Tag": "t", "Digest": "sha256:" + "ab" * 32, "Size": 1}})
+            self._stream(lines)
+        else:
+            self._json(404, {"message": f"fake engine: no route {path}"})
 
-    return Handler
+
+def _handler(engine: FakeEngine) -> type[http.server.BaseHTTPRequestHandler]:
+    """A handler class serving ``engine`` (one per server)."""
+    return type("Handler", (_EngineHandler,), {"engine": engine})
 
 
 @contextmanager

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,42 +150,93 @@ def _json_raw(path: Path, where: str, raw: str) -> None:
     path.write_text(text.replace(json.dumps(_RAW), raw), encoding="utf-8")
 
 
+def _zip_truncate_half(data: bytearray, eocd: int, cd: int) -> bytearray:
+    del data[len(data) // 2 :]
+    return data
+
+
+def _zip_no_eocd(data: bytearray, eocd: int, cd: int) -> bytearray:
+    data[eocd : eocd + 4] = b"XXXX"
+    return data
+
+
+def _zip_pack(fmt: str, where: str, *values: int) -> Callable[[bytearray, int, int], bytearray]:
+    """An edit packing ``values`` at ``eocd+N`` or ``cd+N`` (``where``: "eocd+16", "cd+24", ...)."""
+    base, offset = where.split("+")
+
+    def edit(data: bytearray, eocd: int, cd: int) -> bytearray:
+        struct.pack_into(fmt, data, (eocd if base == "eocd" else cd) + int(offset), *values)
+        return data
+
+    return edit
+
+
+def _zip_eocd_offset_past_end(data: bytearray, eocd: int, cd: int) -> bytearray:
+    struct.pack_into("<I", data, eocd + 16, len(data) + 100)
+    return data
+
+
+def _zip_cd_signature(data: bytearray, eocd: int, cd: int) -> bytearray:
+    data[cd : cd + 4] = b"PK\x09\x09"
+    return data
+
+
+def _zip_first_crc(data: bytearray, eocd: int, cd: int) -> bytearray:
+    struct.pack_into("<I", data, cd + 16, struct.unpack_from("<I", data, cd + 16)[0] ^ 1)
+    return data
+
+
+def _zip_first_encrypted(data: bytearray, eocd: int, cd: int) -> bytearray:
+    flags = struct.unpack_from("<H", data, cd + 8)[0]
+    struct.pack_into("<H", data, cd + 8, flags | 1)
+    return data
+
+
+def _zip_first_local_offset_bad(data: bytearray, eocd: int, cd: int) -> bytearray:
+    struct.pack_into("<I", data, cd + 42, len(data) + 10)
+    return data
+
+
+def _zip_junk_appended(data: bytearray, eocd: int, cd: int) -> bytearray:
+    return data + b"\0" * 4096
+
+
+def _zip_zero_length(data: bytearray, eocd: int, cd: int) -> bytearray:
+    return bytearray()
+
+
+def _zip_first_data_flipped(data: bytearray, eocd: int, cd: int) -> bytearray:
+    local_name_len, local_extra = struct.unpack_from("<HH", data, 26)
+    data[30 + local_name_len + local_extra] ^= 0xFF
+    return data
+
+
+# kind -> edit(data, offset of the end-of-central-directory record, offset of the central directory)
+_ZIP_EDITS: dict[str, Callable[[bytearray, int, int], bytearray]] = {
+    "truncate-half": _zip_truncate_half,
+    "no-eocd": _zip_no_eocd,
+    "eocd-offset-past-end": _zip_eocd_offset_past_end,
+    "eocd-count-huge": _zip_pack("<HH", "eocd+8", 0xFFFE, 0xFFFE),
+    "cd-signature": _zip_cd_signature,
+    "first-crc": _zip_first_crc,
+    "first-usize-huge": _zip_pack("<I", "cd+24", 0xFFFFFFF0),
+    "first-method-unknown": _zip_pack("<H", "cd+10", 99),
+    "first-encrypted": _zip_first_encrypted,
+    "first-local-offset-bad": _zip_first_local_offset_bad,
+    "junk-appended": _zip_junk_appended,
+    "zero-length": _zip_zero_length,
+    "first-data-flipped": _zip_first_data_flipped,
+}
+
+
 def _zip_edit(path: Path, kind: str) -> None:
     """Structural damage to the zip at ``path`` (its name stays)."""
+    if kind not in _ZIP_EDITS:
+        raise ValueError(kind)
     data = bytearray(path.read_bytes())
     eocd = data.rfind(b"PK\x05\x06")
     cd_offset = struct.unpack_from("<I", data, eocd + 16)[0]
-    if kind == "truncate-half":
-        del data[len(data) // 2 :]
-    elif kind == "no-eocd":
-        data[eocd : eocd + 4] = b"XXXX"
-    elif kind == "eocd-offset-past-end":
-        struct.pack_into("<I", data, eocd + 16, len(data) + 100)
-    elif kind == "eocd-count-huge":
-        struct.pack_into("<HH", data, eocd + 8, 0xFFFE, 0xFFFE)
-    elif kind == "cd-signature":
-        data[cd_offset : cd_offset + 4] = b"PK\x09\x09"
-    elif kind == "first-crc":
-        struct.pack_into("<I", data, cd_offset + 16, struct.unpack_from("<I", data, cd_offset + 16)[0] ^ 1)
-    elif kind == "first-usize-huge":
-        struct.pack_into("<I", data, cd_offset + 24, 0xFFFFFFF0)
-    elif kind == "first-method-unknown":
-        struct.pack_into("<H", data, cd_offset + 10, 99)
-    elif kind == "first-encrypted":
-        flags = struct.unpack_from("<H", data, cd_offset + 8)[0]
-        struct.pack_into("<H", data, cd_offset + 8, flags | 1)
-    elif kind == "first-local-offset-bad":
-        struct.pack_into("<I", data, cd_offset + 42, len(data) + 10)
-    elif kind == "junk-appended":
-        data += b"\0" * 4096
-    elif kind == "zero-length":
-        data = bytearray()
-    elif kind == "first-data-flipped":
-        local_name_len, local_extra = struct.unpack_from("<HH", data, 26)
-        data[30 + local_name_len + local_extra] ^= 0xFF
-    else:
-        raise ValueError(kind)
-    path.write_bytes(bytes(data))
+    path.write_bytes(bytes(_ZIP_EDITS[kind](data, eocd, cd_offset)))
 
 
 def _foreign_zip(path: Path, kind: str) -> None:
@@ -225,90 +276,174 @@ def reseal(set_dir: Path) -> None:
     (set_dir / "SHA256SUMS").write_text("".join(lines), encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One edit as its operation sees it: the edit's fields, its resolved target, the root, the names."""
+
+    edit: Mapping[str, Any]
+    target: Path
+    root: Path
+    names: Mapping[str, str]
+
+
+def _op_append(step: _Step) -> None:
+    chunk, times = _text(step.edit, names=step.names), int(step.edit.get("times", 1))
+    with step.target.open("ab") as f:
+        while times > 0:
+            n = min(times, 1 << 20)
+            f.write(chunk * n)
+            times -= n
+
+
+def _op_write(step: _Step) -> None:
+    step.target.parent.mkdir(parents=True, exist_ok=True)
+    step.target.write_bytes(_text(step.edit, names=step.names))
+
+
+def _op_prepend(step: _Step) -> None:
+    step.target.write_bytes(_text(step.edit) + step.target.read_bytes())
+
+
+def _op_replace(step: _Step) -> None:
+    data = step.target.read_bytes()
+    old, new = _text(step.edit, "old"), _text(step.edit, "new")
+    assert old in data, f"{step.edit}: {old!r} not in {step.target}"
+    step.target.write_bytes(data.replace(old, new, int(step.edit.get("count", 1))))
+
+
+def _op_json_raw(step: _Step) -> None:
+    _json_raw(step.target, step.edit["path"], step.edit["raw"])
+
+
+def _op_json_nest(step: _Step) -> None:
+    depth = int(step.edit["depth"])
+    _json_raw(step.target, step.edit["path"], "[" * depth + "]" * depth)
+
+
+def _op_json_digits(step: _Step) -> None:
+    digits = str(step.edit.get("sign", "")) + "9" * int(step.edit["digits"])
+    _json_raw(step.target, step.edit["path"], digits)
+
+
+def _op_json_dup(step: _Step) -> None:
+    data = step.target.read_bytes()
+    i = data.index(b"{")
+    dup = f'"{step.edit["key"]}": {step.edit["raw"]}, '.encode()
+    step.target.write_bytes(data[: i + 1] + dup + data[i + 1 :])
+
+
+def _op_pad(step: _Step) -> None:
+    """Trailing blanks keep a JSON document valid while it grows."""
+    size = int(step.edit["size"])
+    fill = _text(step.edit) or b" "
+    with step.target.open("ab") as f:
+        f.write(fill * max(0, (size - step.target.stat().st_size) // len(fill)))
+
+
+def _op_truncate(step: _Step) -> None:
+    with step.target.open("r+b") as f:
+        f.truncate(int(step.edit["size"]))
+
+
+def _op_regex(step: _Step) -> None:
+    data = step.target.read_bytes()
+    new = re.sub(_text(step.edit, "pattern"), _text(step.edit, "new"), data, flags=re.MULTILINE)
+    assert new != data, f"{step.edit}: no match in {step.target}"
+    step.target.write_bytes(new)
+
+
+def _op_flip(step: _Step) -> None:
+    flipped = bytearray(step.target.read_bytes())
+    flipped[int(step.edit.get("offset", len(flipped) // 2))] ^= 0x01
+    step.target.write_bytes(bytes(flipped))
+
+
+def _op_delete(step: _Step) -> None:
+    if step.target.is_dir() and not step.target.is_symlink():
+        shutil.rmtree(step.target)
+    else:
+        step.target.unlink()
+
+
+def _op_mkdir(step: _Step) -> None:
+    if step.target.exists():
+        step.target.unlink()
+    step.target.mkdir(parents=True)
+
+
+def _op_mkfifo(step: _Step) -> None:
+    if step.target.exists() or step.target.is_symlink():
+        step.target.unlink()
+    os.mkfifo(step.target)
+
+
+def _op_mknod(step: _Step) -> None:
+    if step.target.exists():
+        step.target.unlink()
+    os.mknod(step.target, 0o644 | stat.S_IFCHR, os.makedev(1, 3))  # like /dev/null
+
+
+def _op_symlink(step: _Step) -> None:
+    if step.target.exists() or step.target.is_symlink():
+        step.target.unlink()
+    step.target.symlink_to(_sub(step.edit["target"], step.names))
+
+
+def _op_chmod(step: _Step) -> None:
+    step.target.chmod(int(step.edit["mode"], 8))
+
+
+def _op_zip(step: _Step) -> None:
+    _zip_edit(step.target, step.edit["kind"])
+
+
+def _op_foreign_zip(step: _Step) -> None:
+    _foreign_zip(step.target, step.edit["kind"])
+
+
+def _op_reseal(step: _Step) -> None:
+    reseal(step.root)
+
+
+def _op_copy(step: _Step) -> None:
+    shutil.copyfile(step.root / _sub(step.edit["from"], step.names), step.target)
+
+
+# The edit operations of the corpus ("op" of an edit -> what it does to its target).
+_EDIT_OPS: dict[str, Callable[[_Step], None]] = {
+    "append": _op_append,
+    "write": _op_write,
+    "prepend": _op_prepend,
+    "replace": _op_replace,
+    "json_raw": _op_json_raw,
+    "json_nest": _op_json_nest,
+    "json_digits": _op_json_digits,
+    "json_dup": _op_json_dup,
+    "pad": _op_pad,
+    "truncate": _op_truncate,
+    "regex": _op_regex,
+    "flip": _op_flip,
+    "delete": _op_delete,
+    "mkdir": _op_mkdir,
+    "mkfifo": _op_mkfifo,
+    "mknod": _op_mknod,
+    "symlink": _op_symlink,
+    "chmod": _op_chmod,
+    "zip": _op_zip,
+    "foreign_zip": _op_foreign_zip,
+    "reseal": _op_reseal,
+    "copy": _op_copy,
+}
+
+
 def apply_edits(root: Path, edits: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> None:
     """Apply ``edits`` under ``root``; ``{name}`` placeholders in file names come from ``names``."""
     for edit in edits:
         op = edit["op"]
-        target = root / _sub(edit.get("file", ""), names)
-        if op == "append":
-            chunk, times = _text(edit, names=names), int(edit.get("times", 1))
-            with target.open("ab") as f:
-                while times > 0:
-                    n = min(times, 1 << 20)
-                    f.write(chunk * n)
-                    times -= n
-        elif op == "write":
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(_text(edit, names=names))
-        elif op == "prepend":
-            target.write_bytes(_text(edit) + target.read_bytes())
-        elif op == "replace":
-            data = target.read_bytes()
-            old, new = _text(edit, "old"), _text(edit, "new")
-            assert old in data, f"{edit}: {old!r} not in {target}"
-            target.write_bytes(data.replace(old, new, int(edit.get("count", 1))))
-        elif op == "json_raw":
-            _json_raw(target, edit["path"], edit["raw"])
-        elif op == "json_nest":
-            depth = int(edit["depth"])
-            _json_raw(target, edit["path"], "[" * depth + "]" * depth)
-        elif op == "json_digits":
-            _json_raw(target, edit["path"], str(edit.get("sign", "")) + "9" * int(edit["digits"]))
-        elif op == "json_dup":
-            data = target.read_bytes()
-            i = data.index(b"{")
-            dup = f'"{edit["key"]}": {edit["raw"]}, '.encode()
-            target.write_bytes(data[: i + 1] + dup + data[i + 1 :])
-        elif op == "pad":  # trailing blanks keep a JSON document valid while it grows
-            size = int(edit["size"])
-            fill = _text(edit) or b" "
-            with target.open("ab") as f:
-                f.write(fill * max(0, (size - target.stat().st_size) // len(fill)))
-        elif op == "truncate":
-            with target.open("r+b") as f:
-                f.truncate(int(edit["size"]))
-        elif op == "regex":
-            data = target.read_bytes()
-            new = re.sub(_text(edit, "pattern"), _text(edit, "new"), data, flags=re.MULTILINE)
-            assert new != data, f"{edit}: no match in {target}"
-            target.write_bytes(new)
-        elif op == "flip":
-            flipped = bytearray(target.read_bytes())
-            flipped[int(edit.get("offset", len(flipped) // 2))] ^= 0x01
-            target.write_bytes(bytes(flipped))
-        elif op == "delete":
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            else:
-                target.unlink()
-        elif op == "mkdir":
-            if target.exists():
-                target.unlink()
-            target.mkdir(parents=True)
-        elif op == "mkfifo":
-            if target.exists() or target.is_symlink():
-                target.unlink()
-            os.mkfifo(target)
-        elif op == "mknod":
-            if target.exists():
-                target.unlink()
-            os.mknod(target, 0o644 | stat.S_IFCHR, os.makedev(1, 3))  # like /dev/null
-        elif op == "symlink":
-            if target.exists() or target.is_symlink():
-                target.unlink()
-            target.symlink_to(_sub(edit["target"], names))
-        elif op == "chmod":
-            target.chmod(int(edit["mode"], 8))
-        elif op == "zip":
-            _zip_edit(target, edit["kind"])
-        elif op == "foreign_zip":
-            _foreign_zip(target, edit["kind"])
-        elif op == "reseal":
-            reseal(root)
-        elif op == "copy":
-            shutil.copyfile(root / _sub(edit["from"], names), target)
-        else:
+        if op not in _EDIT_OPS:
             raise ValueError(f"unknown edit {op!r}")
+        target = root / _sub(edit.get("file", ""), names)
+        _EDIT_OPS[op](_Step(edit, target, root, names))
 
 
 # --- running -------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,80 +131,95 @@ def _hidden_partials(parent: Path, name: str) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{name}."))
 
 
-def execute(case: Case, world: World) -> Outcome:
-    """Prepare ``case``'s input, run its command bounded, and look for anything left behind."""
-    base = world.root / "cases" / case.id
-    base.mkdir(mode=0o777)
-    base.chmod(0o777)  # a build as nobody must be able to create --out here
-    names = {"stem": stem(LANE)}
-    if case.surface == "set":
-        target = base / "set"
-        shutil.copytree(world.set_dir, target)
-        args: list[str | Path] = ["verify", target]
-        watched = target
-    elif case.surface == "staged":
-        target = base / "in" / LANE
-        shutil.copytree(world.samples / LANE, target, symlinks=True)
-        args = [
-            "build",
-            "lane",
-            LANE,
-            "--release",
-            RELEASE,
-            "--inputs",
-            base / "in",
-            "--out",
-            base / "out",
-            "--offline",
-        ]
-        watched = base / "in"
-    elif case.surface == "receipts":
-        target = base / "receipts"
-        target.mkdir()
-        args = ["build", "lane", LANE, "--release", RELEASE, "--inputs", world.samples, "--out", base / "out"]
-        args += ["--receipts", target, "--offline"]
-        watched = target
-    elif case.surface == "release-manifest":
-        target = base
-        shutil.copyfile(world.release_manifest, base / "release-manifest.json")
-        args = ["verify", world.set_dir, "--release-manifest", base / "release-manifest.json"]
-        watched = world.set_dir
-    elif case.surface == "lane-result":
-        target = base
-        results = []
-        for lane in LANES:
-            shutil.copyfile(world.lane_result.with_name(f"{lane}.lane.json"), base / f"{lane}.lane.json")
-            results.append(base / f"{lane}.lane.json")
-        args = ["manifest", "assemble", *results, "--out", base / "out" / "rm.json"]
-        watched = base
-    elif case.surface in ("dir-store", "publish-store"):
-        target = base / "store"
-        shutil.copytree(world.store, target)
-        index = json.loads((target / "index.json").read_bytes())
-        names["manifest"] = "blobs/sha256/" + index["manifests"][0]["digest"].removeprefix("sha256:")
-        if case.surface == "dir-store":
-            args = ["verify", f"dir://{target}:{DRAFT_TAG}"]
-        else:
-            args = ["publish", world.set_dir, "--to", f"dir://{target}", "--draft"]
-        watched = target
-    elif case.surface in ("definition", "profile"):
-        target = base / "repo"
-        for part in ("manifests", "profiles", "releases", "packaging", "containers"):
-            shutil.copytree(REPO / part, target / part)
-        if case.surface == "definition":
-            args = ["manifest", "check", target / "manifests" / "v0.13.1.yaml", "--repo", target]
-        else:
-            args = ["profile", "validate", target / "profiles" / f"{PROFILE}.yaml"]
-        watched = target
-    else:  # pragma: no cover - a data file names an unknown surface
-        raise AssertionError(f"unknown surface {case.surface!r}")
-    open_up(target)
-    base.chmod(0o777)
-    apply_edits(target, case.edits, names)
-    before = snapshot(watched)
-    run = run_bounded(args, as_user=case.as_user)
+@dataclass(frozen=True)
+class Prepared:
+    """A case's input made ready: the directory its edits apply to, the command, what must not change."""
+
+    target: Path
+    args: list[str | Path]
+    watched: Path
+
+
+def _prepare_set(case: Case, world: World, base: Path, names: dict[str, str]) -> Prepared:
+    target = base / "set"
+    shutil.copytree(world.set_dir, target)
+    return Prepared(target, ["verify", target], target)
+
+
+def _prepare_staged(case: Case, world: World, base: Path, names: dict[str, str]) -> Prepared:
+    target = base / "in" / LANE
+    shutil.copytree(world.samples / LANE, target, symlinks=True)
+    args: list[str | Path] = ["build", "lane", LANE, "--release", RELEASE, "--inputs", base / "in"]
+    args += ["--out", base / "out", "--offline"]
+    return Prepared(target, args, base / "in")
+
+
+def _prepare_receipts(case: Case, world: World, base: Path, names: dict[str, str]) -> Prepared:
+    target = base / "receipts"
+    target.mkdir()
+    args: list[str | Path] = ["build", "lane", LANE, "--release", RELEASE, "--inputs", world.samples]
+    args += ["--out", base / "out", "--receipts", target, "--offline"]
+    return Prepared(target, args, target)
+
+
+def _prepare_release_manifest(case: Case, world: World, base: Path, names: dict[str, str]) -> Prepared:
+    shutil.copyfile(world.release_manifest, base / "release-manifest.json")
+    args: list[str | Path] = ["verify", world.set_dir, "--release-manifest", base / "release-manifest.json"]
+    return Prepared(base, args, world.set_dir)
+
+
+def _prepare_lane_result(case: Case, world: World, base: Path, names: dict[str, str]) -> Prepared:
+    results: list[str | Path] = []
+    for lane in LANES:
+        shutil.copyfile(world.lane_result.with_name(f"{lane}.lane.json"), base / f"{lane}.lane.json")
+        results.append(base / f"{lane}.lane.json")
+    return Prepared(base, ["manifest", "assemble", *results, "--out", base / "out" / "rm.json"], base)
+
+
+def _prepare_store(case: Case, world: World, base: Path, names: dict[str, str]) -> Prepared:
+    target = base / "store"
+    shutil.copytree(world.store, target)
+    index = json.loads((target / "index.json").read_bytes())
+    names["manifest"] = "blobs/sha256/" + index["manifests"][0]["digest"].removeprefix("sha256:")
+    args: list[str | Path]
+    if case.surface == "dir-store":
+        args = ["verify", f"dir://{target}:{DRAFT_TAG}"]
+    else:
+        args = ["publish", world.set_dir, "--to", f"dir://{target}", "--draft"]
+    return Prepared(target, args, target)
+
+
+def _prepare_repo(case: Case, world: World, base: Path, names: dict[str, str]) -> Prepared:
+    target = base / "repo"
+    for part in ("manifests", "profiles", "releases", "packaging", "containers"):
+        shutil.copytree(REPO / part, target / part)
+    args: list[str | Path]
+    if case.surface == "definition":
+        args = ["manifest", "check", target / "manifests" / "v0.13.1.yaml", "--repo", target]
+    else:
+        args = ["profile", "validate", target / "profiles" / f"{PROFILE}.yaml"]
+    return Prepared(target, args, target)
+
+
+# surface of a case -> how its input is prepared (a copy of the good input under the case's base)
+PREPARE: dict[str, Callable[[Case, World, Path, dict[str, str]], Prepared]] = {
+    "set": _prepare_set,
+    "staged": _prepare_staged,
+    "receipts": _prepare_receipts,
+    "release-manifest": _prepare_release_manifest,
+    "lane-result": _prepare_lane_result,
+    "dir-store": _prepare_store,
+    "publish-store": _prepare_store,
+    "definition": _prepare_repo,
+    "profile": _prepare_repo,
+}
+
+
+def _left_behind(
+    case: Case, base: Path, before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> str | None:
+    """What a run left that it must not: a changed input, output of a failed command, staging."""
     partial = None
-    after = snapshot(watched)
     if after != before:
         partial = f"input changed: {sorted(set(after.items()) ^ set(before.items()))[:5]}"
     out = base / "out"
@@ -212,6 +227,24 @@ def execute(case: Case, world: World) -> Outcome:
         partial = f"{out} holds {sorted(p.name for p in out.iterdir())}"
     if case.exit != 0 and (left := _hidden_partials(base, "out")):
         partial = f"staging left behind: {left}"
+    return partial
+
+
+def execute(case: Case, world: World) -> Outcome:
+    """Prepare ``case``'s input, run its command bounded, and look for anything left behind."""
+    base = world.root / "cases" / case.id
+    base.mkdir(mode=0o777)
+    base.chmod(0o777)  # a build as nobody must be able to create --out here
+    names = {"stem": stem(LANE)}
+    if case.surface not in PREPARE:  # pragma: no cover - a data file names an unknown surface
+        raise AssertionError(f"unknown surface {case.surface!r}")
+    prepared = PREPARE[case.surface](case, world, base, names)
+    open_up(prepared.target)
+    base.chmod(0o777)
+    apply_edits(prepared.target, case.edits, names)
+    before = snapshot(prepared.watched)
+    run = run_bounded(prepared.args, as_user=case.as_user)
+    partial = _left_behind(case, base, before, snapshot(prepared.watched))
     if case.as_user != "root" or any(e["op"] == "chmod" for e in case.edits):
         open_up(base)  # let the clean-up below remove what was made unreadable
     shutil.rmtree(base, ignore_errors=True)
