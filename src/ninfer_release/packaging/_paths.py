@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from ninfer_release.errors import Problem
 from ninfer_release.winpaths import MAX_DIR_PATH, PROGRAM_ROOT, utf16_len
@@ -61,6 +62,84 @@ def _component_problems(part: str) -> list[str]:
     return out
 
 
+def _form_problems(path: str) -> list[str]:
+    """What is wrong with ``path``'s spelling: backslash (C17), absolute, not NFC (C16), components."""
+    out: list[str] = []
+    if "\\" in path:
+        out.append("contains a backslash; package paths use '/' only (C17)")
+    if path.startswith("/") or _DRIVE.match(path):
+        out.append("is absolute; package paths are relative to the install root")
+    if unicodedata.normalize("NFC", path) != path:
+        out.append("is not in Unicode NFC form (C16)")
+    for part in path.split("/"):
+        out.extend(_component_problems(part))
+    return out
+
+
+def _length_problems(path: str, *, install_root: str, root_len: int) -> list[str]:
+    """``path`` (and its deepest too-long folder) against MAX_PATH / CreateDirectory's limit.
+
+    Lengths are UTF-16 units of ``install_root\\path``; ``root_len`` is the root's (no trailing
+    separator). Windows: MAX_PATH 260 incl. NUL, folders 248 incl. NUL (DESIGN.md §6).
+    """
+    out: list[str] = []
+    full = root_len + 1 + utf16_len(path)
+    if full >= MAX_PATH:
+        out.append(
+            f"installs as a {full}-character path under {install_root!r}; Windows MAX_PATH allows "
+            f"{MAX_PATH - 1} unless the package declares extended-length support"
+        )
+    parts = path.split("/")
+    for depth in range(len(parts) - 1, 0, -1):
+        folder = "/".join(parts[:depth])
+        folder_len = root_len + 1 + utf16_len(folder)
+        if folder_len >= MAX_DIR_PATH:
+            out.append(
+                f"its folder {folder!r} installs as a {folder_len}-character path "
+                f"under {install_root!r}; Windows creates folders of at most {MAX_DIR_PATH - 1} "
+                "unless the package declares extended-length support"
+            )
+            break
+    return out
+
+
+@dataclass(kw_only=True)
+class _Spellings:
+    """Paths and folders seen so far, by their case-folded key (C19): key → first spelling."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    folders: dict[str, str] = field(default_factory=dict)
+
+    def add(self, path: str) -> list[str]:
+        """Record ``path`` and its folders; why it collides with a path or folder seen before."""
+        out: list[str] = []
+        key = _fold(path)
+        other = self.files.get(key)
+        if other is None:
+            self.files[key] = path
+        elif other == path:
+            out.append("listed twice")
+        else:
+            out.append(f"collides with {other!r} on a case-insensitive file system (C19)")
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            prefix = "/".join(parts[:depth])
+            spelled = self.folders.setdefault(_fold(prefix), prefix)
+            if spelled != prefix:
+                out.append(
+                    f"folder {prefix!r} collides with {spelled!r} on a case-insensitive file system (C19)"
+                )
+        return out
+
+    def files_that_are_folders(self) -> list[tuple[str, str]]:
+        """``(path, message)`` for each file whose name is also a folder of the package."""
+        return [
+            (path, f"is a file but {folder!r} is also a folder in the package")
+            for key, path in self.files.items()
+            if (folder := self.folders.get(key)) is not None
+        ]
+
+
 def check_windows_paths(
     paths: Iterable[str],
     *,
@@ -87,64 +166,14 @@ def check_windows_paths(
     Raises:
         Nothing: problems are returned; callers raise :class:`~ninfer_release.errors.InputError`.
     """
-    problems: list[Problem] = []
-
-    def add(path: str, message: str) -> None:
-        problems.append(Problem(file=source, field=path, message=message))
-
-    seen_files: dict[str, str] = {}
-    seen_dirs: dict[str, str] = {}
+    found: list[tuple[str, str]] = []
+    spellings = _Spellings()
     root_len = utf16_len(install_root.rstrip("\\/"))
     for path in paths:
-        if "\\" in path:
-            add(path, "contains a backslash; package paths use '/' only (C17)")
-        if path.startswith("/") or _DRIVE.match(path):
-            add(path, "is absolute; package paths are relative to the install root")
-        if unicodedata.normalize("NFC", path) != path:
-            add(path, "is not in Unicode NFC form (C16)")
-        for part in path.split("/"):
-            for message in _component_problems(part):
-                add(path, message)
-        full = root_len + 1 + utf16_len(path)
-        if not extended_length and full >= MAX_PATH:
-            add(
-                path,
-                f"installs as a {full}-character path under {install_root!r}; Windows MAX_PATH allows "
-                f"{MAX_PATH - 1} unless the package declares extended-length support",
-            )
-        parts = path.split("/")
+        messages = _form_problems(path)
         if not extended_length:
-            for depth in range(len(parts) - 1, 0, -1):
-                folder_len = root_len + 1 + utf16_len("/".join(parts[:depth]))
-                if folder_len >= MAX_DIR_PATH:
-                    add(
-                        path,
-                        f"its folder {'/'.join(parts[:depth])!r} installs as a {folder_len}-character path "
-                        f"under {install_root!r}; Windows creates folders of at most {MAX_DIR_PATH - 1} "
-                        "unless the package declares extended-length support",
-                    )
-                    break
-        # Case-fold collisions (C19): the full path, each parent folder, and file-vs-folder.
-        key = _fold(path)
-        other = seen_files.get(key)
-        if other is not None:
-            if other == path:
-                add(path, "listed twice")
-            else:
-                add(path, f"collides with {other!r} on a case-insensitive file system (C19)")
-        else:
-            seen_files[key] = path
-        for depth in range(1, len(parts)):
-            prefix = "/".join(parts[:depth])
-            pkey = _fold(prefix)
-            spelled = seen_dirs.setdefault(pkey, prefix)
-            if spelled != prefix:
-                add(
-                    path,
-                    f"folder {prefix!r} collides with {spelled!r} on a case-insensitive file system (C19)",
-                )
-    for key, path in seen_files.items():
-        folder = seen_dirs.get(key)
-        if folder is not None:
-            add(path, f"is a file but {folder!r} is also a folder in the package")
-    return problems
+            messages += _length_problems(path, install_root=install_root, root_len=root_len)
+        messages += spellings.add(path)
+        found += [(path, message) for message in messages]
+    found += spellings.files_that_are_folders()
+    return [Problem(file=source, field=path, message=message) for path, message in found]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,140 @@ def _load_document(path: Path) -> Any:
     return load_yaml_data(path, error=InputError)
 
 
+@dataclass(kw_only=True)
+class _Report:
+    """The problems found in one recipe file, in the order they were found (each names a field)."""
+
+    file: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def bad(self, where: str, message: str) -> None:
+        """Record that field ``where`` is wrong."""
+        self.problems.append(Problem(file=self.file, field=where, message=message))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Header:
+    """The recipe's scalar fields: ``id``, ``description``, ``extended_length``, ``deflate_level`` (0-9)."""
+
+    id: str
+    description: str
+    extended_length: bool
+    deflate_level: int
+
+
+def _check_keys(data: dict[Any, Any], r: _Report) -> None:
+    """Every key is a recipe field (``install_root`` says where it went); ``schema`` is 1."""
+    for key in data:
+        if key == "install_root":
+            r.bad(
+                key,
+                "no longer a recipe field: the install roots come from the install layout "
+                "(profiles.PROGRAM_ROOT / DATA_ROOT, docs/install-layout.md); delete it",
+            )
+        elif key not in _RECIPE_KEYS:
+            r.bad(str(key), f"unknown field; expected one of {list(_RECIPE_KEYS)}")
+    if not strictjson.json_equal(data.get("schema"), 1):
+        r.bad("schema", f"unsupported schema {data.get('schema')!r}; expected 1")
+
+
+def _header(data: dict[Any, Any], r: _Report) -> _Header:
+    """The scalar fields, each checked; a bad one is reported and takes its default."""
+    recipe_id = data.get("id")
+    if not isinstance(recipe_id, str) or not recipe_id:
+        r.bad("id", f"must be a non-empty string (got {recipe_id!r})")
+        recipe_id = ""
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        r.bad("description", "must be a string")
+        description = ""
+    extended = data.get("extended_length", False)
+    if not isinstance(extended, bool):
+        r.bad("extended_length", f"must be true or false (got {extended!r})")
+        extended = False
+    level = data.get("deflate_level", 6)
+    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 9:
+        r.bad("deflate_level", f"must be a whole number 0-9 (got {level!r})")
+        level = 6
+    return _Header(id=recipe_id, description=description, extended_length=extended, deflate_level=level)
+
+
+def _list_field(data: dict[Any, Any], key: str, r: _Report, message: str) -> list[Any]:
+    """``data[key]`` (default: empty) when it is a list; else reported with ``message`` and empty."""
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        r.bad(key, message)
+        return []
+    return value
+
+
+def _include_rule(where: str, item: Any, r: _Report) -> IncludeRule | None:
+    """One ``include[i]`` item ``{from, to}`` as a rule (names NFC); ``None`` when it is unusable.
+
+    A ``folder/**`` rule's ``to`` is a folder ending in ``/`` or ``""`` (the zip's top level); a
+    single-file rule's ``to`` is a file name. Path rules: :func:`_recipe_path_problem` (C17).
+    """
+    if not isinstance(item, dict) or set(item) != {"from", "to"}:
+        r.bad(where, "must be a mapping with exactly 'from' and 'to'")
+        return None
+    src, dst = item["from"], item["to"]
+    if not isinstance(src, str) or not isinstance(dst, str):
+        r.bad(where, "'from' and 'to' must be strings")
+        return None
+    tree = src.endswith("/**")
+    msg = _recipe_path_problem(src, folder=False)
+    if msg:
+        r.bad(f"{where}.from", msg)
+    msg = "" if tree and dst == "" else _recipe_path_problem(dst, folder=tree)  # "" = the top level
+    if msg:
+        r.bad(f"{where}.to", msg)
+    if tree and dst and not dst.endswith("/"):
+        r.bad(f"{where}.to", f"{dst!r}: a 'folder/**' rule needs a destination folder ending in '/'")
+    if not tree and dst.endswith("/"):
+        r.bad(f"{where}.to", f"{dst!r}: a single-file rule needs a file name, not a folder")
+    return IncludeRule(source=unicodedata.normalize("NFC", src), dest=unicodedata.normalize("NFC", dst))
+
+
+def _include(data: dict[Any, Any], r: _Report) -> tuple[IncludeRule, ...]:
+    """The ``include`` rules (a non-empty list), every item checked."""
+    raw = data.get("include")
+    if not isinstance(raw, list) or not raw:
+        r.bad("include", "must be a non-empty list of {from, to}")
+        raw = []
+    rules = (_include_rule(f"include[{i}]", item, r) for i, item in enumerate(raw))
+    return tuple(rule for rule in rules if rule is not None)
+
+
+def _exclude(data: dict[Any, Any], r: _Report) -> tuple[str, ...]:
+    """The ``exclude`` staged paths (``folder/**`` allowed); a path with a problem is still kept."""
+    exclude: list[str] = []
+    for i, value in enumerate(_list_field(data, "exclude", r, "must be a list of staged paths")):
+        if not isinstance(value, str):
+            r.bad(f"exclude[{i}]", "must be a string")
+            continue
+        msg = _recipe_path_problem(value, folder=False)
+        if msg:
+            r.bad(f"exclude[{i}]", msg)
+        exclude.append(value)
+    return tuple(exclude)
+
+
+def _generated(data: dict[Any, Any], r: _Report) -> tuple[str, ...]:
+    """The ``generated`` member name templates: relative ``/`` names with ``{placeholder}``s, no repeats."""
+    generated: list[str] = []
+    raw = _list_field(data, "generated", r, "must be a list of member name templates")
+    for i, value in enumerate(raw):
+        if not isinstance(value, str):
+            r.bad(f"generated[{i}]", "must be a string")
+            continue
+        if _recipe_path_problem(_PLACEHOLDER.sub("x", value), folder=False):
+            r.bad(f"generated[{i}]", f"{value!r} is not a relative '/'-separated member name")
+        generated.append(value)
+    if len(set(generated)) != len(generated):
+        r.bad("generated", "lists a template twice")
+    return tuple(generated)
+
+
 def load_recipe(path: Path) -> PackageRecipe:
     """Load and check a package recipe (``packaging/windows-native.yaml`` or ``.json``).
 
@@ -124,115 +258,25 @@ def load_recipe(path: Path) -> PackageRecipe:
         InputError: the file is missing or any field is invalid (all problems at once, exit 4).
     """
     data = _load_document(path)
-    file = str(path)
-    problems: list[Problem] = []
-
-    def bad(field: str, message: str) -> None:
-        problems.append(Problem(file=file, field=field, message=message))
-
+    r = _Report(file=str(path))
     if not isinstance(data, dict):
-        raise InputError(problems=[Problem(file=file, message="top level must be a mapping")])
-    for key in data:
-        if key == "install_root":
-            bad(
-                key,
-                "no longer a recipe field: the install roots come from the install layout "
-                "(profiles.PROGRAM_ROOT / DATA_ROOT, docs/install-layout.md); delete it",
-            )
-        elif key not in _RECIPE_KEYS:
-            bad(str(key), f"unknown field; expected one of {list(_RECIPE_KEYS)}")
-    if not strictjson.json_equal(data.get("schema"), 1):
-        bad("schema", f"unsupported schema {data.get('schema')!r}; expected 1")
-
-    def text(key: str, default: str | None = None) -> str:
-        value = data.get(key, default)
-        if not isinstance(value, str) or not value:
-            bad(key, f"must be a non-empty string (got {value!r})")
-            return ""
-        return value
-
-    recipe_id = text("id")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        bad("description", "must be a string")
-        description = ""
-    extended = data.get("extended_length", False)
-    if not isinstance(extended, bool):
-        bad("extended_length", f"must be true or false (got {extended!r})")
-        extended = False
-    level = data.get("deflate_level", 6)
-    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 9:
-        bad("deflate_level", f"must be a whole number 0-9 (got {level!r})")
-        level = 6
-
-    include: list[IncludeRule] = []
-    raw_include = data.get("include")
-    if not isinstance(raw_include, list) or not raw_include:
-        bad("include", "must be a non-empty list of {from, to}")
-        raw_include = []
-    for i, item in enumerate(raw_include):
-        where = f"include[{i}]"
-        if not isinstance(item, dict) or set(item) != {"from", "to"}:
-            bad(where, "must be a mapping with exactly 'from' and 'to'")
-            continue
-        src, dst = item["from"], item["to"]
-        if not isinstance(src, str) or not isinstance(dst, str):
-            bad(where, "'from' and 'to' must be strings")
-            continue
-        tree = src.endswith("/**")
-        for field, value in ((f"{where}.from", src), (f"{where}.to", dst)):
-            if tree and value == "" and field.endswith(".to"):
-                continue  # "" = the zip's top level
-            msg = _recipe_path_problem(value, folder=tree and field.endswith(".to"))
-            if msg:
-                bad(field, msg)
-        if tree and dst and not dst.endswith("/"):
-            bad(f"{where}.to", f"{dst!r}: a 'folder/**' rule needs a destination folder ending in '/'")
-        if not tree and dst.endswith("/"):
-            bad(f"{where}.to", f"{dst!r}: a single-file rule needs a file name, not a folder")
-        include.append(
-            IncludeRule(source=unicodedata.normalize("NFC", src), dest=unicodedata.normalize("NFC", dst))
-        )
-
-    exclude: list[str] = []
-    raw_exclude = data.get("exclude", [])
-    if not isinstance(raw_exclude, list):
-        bad("exclude", "must be a list of staged paths")
-        raw_exclude = []
-    for i, value in enumerate(raw_exclude):
-        if not isinstance(value, str):
-            bad(f"exclude[{i}]", "must be a string")
-            continue
-        msg = _recipe_path_problem(value, folder=False)
-        if msg:
-            bad(f"exclude[{i}]", msg)
-        exclude.append(value)
-
-    generated: list[str] = []
-    raw_generated = data.get("generated", [])
-    if not isinstance(raw_generated, list):
-        bad("generated", "must be a list of member name templates")
-        raw_generated = []
-    for i, value in enumerate(raw_generated):
-        if not isinstance(value, str):
-            bad(f"generated[{i}]", "must be a string")
-            continue
-        if _recipe_path_problem(_PLACEHOLDER.sub("x", value), folder=False):
-            bad(f"generated[{i}]", f"{value!r} is not a relative '/'-separated member name")
-        generated.append(value)
-    if len(set(generated)) != len(generated):
-        bad("generated", "lists a template twice")
-    if problems:
-        raise InputError(problems=problems)
+        raise InputError(problems=[Problem(file=r.file, message="top level must be a mapping")])
+    _check_keys(data, r)
+    header = _header(data, r)
+    include = _include(data, r)
+    exclude = _exclude(data, r)
+    generated = _generated(data, r)
+    if r.problems:
+        raise InputError(problems=r.problems)
     return PackageRecipe(
-        path=file,
-        id=recipe_id,
-        description=description,
-        extended_length=extended,
-        deflate_level=level,
-        include=tuple(include),
-        exclude=tuple(exclude),
-        generated=tuple(generated),
+        path=r.file,
+        id=header.id,
+        description=header.description,
+        extended_length=header.extended_length,
+        deflate_level=header.deflate_level,
+        include=include,
+        exclude=exclude,
+        generated=generated,
     )
 
 
@@ -312,6 +356,62 @@ def _template_regex(template: str) -> re.Pattern[str]:
     return re.compile(body)
 
 
+@dataclass(kw_only=True)
+class _PlanDraft:
+    """The plan being built: entries by zip name and every problem found, naming ``recipe_path``."""
+
+    recipe_path: str
+    entries: dict[str, PlanEntry] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    def bad(self, where: str, message: str) -> None:
+        """Record a problem with path or field ``where``."""
+        self.problems.append(Problem(file=self.recipe_path, field=where, message=message))
+
+    def add(self, entry: PlanEntry, origin: str) -> None:
+        """Add ``entry`` (from ``origin``: a staged path or ``generated``) unless its name is taken."""
+        prior = self.entries.get(entry.name)
+        if prior is not None:
+            self.bad(
+                entry.name,
+                f"zip name produced twice (from {prior.staged_path or 'generated'} and {origin})",
+            )
+            return
+        self.entries[entry.name] = entry
+
+
+def _map_staged(staged: StagedTree, recipe: PackageRecipe, draft: _PlanDraft) -> None:
+    """Each staged file by the one include rule that covers it; excluded ones are left out (C17)."""
+    for f in staged.files:
+        hits = [(rule, name) for rule in recipe.include if (name := rule.map(f.path)) is not None]
+        if len(hits) > 1:
+            draft.bad(f.path, f"covered by more than one include rule: {[r.source for r, _ in hits]}")
+        elif hits:
+            name = unicodedata.normalize("NFC", hits[0][1])
+            draft.add(PlanEntry(name=name, source=f.source, staged_path=f.path), f.path)
+        elif not recipe.excluded(f.path):
+            draft.bad(f.path, "staged file is neither shipped (include) nor left out on purpose (exclude)")
+
+
+def _add_generated(generated: Mapping[str, bytes | None], recipe: PackageRecipe, draft: _PlanDraft) -> None:
+    """Each generated member, whose name must match a recipe template; each template used once."""
+    templates = {t: _template_regex(t) for t in recipe.generated}
+    supplied: dict[str, list[str]] = {t: [] for t in templates}
+    for name, data in generated.items():
+        matching = [t for t, rx in templates.items() if rx.fullmatch(name)]
+        if not matching:
+            draft.bad(name, f"generated member matches no 'generated' template {list(recipe.generated)}")
+            continue
+        for t in matching:
+            supplied[t].append(name)
+        draft.add(PlanEntry(name=name, data=data), "generated")
+    for template, names in supplied.items():
+        if len(names) != 1:
+            draft.bad(
+                "generated", f"template {template!r} needs exactly one generated member, got {sorted(names)}"
+            )
+
+
 def plan_package(
     staged: StagedTree,
     recipe: PackageRecipe,
@@ -334,74 +434,11 @@ def plan_package(
             share a name; or any path is unsafe on Windows (DESIGN.md §6, C17–C20) — every problem
             at once, each naming the path.
     """
-    problems: list[Problem] = []
-    entries: dict[str, PlanEntry] = {}
-
-    def add(entry: PlanEntry, origin: str) -> None:
-        prior = entries.get(entry.name)
-        if prior is not None:
-            problems.append(
-                Problem(
-                    file=recipe.path,
-                    field=entry.name,
-                    message=f"zip name produced twice (from {prior.staged_path or 'generated'} and {origin})",
-                )
-            )
-            return
-        entries[entry.name] = entry
-
-    for f in staged.files:
-        matches = [(rule, rule.map(f.path)) for rule in recipe.include]
-        hits = [(rule, name) for rule, name in matches if name is not None]
-        if len(hits) > 1:
-            problems.append(
-                Problem(
-                    file=recipe.path,
-                    field=f.path,
-                    message=f"covered by more than one include rule: {[r.source for r, _ in hits]}",
-                )
-            )
-            continue
-        if not hits:
-            if not recipe.excluded(f.path):
-                problems.append(
-                    Problem(
-                        file=recipe.path,
-                        field=f.path,
-                        message="staged file is neither shipped (include) nor left out on purpose (exclude)",
-                    )
-                )
-            continue
-        name = unicodedata.normalize("NFC", hits[0][1] or "")
-        add(PlanEntry(name=name, source=f.source, staged_path=f.path), f.path)
-
-    templates = {t: _template_regex(t) for t in recipe.generated}
-    supplied: dict[str, list[str]] = {t: [] for t in templates}
-    for name, data in generated.items():
-        matching = [t for t, rx in templates.items() if rx.fullmatch(name)]
-        if not matching:
-            problems.append(
-                Problem(
-                    file=recipe.path,
-                    field=name,
-                    message=f"generated member matches no 'generated' template {list(recipe.generated)}",
-                )
-            )
-            continue
-        for t in matching:
-            supplied[t].append(name)
-        add(PlanEntry(name=name, data=data), "generated")
-    for template, names in supplied.items():
-        if len(names) != 1:
-            problems.append(
-                Problem(
-                    file=recipe.path,
-                    field="generated",
-                    message=f"template {template!r} needs exactly one generated member, got {sorted(names)}",
-                )
-            )
-
-    problems.extend(
+    draft = _PlanDraft(recipe_path=recipe.path)
+    _map_staged(staged, recipe, draft)
+    _add_generated(generated, recipe, draft)
+    entries = draft.entries
+    draft.problems.extend(
         check_windows_paths(
             list(entries),
             install_root=install_root.replace("<component>", component),
@@ -409,8 +446,8 @@ def plan_package(
             source=recipe.path,
         )
     )
-    if problems:
-        raise InputError(problems=problems)
+    if draft.problems:
+        raise InputError(problems=draft.problems)
     ordered = tuple(entries[n] for n in sorted(entries, key=lambda n: n.encode("utf-8")))
     return PackagePlan(recipe_id=recipe.id, entries=ordered, deflate_level=recipe.deflate_level)
 

@@ -391,6 +391,60 @@ def _unreadable(path: Path) -> str:
     return ""
 
 
+def _lane_tree(root: Path, lane_id: str) -> Path:
+    """``root`` itself, or ``root/<lane_id>`` when only that holds a ``build-info.json``; absolute.
+
+    Raises:
+        InputError: the tree is not a directory (exit 4).
+    """
+    if not (root / BUILD_INFO).exists() and (root / lane_id / BUILD_INFO).exists():
+        root = root / lane_id
+    if not root.is_dir():
+        raise InputError(
+            problems=[Problem(file=str(root), message="staged tree not found (expected a directory)")]
+        )
+    return root.absolute()
+
+
+def _check_lane_fields(info: BuildInfo, doc: _Doc, lane_id: str, expected: Mapping[str, str]) -> None:
+    """``build-info.json``'s ``source_commit``, ``cuda_arch``, ``cuda_version`` equal ``expected``'s."""
+    for field, want in expected.items():
+        got = getattr(info, field)
+        if got and got != want:
+            doc.bad(field, f"{got!r} does not match lane {lane_id}'s {want!r} in the release definition")
+
+
+def _check_listed_present(
+    info: BuildInfo, lock: DependencyLock, present: Collection[str], info_doc: _Doc, lock_doc: _Doc
+) -> None:
+    """Every engine file and redistributable is in the tree; no file is listed as both."""
+    redist = {r.file for r in lock.redistributables}
+    for i, e in enumerate(info.engine_files):
+        if e.path and e.path not in present:
+            info_doc.bad(f"engine_files[{i}].path", f"{e.path!r} is not in the staged tree")
+        if e.path in redist:
+            info_doc.bad(
+                f"engine_files[{i}].path", f"{e.path!r} is also listed as a redistributable in the lock"
+            )
+    for i, r in enumerate(lock.redistributables):
+        if r.file and r.file not in present:
+            lock_doc.bad(f"redistributables[{i}].file", f"{r.file!r} is not in the staged tree")
+
+
+def _unaccounted_binaries(
+    root: Path, files: list[StagedFile], info: BuildInfo, lock: DependencyLock
+) -> list[Problem]:
+    """A problem for each file under ``bin/`` that is neither an engine file nor a redistributable."""
+    known = {e.path for e in info.engine_files} | {r.file for r in lock.redistributables}
+    return [
+        Problem(
+            file=str(root), field=f.path, message=f"unaccounted binary: in neither {BUILD_INFO} nor {LOCK}"
+        )
+        for f in files
+        if f.path.startswith("bin/") and f.path not in known
+    ]
+
+
 def load_staged_tree(
     root: Path, *, lane_id: str, source_commit: str, cuda_arch: str, cuda_version: str
 ) -> StagedTree:
@@ -410,13 +464,7 @@ def load_staged_tree(
         InputError: the tree or a document is missing or invalid, or any check fails (exit 4);
             mismatches name ``build-info.json`` and the field.
     """
-    if not (root / BUILD_INFO).exists() and (root / lane_id / BUILD_INFO).exists():
-        root = root / lane_id
-    if not root.is_dir():
-        raise InputError(
-            problems=[Problem(file=str(root), message="staged tree not found (expected a directory)")]
-        )
-    root = root.absolute()
+    root = _lane_tree(root, lane_id)
     problems: list[Problem] = []
     info_path, lock_path = root / BUILD_INFO, root / LOCK
     info_doc, lock_doc = _Doc(str(info_path), problems), _Doc(str(lock_path), problems)
@@ -427,35 +475,10 @@ def load_staged_tree(
     files = _list_files(root, problems)
     if info is None or lock is None:
         raise InputError(problems=problems)
-
-    expected = {"source_commit": source_commit, "cuda_arch": cuda_arch, "cuda_version": cuda_version}
-    for field, want in expected.items():
-        got = getattr(info, field)
-        if got and got != want:
-            info_doc.bad(field, f"{got!r} does not match lane {lane_id}'s {want!r} in the release definition")
-
-    present = {f.path for f in files}
-    engine = {e.path for e in info.engine_files}
-    redist = {r.file for r in lock.redistributables}
-    for i, e in enumerate(info.engine_files):
-        if e.path and e.path not in present:
-            info_doc.bad(f"engine_files[{i}].path", f"{e.path!r} is not in the staged tree")
-        if e.path in redist:
-            info_doc.bad(
-                f"engine_files[{i}].path", f"{e.path!r} is also listed as a redistributable in the lock"
-            )
-    for i, r in enumerate(lock.redistributables):
-        if r.file and r.file not in present:
-            lock_doc.bad(f"redistributables[{i}].file", f"{r.file!r} is not in the staged tree")
-    for f in files:
-        if f.path.startswith("bin/") and f.path not in engine and f.path not in redist:
-            problems.append(
-                Problem(
-                    file=str(root),
-                    field=f.path,
-                    message=f"unaccounted binary: in neither {BUILD_INFO} nor {LOCK}",
-                )
-            )
+    lane = {"source_commit": source_commit, "cuda_arch": cuda_arch, "cuda_version": cuda_version}
+    _check_lane_fields(info, info_doc, lane_id, lane)
+    _check_listed_present(info, lock, {f.path for f in files}, info_doc, lock_doc)
+    problems += _unaccounted_binaries(root, files, info, lock)
     if problems:
         raise InputError(problems=problems)
     return StagedTree(root=root, lane_id=lane_id, build_info=info, lock=lock, files=tuple(files))
