@@ -395,6 +395,72 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         False,
     ),
     "provenance-subject-not-a-list": (_set_key(".provenance.json", ("subject",), 7, deep=True), False),
+    # Schema-only faults in a fully re-sealed CycloneDX (the issue 12 gap, closed): only the
+    # schema's rules can see them; the stdlib verifier checks them as ``CDX_SHAPES``.
+    "cdx-component-type-outside-enum-resealed": (_cdx_edit(lambda cs: cs[0].update(type="gizmo")), False),
+    "cdx-component-unknown-key-resealed": (_cdx_edit(lambda cs: cs[0].update(colour="red")), False),
+    "cdx-component-name-missing-resealed": (_cdx_edit(lambda cs: cs[0].pop("name")), False),
+    "cdx-component-version-a-number-resealed": (_cdx_edit(lambda cs: cs[0].update(version=7)), False),
+    "cdx-occurrence-line-negative-resealed": (
+        _cdx_edit(lambda cs: _first_dll_occurrence(cs).update(line=-1)),
+        False,
+    ),
+    "cdx-external-reference-type-resealed": (
+        _cdx_edit(
+            lambda cs: next(c for c in cs if "externalReferences" in c)["externalReferences"][0].update(
+                type="x"
+            )
+        ),  # type: ignore[index]
+        False,
+    ),
+    "cdx-external-reference-url-not-iri-resealed": (
+        _cdx_edit(
+            lambda cs: next(c for c in cs if "externalReferences" in c)["externalReferences"][0].update(  # type: ignore[index]
+                url="https://a b"
+            )
+        ),
+        False,
+    ),
+    "cdx-two-license-expressions-resealed": (
+        _cdx_edit(lambda cs: cs[0].update(licenses=[{"expression": "MIT"}, {"expression": "MIT"}])),
+        False,
+    ),
+    "cdx-dependency-listed-twice-resealed": (
+        lambda d, s: (
+            _edit_json(d, s + ".cdx.json", lambda doc: doc["dependencies"].append(doc["dependencies"][0])),  # type: ignore[attr-defined,index]
+            _reseal_all(d, s),
+        ),
+        False,
+    ),
+    "cdx-lifecycle-phase-resealed": (
+        lambda d, s: (
+            _edit_json(
+                d, s + ".cdx.json", lambda doc: doc["metadata"].update(lifecycles=[{"phase": "ship"}])
+            ),  # type: ignore[attr-defined]
+            _reseal_all(d, s),
+        ),
+        False,
+    ),
+    "cdx-timestamp-not-rfc3339-resealed": (
+        lambda d, s: (
+            _edit_json(
+                d, s + ".cdx.json", lambda doc: doc["metadata"].update(timestamp="2026-02-30T00:00:00Z")
+            ),  # type: ignore[attr-defined]
+            _reseal_all(d, s),
+        ),
+        False,
+    ),
+    "cdx-composition-unknown-ref-resealed": (
+        lambda d, s: (
+            _edit_json(d, s + ".cdx.json", lambda doc: doc["compositions"][0]["assemblies"].append("nobody")),  # type: ignore[index]
+            _reseal_all(d, s),
+        ),
+        False,
+    ),
+    "cdx-bom-version-zero-resealed": (
+        lambda d, s: (_edit_json(d, s + ".cdx.json", lambda doc: doc.update(version=0)), _reseal_all(d, s)),
+        False,
+    ),
     **{f"flip{sfx}": (_flip(sfx, resealed=False), False) for sfx in (*SUFFIXES, "SHA256SUMS")},
     # A flipped byte in a field no record binds (say a URL in the manifest), resealed, is simply
     # another set: what matters is that both verifiers say the same.
@@ -405,21 +471,23 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
 }
 
 
-def test_known_gap_schema_only_change_in_a_deeply_resealed_cyclonedx(
+def test_schema_only_change_in_a_deeply_resealed_cyclonedx_fails_both(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """The one kind of set the verdicts can differ on: a CycloneDX document whose only fault is
-    schema-level (a component ``type`` outside the schema's enum), with provenance, manifest and
-    SHA256SUMS all rewritten to match. ``verify`` refuses it (cyclonedx-python-lib's JSON schema); the stdlib
-    verifier checks the format identity, hashes and bindings, not the full schema, and accepts it.
-    Documented in docs/publishing.md; this test pins the gap so it cannot widen silently."""
+    """A CycloneDX document whose only fault is schema-level (a component ``type`` outside the
+    schema's enum), with provenance, manifest and SHA256SUMS all rewritten to match: ``verify``
+    refuses it (cyclonedx-python-lib's JSON schema) and so does the stdlib verifier (the schema's
+    rules for the shapes ninfer-release writes, as data: ``CDX_SHAPES``), naming the field. This
+    was the one known gap of issue 12; the corpus below holds more such cases."""
     script = _export(tmp_path)
     d = tmp_path / "set"
     shutil.copytree(qualified_out(tmp_path_factory) / "rtx4090", d)
     _edit_json(d, stem("rtx4090") + ".cdx.json", lambda doc: doc["components"][0].update(type="gizmo"))  # type: ignore[index]
     _reseal_all(d, stem("rtx4090"))
     assert cli("verify", d).code == 5
-    assert _standalone(script, d).returncode == 0
+    alone = _standalone(script, d)
+    assert alone.returncode == 5
+    assert "$.components[0].type: 'gizmo' is not one of the schema's component-type values" in alone.stderr
 
 
 @pytest.fixture(scope="module")
@@ -537,3 +605,111 @@ def test_standalone_agrees_with_verify_on_every_hostile_set(
             disagreements.append(f"{case.id}: verify {full.code}, standalone {alone.returncode}")
     assert count >= 100  # the suite's set cases, not an empty loop
     assert disagreements == [], "\n".join(disagreements)
+
+
+# --- the CycloneDX shapes the stdlib verifier checks, against the library's schema ---------------
+
+#: Each of ``CDX_SHAPES``'s object kinds -> where the schema defines it (a JSON pointer).
+_CDX_KIND_POINTERS = {
+    "bom": "",
+    "metadata": "/definitions/metadata",
+    "lifecycle": "/definitions/metadata/properties/lifecycles/items/oneOf/0",
+    "tools": "/definitions/metadata/properties/tools/oneOf/0",
+    "organization": "/definitions/organizationalEntity",
+    "contact": "/definitions/organizationalContact",
+    "component": "/definitions/component",
+    "license-expression": "/definitions/licenseChoice/oneOf/1/items/0",
+    "hash": "/definitions/hash",
+    "external-reference": "/definitions/externalReference",
+    "property": "/definitions/property",
+    "evidence": "/definitions/componentEvidence",
+    "occurrence": "/definitions/componentEvidence/properties/occurrences/items",
+    "dependency": "/definitions/dependency",
+    "composition": "/definitions/compositions",
+}
+
+
+def _cdx_schema() -> dict[str, Any]:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.schema._res import BOM_JSON_STRICT
+
+    path = BOM_JSON_STRICT[SchemaVersion.V1_6]
+    assert path is not None
+    doc: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return doc
+
+
+def _pointer(schema: dict[str, Any], pointer: str) -> Any:
+    node: Any = schema
+    for part in pointer.split("/")[1:]:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
+
+
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = _pointer(schema, node["$ref"][1:])
+    return node
+
+
+def test_the_standalone_cyclonedx_shapes_are_the_schema_s() -> None:
+    """``CDX_SHAPES``/``CDX_ENUMS`` of the stdlib verifier read against cyclonedx-python-lib's strict
+    CycloneDX 1.6 schema: every kind closed (``additionalProperties: false``) with the same required
+    keys, every key one the schema defines, arrays where the schema has them (``{}`` exactly where
+    it says ``uniqueItems``), object kinds where it refers to that definition, enums equal."""
+    from ninfer_release.releases import _standalone_verifier as sv
+
+    schema = _cdx_schema()
+    assert set(_CDX_KIND_POINTERS) == set(sv.CDX_SHAPES)
+    pointer_of = {p: k for k, p in _CDX_KIND_POINTERS.items()}
+    for kind, (required, keys) in sv.CDX_SHAPES.items():
+        node = _resolve(schema, _pointer(schema, _CDX_KIND_POINTERS[kind]))
+        assert node.get("additionalProperties") is False, kind
+        assert sorted(required) == sorted(node.get("required", [])), kind
+        for key, spec in keys.items():
+            prop = node["properties"][key]
+            if spec == "license-expression[]":  # licenseChoice: a list of licences, or one expression
+                assert prop["$ref"] == "#/definitions/licenseChoice", (kind, key)
+                assert (
+                    _pointer(schema, _CDX_KIND_POINTERS["license-expression"][: -len("/items/0")])["maxItems"]
+                    == 1
+                )
+                continue
+            if spec.endswith(("[]", "{}")):
+                assert _resolve(schema, prop).get("type") == "array", (kind, key)
+                assert bool(_resolve(schema, prop).get("uniqueItems")) == spec.endswith("{}"), (kind, key)
+                spec, prop = spec[:-2], prop.get("items", prop)
+            if spec in sv.CDX_SHAPES and "$ref" in prop:
+                assert pointer_of.get(prop["$ref"][1:]) == spec, (kind, key)
+            elif spec.startswith("enum:"):
+                assert tuple(_resolve(schema, prop)["enum"]) == sv.CDX_ENUMS[spec[5:]], (kind, key)
+
+
+def test_the_standalone_iri_check_accepts_only_what_verify_accepts() -> None:
+    """The stdlib IRI-reference rule is the project's RFC 3987 one, narrowed (ASCII, no IP literal):
+    it accepts nothing ``verify``'s format checker refuses."""
+    from ninfer_release.releases import _standalone_verifier as sv
+    from ninfer_release.sbom._iri import is_iri_reference
+
+    samples = [
+        "https://github.com/fmtlib/fmt",
+        "https://a.b/c?d=e&f#g",
+        "http://user:pw@host:8080/p/a%20th",
+        "mailto:x@example.org",
+        "urn:cdx:1/2",
+        "//host/path",
+        "rel/path",
+        "",
+        "https://a b",
+        "https://a:b:c",
+        "%zz",
+        "https://[::1]/",
+        "https://\u00e9.example/",
+        "a\\b",
+        "https://x/<y>",
+    ]
+    for s in samples:
+        if sv._IRI_REFERENCE.fullmatch(s):
+            assert is_iri_reference(s), s
+    assert sv._IRI_REFERENCE.fullmatch("https://github.com/fmtlib/fmt")
+    assert not sv._IRI_REFERENCE.fullmatch("https://a b")

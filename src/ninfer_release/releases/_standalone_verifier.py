@@ -14,7 +14,7 @@ release; N checks)``, never a plain ``OK``; and ``--json`` carries ``ok``, ``qua
 ``draft``, ``gates`` (the gate counts), ``bindings`` (receipts per binding), ``checked``,
 ``warnings`` and ``failures``.
 
-It checks what ``ninfer-release verify`` checks, except the SBOM libraries' schema validation:
+It checks what ``ninfer-release verify`` checks, except the SPDX library's schema validation:
 the exact 11 files; ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms; CRLF and a
 UTF-8 BOM tolerated, as Windows tooling writes them) listing exactly the 10 entries with every
 digest holding; the package zip's structure (central directory, local headers, overlaps, unsafe
@@ -23,9 +23,11 @@ that need no SBOM library (config asset = zip copy = profile = manifest = qualif
 SPDX asset = zip copy; SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; manifest
 sizes and digests = entries 1-9; provenance subjects = entries 1-7; route package = zip; route
 model = model entry) and the identity every record states (component tag, lane, profile, source,
-release, release-instance id, qualification). For the SBOMs it checks the fields that identify the
-format (SPDX-2.3, CycloneDX 1.6) instead of the full schema. A differential test runs this file
-beside ``ninfer-release verify`` over tampered sets: they agree on every accept and reject.
+release, release-instance id, qualification). For SPDX it checks the fields that identify the
+format (SPDX-2.3) instead of the full schema; for CycloneDX 1.6 it checks the schema's rules for
+every object shape ninfer-release writes (``CDX_SHAPES``) and refuses any other field. A
+differential test runs this file beside ``ninfer-release verify`` over tampered sets: they agree
+on every accept and reject.
 
 This file is the package module ``ninfer_release.releases._standalone_verifier``: it imports
 nothing from the package, and the export writes its bytes unchanged, so the two cannot drift.
@@ -825,14 +827,31 @@ _URN_UUID = re.compile(r"^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 
 def _cdx_problems(doc: Any, data: bytes) -> list[str]:
-    """What ``verify`` checks of a CycloneDX document besides its JSON schema."""
+    """What ``verify`` checks of a CycloneDX document: its schema's rules (see ``CDX_SHAPES``),
+    specVersion, serial number, bom-refs and the references to them, one final LF."""
     if not isinstance(doc, dict):
         return ["top level is not a JSON object"]
     out = []
+    schema = cdx_schema_problem(doc)
+    if schema:
+        out.append("schema: " + schema)
     if doc.get("bomFormat") != "CycloneDX" or doc.get("specVersion") != "1.6":
         out.append("not a CycloneDX 1.6 document")
     if not _URN_UUID.match(str(doc.get("serialNumber", ""))):
         out.append("serialNumber is not a lowercase urn:uuid")
+    refs = _cdx_refs(doc, out)
+    out.extend(
+        f"bom-ref {r!r} is used more than once" for r in sorted({r for r in refs if refs.count(r) > 1})
+    )
+    out.extend(_cdx_reference_problems(doc, set(refs)))
+    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+def _cdx_refs(doc: dict[str, Any], out: list[str]) -> list[str]:
+    """Every component's bom-ref, ``metadata.component``'s first; a component without one is a
+    problem appended to ``out``."""
     refs = []
     component = _get(doc, "metadata", "component")
     if isinstance(component, dict) and "bom-ref" in component:
@@ -842,17 +861,242 @@ def _cdx_problems(doc: Any, data: bytes) -> list[str]:
             refs.append(str(c["bom-ref"]))
         else:
             out.append(f"component {c.get('name')!r} has no bom-ref")
-    out.extend(
-        f"bom-ref {r!r} is used more than once" for r in sorted({r for r in refs if refs.count(r) > 1})
-    )
-    known = set(refs)
+    return refs
+
+
+def _cdx_reference_problems(doc: dict[str, Any], known: set[str]) -> Iterator[str]:
+    """Each dependency and composition reference that names no bom-ref of the document."""
     for dep in doc.get("dependencies") or []:
         for target in [dep.get("ref"), *(dep.get("dependsOn") or [])]:
             if target not in known:
-                out.append(f"dependency names unknown bom-ref {target!r}")
-    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
-        out.append("document must end with exactly one LF")
-    return out
+                yield f"dependency names unknown bom-ref {target!r}"
+    for composition in doc.get("compositions") or []:
+        if not isinstance(composition, dict):
+            continue
+        for target in [*(composition.get("assemblies") or []), *(composition.get("dependencies") or [])]:
+            if target not in known:
+                yield f"composition names unknown bom-ref {target!r}"
+
+
+# --- CycloneDX 1.6: the shapes ninfer-release writes, checked structurally ----------------------
+# ``verify`` validates the CycloneDX document with the strict CycloneDX 1.6 JSON schema
+# (cyclonedx-python-lib); this file cannot import jsonschema, so it checks the same rules of that
+# schema (``additionalProperties: false``, ``required``, types, enums, patterns, formats,
+# ``uniqueItems``) for the objects ninfer-release writes, as data. A field the schema allows but
+# ninfer-release never writes is refused here: this verifier may refuse such a document, never
+# accept one the schema refuses. ``tests/test_export_verifier.py`` checks these tables against the
+# library's schema file, so they cannot drift from it.
+
+#: The schema's enums this file checks (``definitions`` of bom-1.6.schema.json), space-separated.
+CDX_ENUMS: dict[str, tuple[str, ...]] = {
+    name: tuple(values.split())
+    for name, values in {
+        "bom-format": "CycloneDX",
+        "component-type": "application framework library container platform operating-system device"
+        " device-driver firmware file machine-learning-model data cryptographic-asset",
+        "hash-alg": "MD5 SHA-1 SHA-256 SHA-384 SHA-512 SHA3-256 SHA3-384 SHA3-512 BLAKE2b-256 BLAKE2b-384"
+        " BLAKE2b-512 BLAKE3",
+        "lifecycle-phase": "design pre-build build post-build operations discovery decommission",
+        "aggregate": "complete incomplete incomplete_first_party_only incomplete_first_party_proprietary_only"
+        " incomplete_first_party_opensource_only incomplete_third_party_only"
+        " incomplete_third_party_proprietary_only incomplete_third_party_opensource_only"
+        " unknown not_specified",
+        "external-reference-type": "vcs issue-tracker website advisories bom mailing-list social chat"
+        " documentation support source-distribution distribution distribution-intake license build-meta"
+        " build-system release-notes security-contact model-card log configuration evidence formulation"
+        " attestation threat-model adversary-model risk-assessment vulnerability-assertion"
+        " exploitability-statement pentest-report static-analysis-report dynamic-analysis-report"
+        " runtime-analysis-report component-analysis-report maturity-report certification-report"
+        " codified-infrastructure quality-metrics poam electronic-signature digital-signature rfc-9116 other",
+    }.items()
+}
+
+#: Object kind -> (required keys, key -> value spec). A spec is an object kind, a scalar of
+#: ``_CDX_SCALARS``, ``enum:<name>`` (one of ``CDX_ENUMS``), or either of those followed by ``[]``
+#: (an array of it) or ``{}`` (an array of it with ``uniqueItems``).
+CDX_SHAPES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "bom": (
+        ("bomFormat", "specVersion"),
+        {
+            "$schema": "string",
+            "bomFormat": "enum:bom-format",
+            "specVersion": "string",
+            "serialNumber": "serial-number",
+            "version": "positive-integer",
+            "metadata": "metadata",
+            "components": "component{}",
+            "dependencies": "dependency{}",
+            "compositions": "composition{}",
+        },
+    ),
+    "metadata": (
+        (),
+        {
+            "timestamp": "date-time",
+            "lifecycles": "lifecycle[]",
+            "tools": "tools",
+            "manufacturer": "organization",
+            "supplier": "organization",
+            "component": "component",
+        },
+    ),
+    "lifecycle": (("phase",), {"phase": "enum:lifecycle-phase"}),
+    "tools": ((), {"components": "component{}"}),
+    "organization": ((), {"bom-ref": "ref", "name": "string"}),
+    "contact": ((), {"bom-ref": "ref", "name": "string", "phone": "string"}),
+    "component": (
+        ("type", "name"),
+        {
+            "type": "enum:component-type",
+            "name": "string",
+            "version": "version",
+            "bom-ref": "ref",
+            "description": "string",
+            "supplier": "organization",
+            "manufacturer": "organization",
+            "authors": "contact[]",
+            "licenses": "license-expression[]",
+            "hashes": "hash[]",
+            "purl": "string",
+            "cpe": "string",
+            "externalReferences": "external-reference[]",
+            "properties": "property[]",
+            "evidence": "evidence",
+            "components": "component{}",
+        },
+    ),
+    "license-expression": (("expression",), {"expression": "string"}),
+    "hash": (("alg", "content"), {"alg": "enum:hash-alg", "content": "hash-content"}),
+    "external-reference": (
+        ("url", "type"),
+        {"url": "iri-reference", "comment": "string", "type": "enum:external-reference-type"},
+    ),
+    "property": (("name",), {"name": "string", "value": "string"}),
+    "evidence": ((), {"occurrences": "occurrence[]"}),
+    "occurrence": (
+        ("location",),
+        {
+            "bom-ref": "ref",
+            "location": "string",
+            "line": "count",
+            "offset": "count",
+            "symbol": "string",
+            "additionalContext": "string",
+        },
+    ),
+    "dependency": (("ref",), {"ref": "ref", "dependsOn": "ref{}", "provides": "ref{}"}),
+    "composition": (
+        ("aggregate",),
+        {"bom-ref": "ref", "aggregate": "enum:aggregate", "assemblies": "ref{}", "dependencies": "string{}"},
+    ),
+}
+
+_HASH_CONTENT = re.compile(
+    r"[a-fA-F0-9]{32}|[a-fA-F0-9]{40}|[a-fA-F0-9]{64}|[a-fA-F0-9]{96}|[a-fA-F0-9]{128}"
+)
+#: RFC 3339 ``date-time`` as the schema's format checker reads it (rfc3339-validator, upper-cased).
+_DATE_TIME = re.compile(
+    r"(\d{4})-(0[1-9]|1[0-2])-(\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)",
+    re.ASCII,
+)
+# RFC 3987 IRI-reference (section 2.2), ASCII only and without IP literals (both refused here,
+# never written): the ABNF as ``ninfer_release.sbom._iri`` translates it, rule by rule.
+_PCT = r"%[0-9A-Fa-f]{2}"
+_IPCHAR = rf"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|{_PCT})"
+_IAUTHORITY = (
+    rf"(?:(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|{_PCT})*@)?(?:[A-Za-z0-9\-._~!$&'()*+,;=]|{_PCT})*(?::[0-9]*)?"
+)
+_IPATH_ABEMPTY = rf"(?:/{_IPCHAR}*)*"
+_IPATH_ABSOLUTE = rf"/(?:{_IPCHAR}+{_IPATH_ABEMPTY})?"
+_IPATH_ROOTLESS = rf"{_IPCHAR}+{_IPATH_ABEMPTY}"
+_IPATH_NOSCHEME = rf"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|{_PCT})+{_IPATH_ABEMPTY}"
+_ITAIL = rf"(?:\?(?:{_IPCHAR}|[/?])*)?(?:#(?:{_IPCHAR}|[/?])*)?"
+_IRI_REFERENCE = re.compile(
+    rf"[A-Za-z][A-Za-z0-9+\-.]*:(?://{_IAUTHORITY}{_IPATH_ABEMPTY}|{_IPATH_ABSOLUTE}|{_IPATH_ROOTLESS}|){_ITAIL}"
+    rf"|(?://{_IAUTHORITY}{_IPATH_ABEMPTY}|{_IPATH_ABSOLUTE}|{_IPATH_NOSCHEME}|){_ITAIL}"
+)
+
+
+def _is_integer(value: Any) -> bool:
+    """JSON Schema draft 7 ``integer``: any number with no fraction, never a boolean."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _is_date_time(value: Any) -> bool:
+    m = _DATE_TIME.fullmatch(value) if isinstance(value, str) else None
+    if m is None:
+        return False
+    year, month, day = (int(g) for g in m.groups())
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+    return year > 0 and 1 <= day <= days
+
+
+#: Scalar spec -> (test, what the value must be).
+_CDX_SCALARS: dict[str, tuple[Any, str]] = {
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "ref": (lambda v: isinstance(v, str) and len(v) >= 1, "a non-empty bom-ref string"),
+    "version": (lambda v: isinstance(v, str) and len(v) <= 1024, "a string of at most 1024 characters"),
+    "serial-number": (lambda v: isinstance(v, str) and bool(_URN_UUID.match(v)), "a lowercase urn:uuid"),
+    "positive-integer": (lambda v: _is_integer(v) and v >= 1, "an integer of at least 1"),
+    "count": (lambda v: _is_integer(v) and v >= 0, "an integer of at least 0"),
+    "hash-content": (
+        lambda v: isinstance(v, str) and bool(_HASH_CONTENT.fullmatch(v)),
+        "a hex digest of 32, 40, 64, 96 or 128 characters",
+    ),
+    "date-time": (_is_date_time, "an RFC 3339 date-time"),
+    "iri-reference": (
+        lambda v: isinstance(v, str) and bool(_IRI_REFERENCE.fullmatch(v)),
+        "an RFC 3987 IRI reference (ASCII, no IP literal)",
+    ),
+}
+
+
+def _cdx_unique(items: list[Any]) -> bool:
+    return len({json.dumps(i, sort_keys=True) for i in items}) == len(items)
+
+
+def _cdx_value(value: Any, spec: str, where: str) -> Iterator[str]:
+    """What is wrong with ``value`` under ``spec`` (see ``CDX_SHAPES``), path first."""
+    if spec.endswith(("[]", "{}")):
+        if not isinstance(value, list):
+            yield f"{where}: is not an array"
+            return
+        if spec.endswith("{}") and not _cdx_unique(value):
+            yield f"{where}: has non-unique items"
+        if spec == "license-expression[]" and len(value) > 1:
+            yield f"{where}: holds more than one license expression"
+        for i, item in enumerate(value):
+            yield from _cdx_value(item, spec[:-2], f"{where}[{i}]")
+    elif spec in CDX_SHAPES:
+        yield from _cdx_object(value, spec, where)
+    elif spec.startswith("enum:"):
+        if value not in CDX_ENUMS[spec[len("enum:") :]] or not isinstance(value, str):
+            yield f"{where}: {value!r} is not one of the schema's {spec[len('enum:') :]} values"
+    elif not _CDX_SCALARS[spec][0](value):
+        yield f"{where}: {value!r} is not {_CDX_SCALARS[spec][1]}"
+
+
+def _cdx_object(value: Any, kind: str, where: str) -> Iterator[str]:
+    if not isinstance(value, dict):
+        yield f"{where}: is not an object ({kind})"
+        return
+    required, keys = CDX_SHAPES[kind]
+    for key in required:
+        if key not in value:
+            yield f"{where}: {key!r} is a required property"
+    for key in value:
+        if key not in keys:
+            yield f"{where}: {key!r} is not a field of a {kind} that ninfer-release writes"
+        else:
+            yield from _cdx_value(value[key], keys[key], f"{where}.{key}")
+
+
+def cdx_schema_problem(doc: Any) -> str:
+    """The first fault the CycloneDX 1.6 schema rules above find in ``doc`` (``""``: none)."""
+    return next(_cdx_object(doc, "bom", "$"), "")
 
 
 def _cdx_hashes(doc: dict[str, Any]) -> dict[str, str]:
