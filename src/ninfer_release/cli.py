@@ -19,12 +19,15 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from ninfer_release import __version__
 from ninfer_release.errors import ExitCode, NinferError
+
+if TYPE_CHECKING:
+    from ninfer_release.manifests import Release
 
 PROG_NAME = "ninfer-release"
 #: Click's completion hook: the generated scripts call back with ``<VAR>=<shell>_complete``.
@@ -74,6 +77,38 @@ def emit(ctx: Context, document: dict[str, Any], human: list[str]) -> None:
     elif ctx.verbosity >= 0:
         for line in human:
             click.echo(line)
+
+
+def _say(ctx: Context, label: str, *, verbosity: int) -> Callable[[str], None]:
+    """A stage's step messages on stderr as ``<label>: <message>``, shown from ``verbosity`` up
+    (0: unless -q, 1: only with -v)."""
+
+    def say(message: str) -> None:
+        if ctx.verbosity >= verbosity:
+            click.echo(f"{label}: {message}", err=True)
+
+    return say
+
+
+def _load_release(ctx: Context, path: str) -> Release:
+    """The release definition at ``path`` (as given), read with its project root (:meth:`Context.root`)."""
+    from ninfer_release.manifests import load_release
+
+    return load_release(Path(path), env=os.environ, repo_root=ctx.root(path))
+
+
+def _require_ok(report: Any, where: str, *, warn: bool = True) -> None:
+    """Print a verify ``report``'s warnings (``warn``) and raise unless every check held.
+
+    Raises:
+        IntegrityError: one problem per failed check, each naming ``where`` (exit 5).
+    """
+    from ninfer_release.errors import IntegrityError, Problem
+
+    for w in report.warnings if warn else ():
+        click.echo(f"warning: {w}", err=True)
+    if not report.ok:
+        raise IntegrityError(problems=[Problem(file=where, message=f) for f in report.failures])
 
 
 def _fail(ctx_obj: Context | None, code: int, lines: list[str], kind: str) -> NoReturn:
@@ -224,7 +259,6 @@ def profile() -> None:
 @click.pass_obj
 def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None) -> None:
     """Validate profiles: every value, then render each config in memory and check it."""
-    from pathlib import Path
 
     from ninfer_release.errors import DefinitionError, InputError
     from ninfer_release.profiles import check_profile
@@ -267,7 +301,6 @@ def profile_render(ctx: Context, profile_path: str, out: str, templates: str | N
     An existing --out with the same bytes is left as is; one with other bytes is refused (exit 4)
     unless --force. The file is written atomically.
     """
-    from pathlib import Path
 
     from ninfer_release.atomic import write_bytes
     from ninfer_release.errors import InputError, Problem
@@ -316,7 +349,6 @@ def profile_keygen(ctx: Context, out: str, print_: bool) -> None:
 
     Never overwrites; the key is printed only with --print.
     """
-    from pathlib import Path
 
     from ninfer_release.profiles import write_bearer_key
 
@@ -341,12 +373,10 @@ def manifest() -> None:
 @click.pass_obj
 def manifest_check(ctx: Context, manifest_path: str) -> None:
     """Check a staged release manifest and every profile it names; print each lane's config hashes."""
-    import os
-    from pathlib import Path
 
-    from ninfer_release.manifests import load_release, render_release
+    from ninfer_release.manifests import render_release
 
-    release = load_release(Path(manifest_path), env=dict(os.environ), repo_root=ctx.root(manifest_path))
+    release = _load_release(ctx, manifest_path)
     configs = render_release(release)
     lanes: list[dict[str, Any]] = []
     lines = [
@@ -390,20 +420,6 @@ def manifest_check(ctx: Context, manifest_path: str) -> None:
 
 # --- samples ---------------------------------------------------------------------------------
 
-#: Hook for more sample inputs laid out by ``samples fetch`` after the native lanes, each a
-#: ``samples.LayoutStep`` (``(staging_dir, StepContext) -> None``). The containers stage adds its
-#: ``DIR/base-layout/`` and ``DIR/rtx5090/`` steps here.
-SAMPLES_EXTRA_STEPS: list[Any] = []
-
-
-def _container_samples_step(staging: Path, context: object = None) -> None:
-    from ninfer_release.containers import sample_layout_step
-
-    sample_layout_step(staging, context)
-
-
-SAMPLES_EXTRA_STEPS.append(_container_samples_step)
-
 
 @cli.group()
 def samples() -> None:
@@ -436,28 +452,23 @@ def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, native_
     Also DIR/rtx5090/ and DIR/base-layout/ (the container lane's stand-in inputs and sample base,
     built from Debian's busybox-static) unless --native-only.
     """
-    import os
-    from pathlib import Path
 
-    from ninfer_release.samples import default_wheel_cache, fetch_samples
+    from ninfer_release.samples import LayoutStep, default_wheel_cache, fetch_samples
 
-    if not native_only:
-        from ninfer_release.containers import check_sample_base_tool
+    extra_steps: tuple[LayoutStep, ...] = ()
+    if not native_only:  # the container lane's inputs and sample base (containers stage)
+        from ninfer_release.containers import check_sample_base_tool, sample_layout_step
 
         check_sample_base_tool()  # before any download: say what is missing and how to do without it
-
-    def progress(message: str) -> None:
-        if ctx.verbosity >= 0:
-            click.echo(f"samples: {message}", err=True)
-
+        extra_steps = (sample_layout_step,)
     repo_root = ctx.root()  # samples/ of the project root (--repo)
     result = fetch_samples(
         Path(out),
         full=full,
         cache=Path(cache) if cache else default_wheel_cache(os.environ),
         repo_root=repo_root,
-        progress=progress,
-        extra_steps=() if native_only else tuple(SAMPLES_EXTRA_STEPS),
+        progress=_say(ctx, "samples", verbosity=0),
+        extra_steps=extra_steps,
     )
     mib = 2**20
     human = [
@@ -663,6 +674,45 @@ def _build_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
+def _run_build(
+    ctx: Context,
+    manifest: str,
+    lane: str | None,
+    *,
+    inputs: str,
+    out: str,
+    clean: bool,
+    dry_run: bool,
+    receipts: str | None,
+    **options: Any,
+) -> dict[str, Any] | None:
+    """``build lane LANE`` (or ``build release`` when ``lane`` is None): print the plan with
+    ``dry_run`` and return None, else build under a progress bar and return the summary.
+
+    ``options``: ``registry``, ``offline``, ``workers``, ``base`` as the stage takes them.
+    """
+    from ninfer_release.build import build_lane, build_release
+
+    totals = _plan_or_print(
+        ctx, Path(manifest), inputs=inputs, out=out, lane=lane, clean=clean, dry_run=dry_run
+    )
+    if totals is None:
+        return None
+    common: dict[str, Any] = {
+        "inputs": Path(inputs),
+        "out": Path(out),
+        "env": os.environ,
+        "receipts": Path(receipts) if receipts else None,
+        "clean": clean,
+        "repo_root": ctx.root(manifest),
+        **options,
+    }
+    with _byte_progress(ctx, totals=totals) as progress:
+        if lane is None:
+            return build_release(Path(manifest), progress=progress, **common).summary()
+        return build_lane(Path(manifest), lane, progress=progress, **common).summary()
+
+
 @cli.group()
 def build() -> None:
     """Build one lane, or a whole release, into asset sets and a release manifest."""
@@ -688,44 +738,21 @@ def build() -> None:
 @click.pass_obj
 def build_lane_cmd(
     ctx: Context,
+    /,
     lane: str,
     release_path: str,
     inputs: str,
     out: str,
-    receipts: str | None,
-    registry: str | None,
-    offline: bool,
-    workers: int,
-    base: str | None,
     clean: bool,
     dry_run: bool,
+    **options: Any,
 ) -> None:
     """Build (or carry) LANE: OUT/<lane>/ (11-file set or image) and OUT/<lane>.lane.json."""
-    from ninfer_release.build import build_lane
-
-    totals = _plan_or_print(
-        ctx, Path(release_path), inputs=inputs, out=out, lane=lane, clean=clean, dry_run=dry_run
+    summary = _run_build(
+        ctx, release_path, lane, inputs=inputs, out=out, clean=clean, dry_run=dry_run, **options
     )
-    if totals is None:
-        return
-    with _byte_progress(ctx, totals=totals) as progress:
-        outcome = build_lane(
-            Path(release_path),
-            lane,
-            inputs=Path(inputs),
-            out=Path(out),
-            env=os.environ,
-            receipts=Path(receipts) if receipts else None,
-            registry=registry,
-            offline=offline,
-            workers=workers,
-            progress=progress,
-            base=base,
-            clean=clean,
-            repo_root=ctx.root(release_path),
-        )
-    summary = outcome.summary()
-    emit(ctx, {"ok": True, **summary}, _lane_lines(summary))
+    if summary is not None:
+        emit(ctx, {"ok": True, **summary}, _lane_lines(summary))
 
 
 @build.command(
@@ -742,41 +769,20 @@ def build_lane_cmd(
 @click.pass_obj
 def build_release_cmd(
     ctx: Context,
+    /,
     manifest_path: str,
     inputs: str,
     out: str,
-    receipts: str | None,
-    registry: str | None,
-    offline: bool,
-    workers: int,
-    base: str | None,
     clean: bool,
     dry_run: bool,
+    **options: Any,
 ) -> None:
     """Build every lane of MANIFEST into OUT and write OUT/release-manifest.json."""
-    from ninfer_release.build import build_release
-
-    totals = _plan_or_print(
-        ctx, Path(manifest_path), inputs=inputs, out=out, lane=None, clean=clean, dry_run=dry_run
+    summary = _run_build(
+        ctx, manifest_path, None, inputs=inputs, out=out, clean=clean, dry_run=dry_run, **options
     )
-    if totals is None:
+    if summary is None:
         return
-    with _byte_progress(ctx, totals=totals) as progress:
-        outcome = build_release(
-            Path(manifest_path),
-            inputs=Path(inputs),
-            out=Path(out),
-            env=os.environ,
-            receipts=Path(receipts) if receipts else None,
-            registry=registry,
-            offline=offline,
-            workers=workers,
-            progress=progress,
-            base=base,
-            clean=clean,
-            repo_root=ctx.root(manifest_path),
-        )
-    summary = outcome.summary()
     lines = [line for lane in summary["lanes"] for line in _lane_lines(lane)]
     lines.append(
         f"release manifest {summary['release_manifest']} sha256 {summary['release_manifest_sha256']}"
@@ -946,7 +952,6 @@ def verify_cmd(
     With --key, the signatures of the provenance and SHA256SUMS (Sigstore bundles beside the set)
     must verify with that key and sign these exact bytes.
     """
-    from ninfer_release.errors import IntegrityError, Problem
     from ninfer_release.releases import verify_location
 
     if (require_signature or signatures_dir) and key_path is None:
@@ -981,10 +986,7 @@ def verify_cmd(
             signatures=signatures,
         )
     report = located.report
-    for w in report.warnings:
-        click.echo(f"warning: {w}", err=True)
-    if not report.ok:
-        raise IntegrityError(problems=[Problem(file=location, message=f) for f in report.failures])
+    _require_ok(report, location)
     lines = [] if ctx.verbosity < 1 else list(report.checked)
     lines.append(located.summary())
     emit(ctx, {"ok": True, **located.as_dict()}, lines)
@@ -1030,7 +1032,6 @@ def fetch_cmd(
     check; an interrupted fetch resumes (HTTP Range) onto the partial named by the same digest.
     Exit 0 when the set verifies; 4 network/HTTP/input problems; 5 wrong size, digest or set.
     """
-    from ninfer_release.errors import IntegrityError, Problem
     from ninfer_release.releases import fetch_route, fetch_set, qualification_phrase
 
     if (url is None) == (route is None):
@@ -1052,10 +1053,7 @@ def fetch_cmd(
             assert url is not None
             result = fetch_set(url, Path(out), policy=policy, progress=progress)
     report = result.report
-    for w in report.warnings:
-        click.echo(f"warning: {w}", err=True)
-    if not report.ok:
-        raise IntegrityError(problems=[Problem(file=result.url, message=f) for f in report.failures])
+    _require_ok(report, result.url)
     lines = [f"{f.status}: {f.name} ({f.size} bytes)" for f in result.files] if ctx.verbosity >= 1 else []
     if result.model is not None:
         lines.append(f"model {result.model.status}: {result.model.name} ({result.model.size} bytes)")
@@ -1162,63 +1160,42 @@ def image_build(
     no_smoke: bool,
 ) -> None:
     """Build RECIPE's image from staged inputs onto a pinned base; write layout, tar, record, SBOMs."""
-    import os
-    from pathlib import Path
+    from ninfer_release import build
 
-    from ninfer_release import containers
-    from ninfer_release.errors import InputError
-    from ninfer_release.reproducible import source_date_epoch
-
-    recipe = containers.load_recipe(Path(recipe_path))
-    lane_dir = Path(inputs)
-    if not (lane_dir / "build-info.json").exists() and (lane_dir / recipe.lane / "build-info.json").exists():
-        lane_dir = lane_dir / recipe.lane
-    info = containers.read_build_info(lane_dir)
-    if epoch is None:
-        default = None
-        if release_path:
-            from ninfer_release.manifests import load_release
-
-            default = load_release(
-                Path(release_path), env=os.environ, repo_root=ctx.root(release_path)
-            ).source_date_epoch
-        if default is None and not os.environ.get("SOURCE_DATE_EPOCH"):
-            raise InputError("no source-date epoch: give --source-date-epoch, SOURCE_DATE_EPOCH or --release")
-        epoch = source_date_epoch(default or 0, os.environ)
     if backend != "docker" and (push or docker_host_url or no_smoke):
         raise click.UsageError("--push, --docker-host and --no-smoke need --backend docker")
-    repo_root = ctx.root(recipe_path)
-    prof = Path(profile_path) if profile_path else repo_root / "profiles" / f"{recipe.profile}.yaml"
-    rendered = containers.render_inputs(prof) if recipe.rendered_kinds else None
-    request = containers.ImageBuildRequest(
-        recipe=recipe,
-        inputs=lane_dir,
+    options = build.ImageBuildOptions(
+        recipe=Path(recipe_path),
+        inputs=Path(inputs),
         base=base,
         out=Path(out),
-        version=version or info.component_tag,
-        revision=revision or info.source_commit,
+        repo_root=ctx.root(recipe_path),
+        version=version,
+        revision=revision,
         epoch=epoch,
-        rendered=rendered,
+        release=Path(release_path) if release_path else None,
+        release_root=ctx.root(release_path) if release_path else None,
+        profile=Path(profile_path) if profile_path else None,
     )
-    chosen: containers.ImageBackend
-    if backend == "docker":
-        chosen = containers.DockerBackend(
-            base_url=containers.docker_host(os.environ, docker_host_url),
-            smoke=None if no_smoke else recipe.smoke,
-            push=containers.PushTarget.parse(push) if push else None,
-        )
-    else:
-        chosen = containers.OciBackend()
-
-    def progress(message: str) -> None:
-        if ctx.verbosity > 0:
-            click.echo(f"image: {message}", err=True)
-
-    from ninfer_release.build import build_image_with_sboms
-
-    built = build_image_with_sboms(
-        request, backend=chosen, progress=progress, stand_in=info.stand_in, inputs_license=info.license
+    resolved = build.resolve_image_build(options, env=os.environ)
+    recipe = resolved.request.recipe
+    chosen = build.image_backend(
+        backend, recipe=recipe, env=os.environ, docker_host=docker_host_url, push=push, smoke=not no_smoke
     )
+    built = build.build_image_with_sboms(
+        resolved.request,
+        backend=chosen,
+        progress=_say(ctx, "image", verbosity=1),
+        stand_in=resolved.info.stand_in,
+        inputs_license=resolved.info.license,
+    )
+    human = _image_lines(built, resolved.request.rendered)
+    emit(ctx, {"ok": True, **built.as_json(), "out": str(built.result.out)}, human)
+
+
+def _image_lines(built: Any, rendered: Any) -> list[str]:
+    """The human report of ``image build``: ``built`` a :class:`~ninfer_release.build.ImageOutcome`,
+    ``rendered`` the engine config rendered into it (``None`` when the recipe ships none)."""
     result = built.result
     human = [
         f"built {result.reference}",
@@ -1231,7 +1208,7 @@ def image_build(
     pushed = result.backend.get("pushed")
     if pushed:
         human.append(f"  pushed {pushed['reference']}")
-    emit(ctx, {"ok": True, **built.as_json(), "out": str(result.out)}, human)
+    return human
 
 
 @image.command(
@@ -1253,44 +1230,16 @@ def image_carry(
     ctx: Context, lane: str, release_path: str, registry: str | None, offline: bool, out: str | None
 ) -> None:
     """Re-verify LANE's published image by digest and record it; nothing is rebuilt."""
-    import os
-    from pathlib import Path
-
     from ninfer_release import containers
     from ninfer_release.atomic import write_bytes
-    from ninfer_release.errors import InputError, Problem
-    from ninfer_release.manifests import load_release
+    from ninfer_release.build import carried_lane
 
     if offline and registry:
         raise click.UsageError("--offline and --registry exclude each other")
-    release = load_release(Path(release_path), env=os.environ, repo_root=ctx.root(release_path))
-    found = release.lanes.get(lane)
-    if found is None:
-        raise InputError(
-            problems=[
-                Problem(
-                    file=release_path,
-                    field=f"lanes.{lane}",
-                    message=f"no such lane; known: {sorted(release.lanes)}",
-                )
-            ]
-        )
-    if found.mode != "carry" or found.carried is None:
-        raise InputError(
-            problems=[
-                Problem(
-                    file=release_path,
-                    field=f"lanes.{lane}.mode",
-                    message=f"is {found.mode!r}; only a carried lane can be carried",
-                )
-            ]
-        )
-
-    def progress(message: str) -> None:
-        if ctx.verbosity > 0:
-            click.echo(f"carry: {message}", err=True)
-
-    record = containers.carry_image(found.carried, registry=registry, offline=offline, progress=progress)
+    release = _load_release(ctx, release_path)
+    carried = carried_lane(release, lane, where=release_path)
+    progress = _say(ctx, "carry", verbosity=1)
+    record = containers.carry_image(carried, registry=registry, offline=offline, progress=progress)
     if out:
         write_bytes(Path(out), record.as_bytes())
     where = (
@@ -1420,13 +1369,10 @@ def receipt_new(
     (exit 5) until the run's gate results are added.
     """
     from ninfer_release.atomic import write_bytes
-    from ninfer_release.errors import IntegrityError, Problem
     from ninfer_release.jsonbytes import dumps_stable
     from ninfer_release.releases import Receipt, receipt_template, verify_set
 
-    report = verify_set(Path(set_dir))
-    if not report.ok:
-        raise IntegrityError(problems=[Problem(file=set_dir, message=f) for f in report.failures])
+    _require_ok(verify_set(Path(set_dir)), set_dir, warn=False)
     doc = receipt_template(Path(set_dir)).as_dict()
     doc["gates"] = _pairs(gates, "--gate")
     doc["measurements"] = {k: _measurement(v) for k, v in _pairs(measurements, "--measurement").items()}
@@ -1532,7 +1478,6 @@ def publish_cmd(
     the tag: an OCI referrer tagged <tag>.sigstore, or files://DIR/<tag>.sigstore/.
     """
     from ninfer_release.errors import InputError, Problem
-    from ninfer_release.manifests import load_release
     from ninfer_release.releases import publish_set
 
     if not Path(set_dir).is_dir():
@@ -1542,11 +1487,7 @@ def publish_cmd(
         from ninfer_release.releases import load_signing_key
 
         key = load_signing_key(Path(sign_key))
-    release = (
-        load_release(Path(release_path), env=os.environ, repo_root=ctx.root(release_path))
-        if release_path
-        else None
-    )
+    release = _load_release(ctx, release_path) if release_path else None
     options = _registry_options(ca_file, insecure_registry)
     with _byte_progress(ctx, "publish") as progress:
         result = publish_set(
@@ -1648,10 +1589,9 @@ def supersede_cmd(
     A store is a lane's when its repository (or directory) path ends in the lane's
     publication_repository; a dir:// or files:// store that is no lane's is shared by all lanes.
     """
-    from ninfer_release.manifests import load_release
     from ninfer_release.releases import supersede_tags
 
-    release = load_release(Path(manifest_path), env=os.environ, repo_root=ctx.root(manifest_path))
+    release = _load_release(ctx, manifest_path)
     results = supersede_tags(release, to, registry=_registry_options(ca_file, insecure_registry))
     docs = [
         {
@@ -1736,6 +1676,88 @@ def _global_flags_in(args: list[str]) -> set[str]:
     return flags
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Handlers:
+    """The SIGTERM / SIGINT handlers and unraisable hook in force before :func:`main` (restored
+    after it); signals are handled only in the main thread."""
+
+    in_main: bool
+    term: Any
+    interrupt: Any
+    unraisable: Callable[[Any], object]
+
+    @classmethod
+    def current(cls) -> _Handlers:
+        in_main = threading.current_thread() is threading.main_thread()
+        return cls(
+            in_main=in_main,
+            term=signal.getsignal(signal.SIGTERM) if in_main else None,
+            interrupt=signal.getsignal(signal.SIGINT) if in_main else None,
+            unraisable=sys.unraisablehook,
+        )
+
+    def install(self) -> None:
+        """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so staging directories are removed
+        and nothing partial is left behind; a swallowed signal is delivered again."""
+        sys.unraisablehook = _redeliver_swallowed_signals(self.unraisable)
+        if self.in_main:
+            signal.signal(signal.SIGTERM, _terminate)
+            if self.interrupt is not signal.SIG_IGN:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def restore(self) -> None:
+        sys.unraisablehook = self.unraisable
+        if self.in_main:
+            signal.signal(signal.SIGTERM, self.term)
+            signal.signal(signal.SIGINT, self.interrupt)
+
+
+def _usage_failure(ctx_obj: Context, exc: click.ClickException) -> NoReturn:
+    """A usage error: Click's own message, one JSON document under ``--json``, exit 2."""
+    exc.show()
+    if ctx_obj.json:
+        document = {
+            "ok": False,
+            "exit_code": int(ExitCode.USAGE),
+            "error": "usage",
+            "problems": [exc.format_message()],
+        }
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    sys.exit(ExitCode.USAGE)
+
+
+def _exit_for(ctx_obj: Context, exc: BaseException) -> NoReturn:
+    """Map an exception out of a command to its documented exit code (the one place; DESIGN.md §9).
+
+    Called while ``exc`` is being handled, so ``--debug`` prints its traceback.
+    """
+    if isinstance(exc, click.exceptions.Exit):  # --help / --version
+        sys.exit(exc.exit_code)
+    if isinstance(exc, click.ClickException):
+        _usage_failure(ctx_obj, exc)
+    if isinstance(exc, click.exceptions.Abort):
+        # Click turns Ctrl-C (and EOF on a prompt) into Abort; keep the conventional 130.
+        interrupted = isinstance(exc.__cause__, KeyboardInterrupt)
+        click.echo("interrupted" if interrupted else "aborted", err=True)
+        sys.exit(130 if interrupted else ExitCode.INTERNAL)
+    if isinstance(exc, KeyboardInterrupt):
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    if isinstance(exc, _Terminated):
+        click.echo("terminated", err=True)
+        sys.exit(143)
+    if ctx_obj.debug:
+        traceback.print_exc()
+    if isinstance(exc, NinferError):
+        _fail(ctx_obj, int(exc.exit_code), exc.lines, type(exc).__name__)
+    _fail(
+        ctx_obj,
+        int(ExitCode.INTERNAL),
+        [f"internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)"],
+        "internal",
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and map every error to its documented exit code.
 
@@ -1744,71 +1766,16 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(argv if argv is not None else sys.argv[1:])
     given = _global_flags_in(args)
-    debug = "--debug" in given
-    ctx_obj = Context(json="--json" in given, debug=debug, verbosity=0)
-    # SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so staging directories are removed and
-    # nothing partial is left behind.
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGTERM) if in_main else None
-    previous_int = signal.getsignal(signal.SIGINT) if in_main else None
-    previous_hook = sys.unraisablehook
+    ctx_obj = Context(json="--json" in given, debug="--debug" in given, verbosity=0)
+    handlers = _Handlers.current()
     try:
-        sys.unraisablehook = _redeliver_swallowed_signals(previous_hook)
         # Installed inside the ``try`` so that no signal falls between a handler and its except
         # clause (until here, ``_entry`` turns SIGINT/SIGTERM into a quiet exit; issue 9).
-        if in_main:
-            signal.signal(signal.SIGTERM, _terminate)
-            if previous_int is not signal.SIG_IGN:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+        handlers.install()
         code = cli.main(args, prog_name=PROG_NAME, complete_var=COMPLETE_VAR, standalone_mode=False)
         if isinstance(code, int) and code:  # --help / --version return Click's Exit code
             sys.exit(code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        if ctx_obj.json:
-            sys.stdout.write(
-                json.dumps(
-                    {
-                        "ok": False,
-                        "exit_code": int(ExitCode.USAGE),
-                        "error": "usage",
-                        "problems": [exc.format_message()],
-                    },
-                    indent=2,
-                )
-                + "\n"
-            )
-        sys.exit(ExitCode.USAGE)
-    except click.exceptions.Abort as exc:
-        # Click turns Ctrl-C (and EOF on a prompt) into Abort; keep the conventional 130.
-        if isinstance(exc.__cause__, KeyboardInterrupt):
-            click.echo("interrupted", err=True)
-            sys.exit(130)
-        click.echo("aborted", err=True)
-        sys.exit(ExitCode.INTERNAL)
-    except NinferError as exc:
-        if debug:
-            traceback.print_exc()
-        _fail(ctx_obj, int(exc.exit_code), exc.lines, type(exc).__name__)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    except _Terminated:
-        click.echo("terminated", err=True)
-        sys.exit(143)
-    except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes exit 1
-        if debug:
-            traceback.print_exc()
-        _fail(
-            ctx_obj,
-            int(ExitCode.INTERNAL),
-            [f"internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)"],
-            "internal",
-        )
+    except (KeyboardInterrupt, _Terminated, Exception) as exc:  # noqa: BLE001 - the one place an error becomes an exit code
+        _exit_for(ctx_obj, exc)
     finally:
-        sys.unraisablehook = previous_hook
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
-            signal.signal(signal.SIGINT, previous_int)
+        handlers.restore()

@@ -26,11 +26,22 @@ from ninfer_release.build._build import (
     plan_build,
     release_facts,
 )
+from ninfer_release.build._image import (
+    ImageBuildInputs,
+    ImageBuildOptions,
+    carried_lane,
+    image_backend,
+    image_epoch,
+    resolve_image_build,
+)
+from ninfer_release.build._inputs import check_release_inputs, lane_staged_dir
 
 __all__ = [
     "OUTPUT_MARKER",
     "RELEASE_MANIFEST_NAME",
     "BuildPlan",
+    "ImageBuildInputs",
+    "ImageBuildOptions",
     "ImageOutcome",
     "LaneOutcome",
     "LanePlan",
@@ -39,7 +50,13 @@ __all__ = [
     "build_image_with_sboms",
     "build_lane",
     "build_release",
+    "carried_lane",
+    "check_release_inputs",
+    "image_backend",
+    "image_epoch",
     "lane_phase",
+    "lane_staged_dir",
     "plan_build",
     "release_facts",
+    "resolve_image_build",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 
 from ninfer_release import __version__, containers, manifests, packaging, profiles, sbom, strictjson
 from ninfer_release.atomic import check_target, staged_directory, write_bytes
+from ninfer_release.build._inputs import check_release_inputs, lane_staged_dir
 from ninfer_release.errors import DefinitionError, InputError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.manifests import LaneResult, assemble_release_manifest, lane_result_name
@@ -137,48 +138,6 @@ def release_facts(release: manifests.Release) -> dict[str, Any]:
     }
 
 
-def _staged_dir(inputs: Path, lane_id: str) -> Path:
-    if (inputs / lane_id).is_dir():
-        return inputs / lane_id
-    if (inputs / "build-info.json").is_file():
-        return inputs
-    raise InputError(
-        problems=[
-            Problem(
-                file=str(inputs),
-                field=lane_id,
-                message=f"no staged tree for lane {lane_id!r} (expected {inputs / lane_id}/)",
-            )
-        ]
-    )
-
-
-def _check_release_inputs(release: manifests.Release, inputs: Path) -> None:
-    """``build release`` reads ``inputs/<lane>/`` per lane: refuse one lane's tree given instead.
-
-    Without this, the first other lane would load that tree and fail on a field of it (e.g. its
-    ``cuda_arch``), which says nothing about the real mistake.
-
-    Raises:
-        InputError: ``inputs`` holds ``build-info.json`` and lacks a built lane's directory (exit 4).
-    """
-    if not (inputs / "build-info.json").is_file():
-        return
-    missing = [i for i, lane in release.lanes.items() if lane.mode != "carry" and not (inputs / i).is_dir()]
-    if missing:
-        built = ", ".join(i for i, lane in release.lanes.items() if lane.mode != "carry")
-        raise InputError(
-            problems=[
-                Problem(
-                    file=str(inputs),
-                    message=f"is one lane's staged tree (it holds build-info.json); build release needs "
-                    f"DIR/<lane>/ for each lane ({built}): give the directory holding them, or use "
-                    f"'build lane LANE --inputs {inputs}'",
-                )
-            ]
-        )
-
-
 def _native_inputs(
     release: manifests.Release, lane: manifests.Lane, inputs: Path
 ) -> tuple[profiles.Profile, profiles.RenderedConfig, packaging.StagedTree, packaging.PackageRecipe]:
@@ -186,7 +145,7 @@ def _native_inputs(
     profile = release.profile_of(lane.id)
     rendered = profiles.render_config(profile)
     staged = packaging.load_staged_tree(
-        _staged_dir(inputs, lane.id),
+        lane_staged_dir(inputs, lane.id),
         lane_id=lane.id,
         source_commit=lane.source_commit,
         cuda_arch=lane.cuda_arch or "",
@@ -471,7 +430,7 @@ def _built_image_lane(
         )
     if problems:
         raise InputError(problems=problems)
-    staged = _staged_dir(inputs, lane.id)
+    staged = lane_staged_dir(inputs, lane.id)
     info = containers.read_build_info(staged)
     info_file = str(staged / "build-info.json")
     for field, got, want in (
@@ -701,7 +660,7 @@ def build_release(
         as :func:`build_lane`, for any lane; nothing is left in ``out`` on failure.
     """
     release = manifests.load_release(manifest, env=env, repo_root=repo_root)
-    _check_release_inputs(release, inputs)
+    check_release_inputs(inputs, {i: lane.mode for i, lane in release.lanes.items()})
     opts = _LaneOptions(
         inputs=inputs,
         receipts=_receipts(release, receipts),
@@ -845,7 +804,7 @@ def _lane_plan(release: manifests.Release, lane: manifests.Lane, inputs: Path) -
             members=members,
             records=(*(f"{lane.id}/{n}" for n in names.all), result),
         )
-    staged_root = _staged_dir(inputs, lane.id)
+    staged_root = lane_staged_dir(inputs, lane.id)
     files = sorted(p for p in staged_root.rglob("*") if p.is_file())
     return LanePlan(
         lane_id=lane.id,
@@ -880,7 +839,7 @@ def plan_build(
     """
     release = manifests.load_release(manifest, env=env, repo_root=repo_root)
     if lane_id is None:
-        _check_release_inputs(release, inputs)
+        check_release_inputs(inputs, {i: lane.mode for i, lane in release.lanes.items()})
     chosen = [_lane_of(release, lane_id)] if lane_id is not None else list(release.lanes.values())
     replaces = check_target(out, replace_marked=OUTPUT_MARKER if clean else None, hint=_OUT_HINT)
     lanes = tuple(_lane_plan(release, lane, inputs) for lane in chosen)

@@ -1,0 +1,67 @@
+"""Where a lane's staged inputs are: the one rule for ``build lane``, ``build release`` and
+``image build`` (docs/staged-inputs.md, docs/containers.md).
+
+``--inputs DIR`` is either the directory holding one staged tree per lane (``DIR/<lane>/``, the
+layout ``samples fetch`` writes and ``build release`` requires) or one lane's tree itself (it
+holds ``build-info.json``). When both could apply, ``DIR/<lane>/`` wins: it is the documented
+layout of every command, so a parent directory that also holds a stray ``build-info.json`` still
+builds each lane from its own tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ninfer_release.errors import InputError, Problem
+
+#: The file that marks a directory as one lane's staged tree (docs/staged-inputs.md).
+BUILD_INFO = "build-info.json"
+
+
+def lane_staged_dir(inputs: Path, lane_id: str) -> Path:
+    """The staged tree of lane ``lane_id`` under ``--inputs``: ``inputs/<lane>/`` when it is a
+    directory, else ``inputs`` itself when it holds ``build-info.json``.
+
+    Raises:
+        InputError: neither (exit 4), naming the directory expected.
+    """
+    if (inputs / lane_id).is_dir():
+        return inputs / lane_id
+    if (inputs / BUILD_INFO).is_file():
+        return inputs
+    raise InputError(
+        problems=[
+            Problem(
+                file=str(inputs),
+                field=lane_id,
+                message=f"no staged tree for lane {lane_id!r} (expected {inputs / lane_id}/)",
+            )
+        ]
+    )
+
+
+def check_release_inputs(inputs: Path, modes: Mapping[str, str]) -> None:
+    """``build release`` reads ``inputs/<lane>/`` per lane: refuse one lane's tree given instead.
+
+    ``modes`` maps each lane id of the definition to its mode (``carry`` lanes read no inputs).
+    Without this check the first other lane would load that tree and fail on a field of it (e.g.
+    its ``cuda_arch``), which says nothing about the real mistake.
+
+    Raises:
+        InputError: ``inputs`` holds ``build-info.json`` and lacks a built lane's directory (exit 4).
+    """
+    if not (inputs / BUILD_INFO).is_file():
+        return
+    built = [lane_id for lane_id, mode in modes.items() if mode != "carry"]
+    if any(not (inputs / lane_id).is_dir() for lane_id in built):
+        raise InputError(
+            problems=[
+                Problem(
+                    file=str(inputs),
+                    message=f"is one lane's staged tree (it holds build-info.json); build release needs "
+                    f"DIR/<lane>/ for each lane ({', '.join(built)}): give the directory holding them, or "
+                    f"use 'build lane LANE --inputs {inputs}'",
+                )
+            ]
+        )
