@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import sha256_file
 
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 #: Bytes one listed line can legitimately take: the BSD form ``SHA256 (<name>) = <64 hex>`` CRLF
 #: is 77 bytes plus the name, and a set's names are at most ~200 bytes (component tag <= 128).
 MAX_LINE_BYTES = 512
@@ -145,7 +145,7 @@ def render_sha256sums(entries: Mapping[str, str]) -> bytes:
         for msg in _name_problems(name):
             problems.append(Problem(file="SHA256SUMS", field=repr(name), message=msg))
         low = digest.lower()
-        if not _HEX64.fullmatch(low):
+        if not is_sha256_hex(low):
             problems.append(
                 Problem(
                     file="SHA256SUMS", field=repr(name), message=f"digest {digest!r} is not 64 hex characters"

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ninfer_release.digests import is_digest
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import CHUNK
 from ninfer_release.jsonbytes import canonical_json, dumps_stable
@@ -54,13 +54,6 @@ DOCKER_TO_OCI = {
 INDEX_TYPES = frozenset({MT_INDEX, MT_DOCKER_LIST})
 MANIFEST_TYPES = frozenset({MT_MANIFEST, MT_DOCKER_MANIFEST})
 LAYER_TYPES = frozenset({MT_LAYER_GZIP, MT_LAYER_TAR, MT_DOCKER_LAYER_GZIP})
-
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-def is_digest(value: object) -> bool:
-    """True for a full lowercase ``sha256:<64 hex>`` digest (the only algorithm we accept)."""
-    return isinstance(value, str) and bool(_DIGEST.match(value))
 
 
 def blob_digest(data: bytes) -> str:

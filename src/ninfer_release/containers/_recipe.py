@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ninfer_release import strictjson
+from ninfer_release.digests import is_digest
 from ninfer_release.errors import InputError, Problem
 
 from ._layers import EXEC_MODE, layer_path_problem
-from ._oci import is_digest
 
 RECIPE_SCHEMA = 1
 REQUIRED_LABELS = (

@@ -14,13 +14,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ninfer_release.digests import is_digest
 from ninfer_release.errors import BackendError, InputError, IntegrityError
 from ninfer_release.registry import MANIFEST_ACCEPT, RegistryOptions
 from ninfer_release.registry import RegistryClient as SharedClient
 from ninfer_release.registry import RegistryError as SharedRegistryError
 
 from ._layout import MT_MANIFEST
-from ._oci import DOCKER_TO_OCI, INDEX_TYPES, Descriptor, check_bytes, is_digest
+from ._oci import DOCKER_TO_OCI, INDEX_TYPES, Descriptor, check_bytes
 
 ACCEPT = MANIFEST_ACCEPT
 _REPO = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")

@@ -19,9 +19,10 @@ from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ninfer_release.digests import DIGEST, SHA256_HEX
 from ninfer_release.errors import DefinitionError, InputError, NinferError, Problem
 from ninfer_release.profiles import RenderedConfig, load_yaml_data, render_config
-from ninfer_release.profiles._check import HEX40, HEX64, SHORT_HEX, Checker
+from ninfer_release.profiles._check import HEX40, SHORT_HEX, Checker
 from ninfer_release.profiles._profile import (
     COMPONENT_TAG,
     CUDA_ARCH,
@@ -43,7 +44,7 @@ CUDA_VERSION = re.compile(r"[0-9]+\.[0-9]+")
 REL_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*")
 #: A registry repository path (OCI distribution spec grammar), e.g. ``omp-ninfer/rtx4090``.
 REPOSITORY = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*")
-IMAGE_REF = re.compile(r"[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+@sha256:[0-9a-f]{64}")
+IMAGE_REF = re.compile(r"[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+@" + DIGEST.pattern)
 
 LaneKind = Literal["windows-zip", "oci-image"]
 LaneMode = Literal["build", "carry"]
@@ -513,7 +514,7 @@ def _components(c: Checker, d: dict[str, Any]) -> tuple[ModelBinding | None, Cli
         revision = c.get_str(m, f, "revision", pattern=HEX40, what="a full 40-hex commit")
         artifact = c.get_str(m, f, "artifact", pattern=FILE_NAME, what="a plain file name")
         size = c.get_int(m, f, "size", minimum=1, unit="bytes")
-        sha = c.get_str(m, f, "sha256", pattern=HEX64, what="64 lowercase hex digits")
+        sha = c.get_str(m, f, "sha256", pattern=SHA256_HEX, what="64 lowercase hex digits")
         local = c.get_str(m, f, "local_name", pattern=FILE_NAME, what="a plain file name")
         cver = c.get_int(m, f, "container_version", minimum=1)
         if repo and revision and artifact and size and sha and local and cver:
@@ -712,7 +713,7 @@ def load_carried_record(path: Path) -> CarriedImage:
     mount = c.get_str(
         d, "", "checkpoint_mount", pattern=re.compile(r"/[A-Za-z0-9._/-]+"), what="an absolute path"
     )
-    model = c.get_str(d, "", "model_sha256", pattern=HEX64, what="64 lowercase hex digits")
+    model = c.get_str(d, "", "model_sha256", pattern=SHA256_HEX, what="64 lowercase hex digits")
     c.get_str(d, "", "description", required=False, max_len=2000)
     c.raise_if_any()
     assert release and lane and tag and image and profile and mount and model and all(hexs.values())

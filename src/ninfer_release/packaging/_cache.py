@@ -38,11 +38,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ninfer_release.digests import is_sha256_hex
 from ninfer_release.hashing import sha256_file
 from ninfer_release.packaging._zlib import DEFLATE_ENGINE
 
 DEFAULT_MAX_MIB = 2048
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _READ = 1 << 20
 
 
@@ -99,7 +99,7 @@ class DeflateCache:
         Never raises for a missing, partial, corrupt or concurrently evicted entry: that is a miss
         (a corrupt entry is also deleted).
         """
-        if not _HEX64.match(sha256):
+        if not is_sha256_hex(sha256):
             return None
         where = self._dir(level, chunk_size)
         record_path, stream_path = where / f"{sha256}.json", where / f"{sha256}.bin"
@@ -153,7 +153,7 @@ class DeflateCache:
         Best effort: a cache that cannot be written (full disk, read-only home) is skipped silently,
         it never fails a build.
         """
-        if not _HEX64.match(sha256) or length > self.max_bytes:
+        if not is_sha256_hex(sha256) or length > self.max_bytes:
             return
         where = self._dir(level, chunk_size)
         try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ninfer_release import strictjson
+from ninfer_release.digests import SHA256_HEX
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.jsonfields import FieldReader
@@ -27,7 +28,6 @@ from ninfer_release.reproducible import sorted_walk
 BUILD_INFO = "build-info.json"
 LOCK = "dependencies.lock.json"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 GROUPS = frozenset({"cuda", "crt", "directstorage", "other"})
 #: Upper bound on build-info.json / dependencies.lock.json, in bytes: they are a few KiB; 1 MiB
 #: holds thousands of entries (docs/reliability.md).
@@ -281,7 +281,7 @@ def _parse_lock(data: Mapping[str, Any], doc: _Doc) -> DependencyLock:
                 package=doc.text(item, "package", w),
                 version=doc.text(item, "version", w),
                 purl=doc.text(item, "purl", w),
-                sha256=doc.text(item, "sha256", w, pattern=_SHA256),
+                sha256=doc.text(item, "sha256", w, pattern=SHA256_HEX),
                 supplier=doc.text(item, "supplier", w),
                 license=doc.text(item, "license", w),
                 stand_in=stand_in,

@@ -30,7 +30,6 @@ OBSOLETE_KEYS: Mapping[str, str] = {
 }
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SHORT_HEX = re.compile(r"^[0-9a-f]{7,40}$")
 
 

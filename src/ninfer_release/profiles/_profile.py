@@ -27,7 +27,8 @@ from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from ninfer_release.profiles._check import HEX64, SHORT_HEX, Checker, suggest
+from ninfer_release.digests import SHA256_HEX
+from ninfer_release.profiles._check import SHORT_HEX, Checker, suggest
 from ninfer_release.profiles._keys import MIN_KEY_BYTES
 from ninfer_release.profiles._yaml import load_yaml_data
 
@@ -313,7 +314,7 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
     if config_schema is not None and config_schema != CONFIG_SCHEMA:
         c.add("config_schema", f"{config_schema} is not the required config schema {CONFIG_SCHEMA}")
     model_file = c.get_str(d, "", "model_file", pattern=FILE_NAME, what="a plain file name")
-    model_sha256 = c.get_str(d, "", "model_sha256", pattern=HEX64, what="64 lowercase hex digits")
+    model_sha256 = c.get_str(d, "", "model_sha256", pattern=SHA256_HEX, what="64 lowercase hex digits")
 
     context = c.get_int(d, "", "context_tokens", required=native, minimum=1, unit="tokens")
     kv_cap = c.get_int(d, "", "kv_capacity_tokens", required=native, minimum=1, unit="tokens")
@@ -345,7 +346,7 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
     if carried and strict is None and "strict_origin_config" not in d:
         c.add("strict_origin_config", "required for a carried profile (its published strict-origin config)")
     published = c.get_str(
-        d, "", "published_config_sha256", required=False, pattern=HEX64, what="64 lowercase hex digits"
+        d, "", "published_config_sha256", required=False, pattern=SHA256_HEX, what="64 lowercase hex digits"
     )
     c.get_str(d, "", "description", required=False, max_len=2000)
     flags = _flags(c, d, speculation, slots, headroom)

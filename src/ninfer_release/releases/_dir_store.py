@@ -34,8 +34,9 @@ from ninfer_release.containers import (
     write_index,
     write_layout_file,
 )
+from ninfer_release.digests import is_digest
 from ninfer_release.errors import IntegrityError, Problem, PublishError
-from ninfer_release.releases._publish import ArtifactPlan, Blob, StorePublisher, is_digest
+from ninfer_release.releases._publish import ArtifactPlan, Blob, StorePublisher
 from ninfer_release.releases._store_io import LOCK_NAME, TMP_NAME, fsync_dir, locked_store, write_verified
 
 _CHUNK = 1 << 20  # 1 MiB

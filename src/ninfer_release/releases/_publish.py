@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ninfer_release import checksums, hashing, jsonbytes, reproducible, strictjson
 from ninfer_release.containers import MT_EMPTY, MT_INDEX, MT_MANIFEST, REF_NAME
+from ninfer_release.digests import is_digest
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 
 if TYPE_CHECKING:  # the registry client (requests) loads only when a registry is opened
@@ -85,7 +86,6 @@ DEFAULT_MEDIA_TYPES: tuple[tuple[str, str], ...] = (
 
 # OCI distribution-spec grammars.
 _TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
-_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 _REPO_RE = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*")
 _HOST_RE = re.compile(
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?"
@@ -304,11 +304,6 @@ class Publisher(Protocol):
 def is_valid_tag(tag: str) -> bool:
     """Whether ``tag`` matches the OCI distribution tag grammar ``[A-Za-z0-9_][A-Za-z0-9._-]{0,127}``."""
     return _TAG_RE.fullmatch(tag) is not None
-
-
-def is_digest(value: str) -> bool:
-    """Whether ``value`` is ``sha256:<64 lowercase hex>``."""
-    return _DIGEST_RE.fullmatch(value) is not None
 
 
 def is_bare_name(name: str) -> bool:
@@ -628,7 +623,7 @@ def parse_manifest(data: bytes, *, ref: str, expect_type: str = ARTIFACT_TYPE) -
         ann: dict[str, Any] = raw_ann if isinstance(raw_ann, dict) else {}
         title = ann.get(ANN_TITLE)
         ok = True
-        if not isinstance(digest, str) or _DIGEST_RE.fullmatch(digest) is None:
+        if not is_digest(digest):
             problems.append(
                 Problem(file=ref, field=f"{fld}.digest", message=f"{digest!r} is not a sha256 digest")
             )
@@ -698,7 +693,7 @@ def parse_target(url: str) -> Target:
     base, tag, digest = _split_ref(rest)
     if tag is not None and not is_valid_tag(tag):
         raise bad(f"{tag!r} is not a valid OCI tag")
-    if digest is not None and _DIGEST_RE.fullmatch(digest) is None:
+    if digest is not None and not is_digest(digest):
         raise bad(f"{digest!r} is not sha256:<64 lowercase hex>")
     if scheme in {"dir", "files"}:
         if not base:

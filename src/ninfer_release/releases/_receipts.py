@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from ninfer_release import strictjson
 from ninfer_release.checksums import parse_sha256sums
+from ninfer_release.digests import SHA256_HEX, SHA256_HEX_ANY_CASE
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.jsonbytes import dumps_stable
@@ -50,8 +51,6 @@ GATE_RESULTS: tuple[GateResult, ...] = ("pass", "fail", "not_applicable")
 BindingKind = Literal["public", "scratch_equivalence"]
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_HEX64_ANY_CASE = re.compile(r"[0-9A-Fa-f]{64}")
 _LANE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _PROFILE_ID = re.compile(r"[a-z0-9][a-z0-9.-]{0,119}")
 _GATE_ID = re.compile(r"[A-Z][A-Z0-9]{0,15}")  # G1 … G26, G18L
@@ -222,8 +221,8 @@ class _Parser:
         lane = self.text(doc, "lane", pattern=_LANE, what="a lane id")
         commit = self.text(doc, "source_commit", pattern=_HEX40, what="a full 40-hex commit")
         profile = self.text(doc, "profile_id", pattern=_PROFILE_ID, what="a profile id")
-        config = self.text(doc, "config_sha256", pattern=_HEX64, what="64 lowercase hex")
-        package = self.text(doc, "package_sha256", pattern=_HEX64, what="64 lowercase hex")
+        config = self.text(doc, "config_sha256", pattern=SHA256_HEX, what="64 lowercase hex")
+        package = self.text(doc, "package_sha256", pattern=SHA256_HEX, what="64 lowercase hex")
         gates = self.gates(doc.get("gates", {}))
         measurements = self.measurements(doc.get("measurements", {}))
         scratch = self.scratch(doc["scratch"]) if "scratch" in doc else None
@@ -328,10 +327,10 @@ class _Parser:
                 self.keys(eq, w, ("package_sha256", "config_sha256", "evidence"), ())
                 equivalence = Equivalence(
                     package_sha256=self.text(
-                        eq, "package_sha256", where=w, pattern=_HEX64, what="64 lowercase hex"
+                        eq, "package_sha256", where=w, pattern=SHA256_HEX, what="64 lowercase hex"
                     ),
                     config_sha256=self.text(
-                        eq, "config_sha256", where=w, pattern=_HEX64, what="64 lowercase hex"
+                        eq, "config_sha256", where=w, pattern=SHA256_HEX, what="64 lowercase hex"
                     ),
                     evidence=self.text(eq, "evidence", where=w, max_len=_MAX_TEXT),
                 )
@@ -347,7 +346,7 @@ class _Parser:
                 self.scrub_text(key, path, is_key=True)
                 # A digest field is checked as a digest (an upper-case one is told "not 64
                 # lowercase hex"), never mistaken for a bearer key.
-                if not (key.endswith("_sha256") and isinstance(v, str) and _HEX64_ANY_CASE.fullmatch(v)):
+                if not (key.endswith("_sha256") and isinstance(v, str) and SHA256_HEX_ANY_CASE.fullmatch(v)):
                     self.scrub(v, path)
         elif isinstance(value, list):
             for i, v in enumerate(value):

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ninfer_release import strictjson
+from ninfer_release.digests import SHA256_HEX
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonfields import FieldReader
 
 PINS_FILE = "samples/pins.json"
 LANES_FILE = "samples/lanes.json"
 
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _REL = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 _GROUPS = ("cuda", "crt", "directstorage", "other")
@@ -210,7 +210,7 @@ def _parse_pins(data: Mapping[str, Any], doc: _Reader) -> Pins:
                     member=doc.text(mem, "member", m),
                     dest=doc.text(mem, "dest", m, _REL),
                     kind=kind,
-                    sha256=doc.text(mem, "sha256", m, _HEX64),
+                    sha256=doc.text(mem, "sha256", m, SHA256_HEX),
                     size=doc.integer(mem, "size", m),
                 )
             )
@@ -219,7 +219,7 @@ def _parse_pins(data: Mapping[str, Any], doc: _Reader) -> Pins:
                 package=doc.text(item, "package", w),
                 version=doc.text(item, "version", w),
                 filename=doc.text(item, "filename", w, re.compile(r"[A-Za-z0-9_.+-]+\.whl")),
-                sha256=doc.text(item, "sha256", w, _HEX64),
+                sha256=doc.text(item, "sha256", w, SHA256_HEX),
                 size=doc.integer(item, "size", w),
                 full_only=doc.flag(item, "full_only", w),
                 group=doc.group(item, w),

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ninfer_release import strictjson
+from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import uuid5_url
@@ -65,7 +66,6 @@ PROP_PATH = "ninfer:path"  # legacy (one component per file); still read by the 
 PROP_STAND_IN = "ninfer:stand-in"
 SHA256_CONTEXT = "sha256:"
 _PE_SUFFIXES = (".dll", ".exe")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|tar)$", re.IGNORECASE)
 
 
@@ -124,7 +124,7 @@ def _file_problems(files: Sequence[ShippedFile], field: str) -> list[Problem]:
     for f in files:
         if (why := zip_path_problem(f.path)) is not None:
             problems.append(Problem(file=CDX_WHERE, field=f"{field}[{f.path}]", message=why))
-        if not _HEX64.match(f.sha256):
+        if not is_sha256_hex(f.sha256):
             problems.append(
                 Problem(file=CDX_WHERE, field=f"{field}[{f.path}].sha256", message="not 64 lowercase hex")
             )
@@ -859,7 +859,7 @@ def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
             )
             listed.append((path, sha))
         for key, sha in listed:
-            if sha is None or not _HEX64.match(sha):
+            if sha is None or not is_sha256_hex(sha):
                 problems.append(Problem(file=CDX_WHERE, field=key, message="listed without a SHA-256"))
                 continue
             if key in out:

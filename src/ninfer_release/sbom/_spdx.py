@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ninfer_release import strictjson
+from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import (
@@ -31,7 +32,6 @@ from ninfer_release.sbom._records import FileRecord
 from ninfer_release.sbom._spdx_validate import validate_full_document
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _BAD_PATH_CHARS = re.compile(r'[\\<>:"|?*\x00-\x1f]')
 
 SPDX_WHERE = "spdx"
@@ -129,7 +129,7 @@ def _check_files(files: Sequence[FileRecord], spdx_file_path: str) -> list[FileR
         seen.add(record.path)
         if not _HEX40.match(record.sha1):
             problems.append(Problem(file=SPDX_WHERE, field=f"{field}.sha1", message="not 40 lowercase hex"))
-        if not _HEX64.match(record.sha256):
+        if not is_sha256_hex(record.sha256):
             problems.append(Problem(file=SPDX_WHERE, field=f"{field}.sha256", message="not 64 lowercase hex"))
         if record.size < 0:
             problems.append(Problem(file=SPDX_WHERE, field=f"{field}.size", message="negative size"))
