@@ -38,7 +38,7 @@ from ._layers import (
     write_layer,
 )
 from ._layout import MT_LAYER_GZIP, blob_dir, blob_path
-from ._oci import Descriptor, finish_layout, json_blob, write_archive
+from ._oci import Descriptor, ImageParts, WrittenImage, finish_layout, json_blob, write_archive
 from ._recipe import ImageRecipe, LayerItem, LayerSpec, env_list
 from ._registry import oci_media_type
 
@@ -557,6 +557,189 @@ def _staged_bindings(spec: LayerSpec, blob: LayerBlob) -> list[BoundInput]:
     return out
 
 
+def _check_base_pin(recipe: ImageRecipe, base_loc: BaseLocation, base: ImageParts) -> None:
+    """The fetched base must be the one the recipe pins (its manifest digest, or the pinned reference's).
+
+    Raises:
+        IntegrityError: the base has another digest (C36: bytes are bound by digest; exit 5).
+    """
+    pinned = {base.manifest_digest}
+    if base_loc.reference is not None:
+        pinned.add(base_loc.reference.digest)
+    if recipe.base_digest not in pinned:
+        raise IntegrityError(
+            problems=[
+                Problem(
+                    file=recipe.file,
+                    field="base.digest",
+                    message=f"pins {recipe.base_digest}; --base {base_loc.text} is {base.manifest_digest}",
+                )
+            ]
+        )
+
+
+def _base_layers(base: ImageParts, base_loc: BaseLocation) -> list[BuiltLayer]:
+    """The base image's layers as :class:`BuiltLayer` (``base-<i>``), diff ids from its config.
+
+    Raises:
+        IntegrityError: the config lists another number of diff ids than the manifest has layers.
+    """
+    base_diff_ids = list((base.config.get("rootfs") or {}).get("diff_ids") or [])
+    if len(base_diff_ids) != len(base.layers):
+        raise IntegrityError(
+            f"{base_loc.text}: config lists {len(base_diff_ids)} diff_ids for {len(base.layers)} layers"
+        )
+    return [
+        BuiltLayer(
+            name=f"base-{i}",
+            digest=d.digest,
+            diff_id=base_diff_ids[i],
+            size=d.size,
+            media_type=oci_media_type(d.media_type),
+            from_base=True,
+        )
+        for i, d in enumerate(base.layers)
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _OwnLayers:
+    """Our layers as written into the layout, and the inputs they bind (in recipe order)."""
+
+    layers: tuple[BuiltLayer, ...]
+    bound: tuple[BoundInput, ...]
+
+
+def _write_own_layers(
+    plan: ImagePlan, request: ImageBuildRequest, layout: Path, scratch: Path, say: Callable[[str], None]
+) -> _OwnLayers:
+    """Write each planned layer (deterministic tar+gzip, C24) into ``layout``'s blobs via ``scratch``."""
+    layers: list[BuiltLayer] = []
+    bound: list[BoundInput] = []
+    for spec in plan.layers:
+        say(f"layer {spec.name}")
+        entries, b = _layer_entries(spec, request, scratch)
+        bound.extend(b)
+        tmp = scratch / f"layer-{spec.name}.tar.gz"
+        blob: LayerBlob = write_layer(entries, tmp, epoch=request.epoch)
+        bound.extend(_staged_bindings(spec, blob))
+        dest = blob_path(layout, blob.digest)
+        tmp.replace(dest)
+        dest.chmod(FILE_MODE)
+        layers.append(
+            BuiltLayer(
+                name=spec.name,
+                digest=blob.digest,
+                diff_id=blob.diff_id,
+                size=blob.size,
+                media_type=MT_LAYER_GZIP,
+                from_base=False,
+                files=blob.files,
+                symlinks=blob.symlinks,
+            )
+        )
+    return _OwnLayers(layers=tuple(layers), bound=tuple(bound))
+
+
+def _bind_labels(plan: ImagePlan, bound: Sequence[BoundInput]) -> ImagePlan:
+    """``plan`` with one ``io.ninfer.binding.<name>.sha256`` label per bound input added."""
+    labels = dict(plan.labels)
+    for bi in bound:
+        labels[f"{LABEL_PREFIX}binding.{bi.name}.sha256"] = bi.sha256
+    return ImagePlan(
+        labels=labels,
+        annotations=plan.annotations,
+        created=plan.created,
+        layers=plan.layers,
+        ref_name=plan.ref_name,
+        repo_tags=plan.repo_tags,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Written:
+    """What the execute step wrote into the staged directory: the layout's image and the archive."""
+
+    layout: Path
+    image: WrittenImage
+    archive: Path
+    archive_sha256: str
+    archive_size: int
+
+
+def _write_image(
+    stage: Path,
+    layout: Path,
+    *,
+    plan: ImagePlan,
+    config: Mapping[str, Any],
+    layers: Sequence[BuiltLayer],
+    epoch: int,
+) -> _Written:
+    """Config, manifest and index into ``layout``, then ``image.tar`` beside it (C37); fixed dir modes."""
+    written = finish_layout(
+        layout,
+        config_bytes=json_blob(config),
+        layers=[Descriptor(media_type=lay.media_type, digest=lay.digest, size=lay.size) for lay in layers],
+        ref_name=plan.ref_name,
+        annotations=plan.annotations,
+    )
+    archive = stage / "image.tar"
+    archive_sha256, archive_size = write_archive(
+        layout, written, archive, repo_tags=plan.repo_tags, epoch=epoch
+    )
+    for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
+        d.chmod(DIR_MODE)
+    return _Written(
+        layout=layout,
+        image=written,
+        archive=archive,
+        archive_sha256=archive_sha256,
+        archive_size=archive_size,
+    )
+
+
+def _build_result(
+    request: ImageBuildRequest,
+    *,
+    plan: ImagePlan,
+    base: ImageParts,
+    base_loc: BaseLocation,
+    layers: Sequence[BuiltLayer],
+    bound: Sequence[BoundInput],
+    written: _Written,
+) -> ImageBuildResult:
+    """The build record (before backend delivery) of an image written into ``written``."""
+    recipe = request.recipe
+    return ImageBuildResult(
+        lane=recipe.lane,
+        image=recipe.image,
+        version=request.version,
+        revision=request.revision,
+        created=plan.created,
+        out=request.out,
+        layout=written.layout,
+        archive=written.archive,
+        archive_sha256=written.archive_sha256,
+        archive_size=written.archive_size,
+        ref_name=plan.ref_name,
+        repo_tags=plan.repo_tags,
+        manifest_digest=written.image.manifest.digest,
+        manifest_size=written.image.manifest.size,
+        config_digest=written.image.config.digest,
+        config_size=written.image.config.size,
+        base_digest=base.manifest_digest,
+        base_name=recipe.base_name,
+        base_source=base_loc.text,
+        layers=tuple(layers),
+        labels=dict(plan.labels),
+        bound_inputs=tuple(bound),
+        profile_id=recipe.profile,
+        config_semantic_sha256=request.rendered.config_semantic_sha256 if request.rendered else "",
+        config_bytes_sha256=request.rendered.config_bytes_sha256 if request.rendered else "",
+    )
+
+
 def build_image(
     request: ImageBuildRequest,
     *,
@@ -590,116 +773,19 @@ def build_image(
         blob_dir(layout, mode=DIR_MODE)
         say(f"base {base_loc.text}")
         base = fetch_base(base_loc, layout, os_=recipe.os, arch=recipe.architecture, timeout=timeout)
-        pinned = {base.manifest_digest}
-        if base_loc.reference is not None:
-            pinned.add(base_loc.reference.digest)
-        if recipe.base_digest not in pinned:
-            raise IntegrityError(
-                problems=[
-                    Problem(
-                        file=recipe.file,
-                        field="base.digest",
-                        message=f"pins {recipe.base_digest}; --base {base_loc.text} is {base.manifest_digest}",  # noqa: E501
-                    )
-                ]
-            )
-        base_cfg = base.config
-        base_diff_ids = list((base_cfg.get("rootfs") or {}).get("diff_ids") or [])
-        if len(base_diff_ids) != len(base.layers):
-            raise IntegrityError(
-                f"{base_loc.text}: config lists {len(base_diff_ids)} diff_ids for {len(base.layers)} layers"
-            )
-        layers: list[BuiltLayer] = [
-            BuiltLayer(
-                name=f"base-{i}",
-                digest=d.digest,
-                diff_id=base_diff_ids[i],
-                size=d.size,
-                media_type=oci_media_type(d.media_type),
-                from_base=True,
-            )
-            for i, d in enumerate(base.layers)
-        ]
-        bound: list[BoundInput] = []
-        for spec in plan.layers:
-            say(f"layer {spec.name}")
-            entries, b = _layer_entries(spec, request, scratch)
-            bound.extend(b)
-            tmp = scratch / f"layer-{spec.name}.tar.gz"
-            blob: LayerBlob = write_layer(entries, tmp, epoch=request.epoch)
-            bound.extend(_staged_bindings(spec, blob))
-            dest = blob_path(layout, blob.digest)
-            tmp.replace(dest)
-            dest.chmod(FILE_MODE)
-            layers.append(
-                BuiltLayer(
-                    name=spec.name,
-                    digest=blob.digest,
-                    diff_id=blob.diff_id,
-                    size=blob.size,
-                    media_type=MT_LAYER_GZIP,
-                    from_base=False,
-                    files=blob.files,
-                    symlinks=blob.symlinks,
-                )
-            )
-        labels = dict(plan.labels)
-        for bi in bound:
-            labels[f"{LABEL_PREFIX}binding.{bi.name}.sha256"] = bi.sha256
-        plan = ImagePlan(
-            labels=labels,
-            annotations=plan.annotations,
-            created=plan.created,
-            layers=plan.layers,
-            ref_name=plan.ref_name,
-            repo_tags=plan.repo_tags,
-        )
+        _check_base_pin(recipe, base_loc, base)
+        layers = _base_layers(base, base_loc)
+        own = _write_own_layers(plan, request, layout, scratch, say)
+        layers.extend(own.layers)
+        plan = _bind_labels(plan, own.bound)
         config = image_config(
-            base_config=base_cfg, recipe=recipe, plan=plan, diff_ids=[layer.diff_id for layer in layers]
-        )
-        written = finish_layout(
-            layout,
-            config_bytes=json_blob(config),
-            layers=[
-                Descriptor(media_type=lay.media_type, digest=lay.digest, size=lay.size) for lay in layers
-            ],
-            ref_name=plan.ref_name,
-            annotations=plan.annotations,
+            base_config=base.config, recipe=recipe, plan=plan, diff_ids=[layer.diff_id for layer in layers]
         )
         shutil.rmtree(scratch)
         say("archive image.tar")
-        archive = stage / "image.tar"
-        archive_sha256, archive_size = write_archive(
-            layout, written, archive, repo_tags=plan.repo_tags, epoch=request.epoch
-        )
-        for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
-            d.chmod(DIR_MODE)
-        result = ImageBuildResult(
-            lane=recipe.lane,
-            image=recipe.image,
-            version=request.version,
-            revision=request.revision,
-            created=plan.created,
-            out=request.out,
-            layout=stage / "layout",
-            archive=archive,
-            archive_sha256=archive_sha256,
-            archive_size=archive_size,
-            ref_name=plan.ref_name,
-            repo_tags=plan.repo_tags,
-            manifest_digest=written.manifest.digest,
-            manifest_size=written.manifest.size,
-            config_digest=written.config.digest,
-            config_size=written.config.size,
-            base_digest=base.manifest_digest,
-            base_name=recipe.base_name,
-            base_source=base_loc.text,
-            layers=tuple(layers),
-            labels=labels,
-            bound_inputs=tuple(bound),
-            profile_id=recipe.profile,
-            config_semantic_sha256=request.rendered.config_semantic_sha256 if request.rendered else "",
-            config_bytes_sha256=request.rendered.config_bytes_sha256 if request.rendered else "",
+        written = _write_image(stage, layout, plan=plan, config=config, layers=layers, epoch=request.epoch)
+        result = _build_result(
+            request, plan=plan, base=base, base_loc=base_loc, layers=layers, bound=own.bound, written=written
         )
         say(f"backend {backend.name}")
         delivered = backend.deliver(result)
