@@ -1,4 +1,7 @@
-"""``SHA256SUMS`` files: one strict writer, one tolerant-but-honest parser, a verifier (foundation leaf).
+"""``SHA256SUMS`` files: one strict writer, one tolerant-but-honest parser (foundation leaf).
+
+The verifiers (``verify``, ``publish``, the exported stdlib verifier) compare the parsed entries with
+the files; this module only reads and writes the file.
 
 The writer emits only the GNU coreutils text form that every common checker accepts
 (``sha256sum -c`` 9.x, perl ``shasum -a 256 -c``, BusyBox ``sha256sum -c``)::
@@ -15,7 +18,7 @@ Everything it tolerates is reported as a *warning*; everything that could hide a
 and one file listed under two spellings. Names are taken byte for byte after the separator: inner
 and trailing blanks are part of the name, as in GNU coreutils (C08c, C09).
 
-This module imports only :mod:`ninfer_release.errors` and :mod:`ninfer_release.hashing`.
+This module imports only :mod:`ninfer_release.errors` and :mod:`ninfer_release.digests`.
 """
 
 from __future__ import annotations
@@ -23,12 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, Problem
-from ninfer_release.hashing import sha256_file
 
 #: Bytes one listed line can legitimately take: the BSD form ``SHA256 (<name>) = <64 hex>`` CRLF
 #: is 77 bytes plus the name, and a set's names are at most ~200 bytes (component tag <= 128).
@@ -87,25 +88,6 @@ class ParsedSums:
     def as_dict(self) -> dict[str, str]:
         """Canonical name → lowercase digest."""
         return {e.name: e.sha256 for e in self.entries}
-
-
-@dataclass(frozen=True, kw_only=True)
-class SumsReport:
-    """Result of :func:`verify_sha256sums`, as lines for the person at the terminal.
-
-    ``ok`` holds ``"<name>: OK"`` lines; ``warnings`` and ``failures`` hold one-line messages that
-    name the checksum file and the line. The set passes only with no failure and at least one OK.
-    """
-
-    source: str
-    ok: tuple[str, ...]
-    warnings: tuple[str, ...]
-    failures: tuple[str, ...]
-
-    @property
-    def passed(self) -> bool:
-        """True when every listed file verified and at least one file was listed."""
-        return bool(self.ok) and not self.failures
 
 
 def _name_problems(name: str) -> list[str]:
@@ -371,45 +353,3 @@ def _listed_name_problem(spelling: str, name: str) -> str:
     if any(p in ("", ".") for p in parts[:-1]) or parts[-1] in ("", "."):
         return f"path {spelling!r} has an empty or '.' component"
     return ""
-
-
-def verify_sha256sums(directory: Path, data: bytes, *, source: str) -> SumsReport:
-    """Check every file listed in SHA256SUMS ``data`` against the files under ``directory``.
-
-    Each entry is looked up as ``directory/<name>`` (``/`` separators) and hashed with
-    :func:`ninfer_release.hashing.sha256_file`; digests compare case-insensitively, names
-    case-sensitively. A missing file is ``listed file not found: '<name>'`` with the name in repr
-    quotes so trailing blanks show (C08c). Parse errors become failures; a file listing nothing
-    fails ("no files listed", never "verified 0 files = success").
-
-    Raises:
-        Nothing: every finding is in the report.
-    """
-    parsed = parse_sha256sums(data, source=source)
-    ok: list[str] = []
-    failures = [str(p) for p in parsed.errors]
-    for entry in parsed.entries:
-        path = directory.joinpath(*entry.name.split("/"))
-        where = f"{source}: line {entry.line}"
-        if not path.is_file():
-            failures.append(f"{where}: listed file not found: {entry.name!r}")
-            continue
-        try:
-            actual = sha256_file(path)
-        except OSError as exc:
-            failures.append(f"{where}: {entry.name!r} cannot be read: {exc.strerror or exc}")
-            continue
-        if actual != entry.sha256:
-            failures.append(
-                f"{where}: {entry.name!r}: SHA-256 mismatch: listed {entry.sha256}, file has {actual}"
-            )
-        else:
-            ok.append(f"{entry.name}: OK")
-    if not parsed.entries and not parsed.errors:
-        failures.append(f"{source}: no files listed; nothing was verified")
-    return SumsReport(
-        source=source,
-        ok=tuple(ok),
-        warnings=tuple(str(w) for w in parsed.warnings),
-        failures=tuple(failures),
-    )
