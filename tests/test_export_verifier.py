@@ -84,6 +84,27 @@ def test_sums_parser_tolerates_crlf_and_bom_like_windows_tools_write() -> None:
         assert listed == {"engine.zip": "a" * 64} and warnings and not errors
 
 
+def test_the_standalone_names_the_asset_contract_s_sets() -> None:
+    """The stdlib verifier cannot import the package, so it holds the asset contract's names as
+    data: the 10 entry suffixes in order, SHA256SUMS, the zip's config path and which entries
+    the component manifest (1-9) and the provenance (1-7) bind. They must equal the contract's."""
+    from ninfer_release.releases import _contract
+    from ninfer_release.releases import _standalone_verifier as sv
+
+    assert sv.ENTRY_SUFFIXES == _contract.ENTRY_SUFFIXES
+    assert sv.SUMS_NAME == _contract.SUMS_NAME
+    assert sv.ZIP_CONFIG_PATH == _contract.ZIP_CONFIG_PATH
+    # The contract names these sets (issue 10); until it does, they are its first 9 and 7 entries.
+    manifest_entries = getattr(_contract, "COMPONENT_MANIFEST_ENTRIES", _contract.ENTRY_SUFFIXES[:9])
+    subjects = getattr(_contract, "PROVENANCE_SUBJECTS", _contract.ENTRY_SUFFIXES[:7])
+    assert tuple(sv.COMPONENT_MANIFEST_ENTRIES) == tuple(manifest_entries)
+    assert tuple(sv.PROVENANCE_SUBJECTS) == tuple(subjects)
+    names = sv.Names("ninfer-x-windows-x64")
+    contract_names = _contract.AssetNames(stem="ninfer-x-windows-x64")
+    assert tuple(names.entries) == contract_names.entries
+    assert names.spdx_member == _contract.zip_spdx_path("ninfer-x-windows-x64")
+
+
 # --- the differential corpus ---------------------------------------------------------------------
 
 Mutation = Callable[[Path, str], None]

@@ -62,6 +62,29 @@ ENTRY_SUFFIXES = (
     ".route.json",
     ".manifest.json",
 )
+#: The entries the component manifest binds by size and SHA-256, in order (entries 1-9: all but
+#: itself), and the entries the provenance names as its subjects (entries 1-7): the asset
+#: contract's named sets (``ninfer_release.releases._contract``), as data.
+COMPONENT_MANIFEST_ENTRIES = (
+    ".zip",
+    ".spdx.json",
+    ".cdx.json",
+    ".config.toml",
+    ".profile.json",
+    ".model.json",
+    ".qualification.json",
+    ".provenance.json",
+    ".route.json",
+)
+PROVENANCE_SUBJECTS = (
+    ".zip",
+    ".spdx.json",
+    ".cdx.json",
+    ".config.toml",
+    ".profile.json",
+    ".model.json",
+    ".qualification.json",
+)
 ZIP_CONFIG_PATH = "config/ninfer.toml"
 #: Bytes a JSON record or the config can legitimately be (as ``verify``: ours are 0.4-6 KiB).
 MAX_RECORD_ENTRY = 1 << 20
@@ -156,14 +179,33 @@ def _name_problem(spelling: str, name: str) -> str:
     return ""
 
 
+class _Listing:
+    """The names SHA256SUMS lists so far: name -> digest, and how and where each was spelled."""
+
+    def __init__(self) -> None:
+        self.listed: dict[str, str] = {}
+        self.spellings: dict[str, str] = {}
+        self.lines: dict[str, int] = {}
+        self.conflicted: set[str] = set()
+
+    def add(self, number: int, spelling: str, name: str, digest: str) -> str:
+        """List ``name``; a problem (``""``: none) when another line names the same file otherwise."""
+        if name in self.listed or name in self.conflicted:
+            if name in self.listed and self.spellings[name] == spelling and self.listed[name] == digest:
+                return ""  # listed again identically: a warning in the full verifier
+            first = self.lines.get(name, 0)
+            self.conflicted.add(name)
+            self.listed.pop(name, None)
+            return f"{spelling!r} names the same file as line {first}; conflicting entries"
+        self.listed[name], self.spellings[name], self.lines[name] = digest, spelling, number
+        return ""
+
+
 def parse_sums(data: bytes) -> tuple[dict[str, str], list[str], list[str]]:
     """``(name -> lowercase hex, warnings, errors)`` of SHA256SUMS bytes (GNU text/binary, BSD tag)."""
     warnings: list[str] = []
     errors: list[str] = []
-    listed: dict[str, str] = {}
-    spellings: dict[str, str] = {}
-    lines: dict[str, int] = {}
-    conflicted: set[str] = set()
+    listing = _Listing()
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
         warnings.append("UTF-8 BOM ignored")
@@ -178,50 +220,45 @@ def parse_sums(data: bytes) -> tuple[dict[str, str], list[str], list[str]]:
         if body == b"" or body.startswith(b"#"):
             warnings.append(where + ": blank or comment line ignored")
             continue
-        escaped = body.startswith(b"\\")
-        if escaped:
-            body = body[1:]
-        m = _TAG.match(body)
-        if m is not None and not _GNU.match(body):
-            algo, name_b, digest_b = m.group(1), m.group(2), m.group(3)
-            if algo.upper() not in _SHA256_TAGS:
-                errors.append(where + ": algorithm {} is not SHA-256".format(algo.decode("ascii")))
-                continue
-        else:
-            m = _GNU.match(body)
-            if m is None:
-                errors.append(where + ": not a checksum line")
-                continue
-            digest_b, name_b = m.group(1), m.group(3)
-        if len(digest_b) != 64:
-            errors.append(f"{where}: digest has {len(digest_b)} hex characters; SHA-256 has 64")
-            continue
-        if escaped:
-            name_b = _unescape(name_b)
-            if name_b is None:
-                errors.append(where + ": bad escape sequence in the name")
-                continue
-        try:
-            spelling = name_b.decode("utf-8")
-        except UnicodeDecodeError:
-            errors.append(where + ": name is not valid UTF-8")
-            continue
-        name = spelling[2:] if spelling.startswith("./") else spelling
-        problem = _name_problem(spelling, name)
+        parsed = _sums_line(body)
+        problem = parsed if isinstance(parsed, str) else listing.add(number, *parsed)
         if problem:
-            errors.append(where + ": " + problem)
-            continue
-        digest = digest_b.decode("ascii").lower()
-        if name in listed or name in conflicted:
-            if name in listed and spellings[name] == spelling and listed[name] == digest:
-                continue  # listed again identically: a warning in the full verifier
-            first = lines.get(name, 0)
-            errors.append(f"{where}: {spelling!r} names the same file as line {first}; conflicting entries")
-            conflicted.add(name)
-            listed.pop(name, None)
-            continue
-        listed[name], spellings[name], lines[name] = digest, spelling, number
-    return listed, warnings, errors
+            errors.append(f"{where}: {problem}")
+    return listing.listed, warnings, errors
+
+
+def _sums_line(body: bytes) -> tuple[str, str, str] | str:
+    """``(spelling, name, lowercase hex)`` of one checksum line, or what is wrong with it."""
+    escaped = body.startswith(b"\\")
+    fields = _sums_fields(body[1:] if escaped else body)
+    if isinstance(fields, str):
+        return fields
+    digest_b, name_raw = fields
+    if len(digest_b) != 64:
+        return f"digest has {len(digest_b)} hex characters; SHA-256 has 64"
+    name_b = _unescape(name_raw) if escaped else name_raw
+    if name_b is None:
+        return "bad escape sequence in the name"
+    try:
+        spelling = name_b.decode("utf-8")
+    except UnicodeDecodeError:
+        return "name is not valid UTF-8"
+    name = spelling[2:] if spelling.startswith("./") else spelling
+    return _name_problem(spelling, name) or (spelling, name, digest_b.decode("ascii").lower())
+
+
+def _sums_fields(body: bytes) -> tuple[bytes, bytes] | str:
+    """``(digest, name)`` of a BSD tag line (SHA-256 only) or a GNU line, or why it is neither."""
+    m = _TAG.match(body)
+    if m is not None and not _GNU.match(body):
+        algo = m.group(1)
+        if algo.upper() not in _SHA256_TAGS:
+            return "algorithm {} is not SHA-256".format(algo.decode("ascii"))
+        return m.group(3), m.group(2)
+    m = _GNU.match(body)
+    if m is None:
+        return "not a checksum line"
+    return m.group(1), m.group(3)
 
 
 # --- the package zip ----------------------------------------------------------------------------
@@ -253,8 +290,22 @@ def _zip64(extra: bytes, want: list[str]) -> dict[str, int] | None:
 
 def zip_index(f: BinaryIO, file_size: int) -> list[Member]:
     """Central-directory entries cross-checked with their local headers; raises :class:`Finding`."""
-    tail_len = min(file_size, _EOCD.size + 0xFFFF)
-    tail = _read_at(f, file_size - tail_len, tail_len)
+    count, cd_size, cd_offset = _central_directory_span(f, file_size)
+    cd = _read_at(f, cd_offset, cd_size)
+    members = []
+    i = 0
+    for n in range(count):
+        member, i = _central_entry(f, cd, i, (n, count), cd_offset)
+        members.append(member)
+    spans = sorted((m[6], m[7] + m[4], m[0]) for m in members)
+    for a, b in zip(spans, spans[1:]):
+        if b[0] < a[1]:
+            raise Finding(f"members {a[2]!r} and {b[2]!r} overlap (zip bomb or corrupt archive)")
+    return members
+
+
+def _end_record_at(tail: bytes) -> int:
+    """Offset in ``tail`` of the end-of-central-directory record whose comment ends the file."""
     search = len(tail)
     while True:
         pos = tail.rfind(struct.pack("<I", 0x06054B50), 0, search)
@@ -262,69 +313,86 @@ def zip_index(f: BinaryIO, file_size: int) -> list[Member]:
             raise Finding("not a zip archive: no end-of-central-directory record")
         fits = pos + _EOCD.size <= len(tail)
         if fits and pos + _EOCD.size + struct.unpack_from("<H", tail, pos + 20)[0] == len(tail):
-            break
+            return pos
         search = pos
+
+
+def _central_directory_span(f: BinaryIO, file_size: int) -> tuple[int, int, int]:
+    """``(entries, size, offset)`` of the central directory, from the end record (zip64 when
+    present); raises :class:`Finding` for multi-disk, inconsistent or oversized values."""
+    tail_len = min(file_size, _EOCD.size + 0xFFFF)
+    tail = _read_at(f, file_size - tail_len, tail_len)
+    pos = _end_record_at(tail)
     _, disk, cd_disk, n_disk, count, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, pos)
     if disk != 0 or cd_disk != 0 or n_disk != count:
         raise Finding("multi-disk archives are not supported")
-    loc_at = file_size - tail_len + pos - _Z64_LOCATOR.size
-    zip64 = False
-    if loc_at >= 0:
-        sig, _, z64_at, _ = _Z64_LOCATOR.unpack(_read_at(f, loc_at, _Z64_LOCATOR.size))
-        if sig == 0x07064B50:
-            rec = _read_at(f, z64_at, _Z64_EOCD.size)
-            if len(rec) != _Z64_EOCD.size or _Z64_EOCD.unpack(rec)[0] != 0x06064B50:
-                raise Finding("zip64 end-of-central-directory locator points at garbage")
-            fields = _Z64_EOCD.unpack(rec)
-            count, cd_size, cd_offset = fields[7], fields[8], fields[9]
-            zip64 = True
-    if not zip64 and (count == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF):
+    zip64 = _zip64_end_record(f, file_size - tail_len + pos - _Z64_LOCATOR.size)
+    if zip64 is not None:
+        count, cd_size, cd_offset = zip64
+    elif count == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
         raise Finding("end record needs zip64 values but there is no zip64 locator")
     if cd_size > MAX_CENTRAL_DIRECTORY or cd_offset + cd_size > file_size:
         raise Finding("central directory is outside the archive or too big")
-    cd = _read_at(f, cd_offset, cd_size)
-    members = []
-    i = 0
-    for n in range(count):
-        if i + _CENTRAL.size > len(cd):
-            raise Finding(f"central directory ends after {n} of {count} entries")
-        fields = _CENTRAL.unpack_from(cd, i)
-        sig, flags, method, crc, csize, usize = (
-            fields[0],
-            fields[3],
-            fields[4],
-            fields[7],
-            fields[8],
-            fields[9],
-        )
-        nlen, xlen, clen, offset = fields[10], fields[11], fields[12], fields[16]
-        if sig != 0x02014B50:
-            raise Finding(f"central directory entry {n} has a bad signature")
-        j = i + _CENTRAL.size
-        raw_name, extra = cd[j : j + nlen], cd[j + nlen : j + nlen + xlen]
-        i = j + nlen + xlen + clen
-        want = [k for k, v in (("size", usize), ("csize", csize), ("offset", offset)) if v == 0xFFFFFFFF]
-        if want:
-            z64 = _zip64(extra, want)
-            if z64 is None:
-                raise Finding(f"entry {n} needs a zip64 extra field but has none")
-            usize, csize, offset = z64.get("size", usize), z64.get("csize", csize), z64.get("offset", offset)
-        name = raw_name.decode("utf-8", "replace") if flags & 0x800 else raw_name.decode("cp437")
-        local = _read_at(f, offset, _LOCAL.size)
-        if len(local) != _LOCAL.size or _LOCAL.unpack(local)[0] != 0x04034B50:
-            raise Finding(f"{name!r}: no local header at offset {offset}")
-        lfields = _LOCAL.unpack(local)
-        if _read_at(f, offset + _LOCAL.size, lfields[9]) != raw_name:
-            raise Finding(f"{name!r}: local header names another member")
-        data_offset = offset + _LOCAL.size + lfields[9] + lfields[10]
-        if data_offset + csize > cd_offset:
-            raise Finding(f"{name!r}: data runs past the member area")
-        members.append((name, flags, method, crc, csize, usize, offset, data_offset))
-    spans = sorted((m[6], m[7] + m[4], m[0]) for m in members)
-    for a, b in zip(spans, spans[1:]):
-        if b[0] < a[1]:
-            raise Finding(f"members {a[2]!r} and {b[2]!r} overlap (zip bomb or corrupt archive)")
-    return members
+    return count, cd_size, cd_offset
+
+
+def _zip64_end_record(f: BinaryIO, locator_at: int) -> tuple[int, int, int] | None:
+    """``(entries, size, offset)`` from the zip64 end record, or None when there is no locator."""
+    if locator_at < 0:
+        return None
+    sig, _, z64_at, _ = _Z64_LOCATOR.unpack(_read_at(f, locator_at, _Z64_LOCATOR.size))
+    if sig != 0x07064B50:
+        return None
+    rec = _read_at(f, z64_at, _Z64_EOCD.size)
+    if len(rec) != _Z64_EOCD.size or _Z64_EOCD.unpack(rec)[0] != 0x06064B50:
+        raise Finding("zip64 end-of-central-directory locator points at garbage")
+    fields = _Z64_EOCD.unpack(rec)
+    return fields[7], fields[8], fields[9]
+
+
+def _central_entry(
+    f: BinaryIO, cd: bytes, i: int, position: tuple[int, int], cd_offset: int
+) -> tuple[Member, int]:
+    """The entry at ``cd[i:]`` (entry ``n`` of ``count``) and the offset of the next one."""
+    n, count = position
+    if i + _CENTRAL.size > len(cd):
+        raise Finding(f"central directory ends after {n} of {count} entries")
+    fields = _CENTRAL.unpack_from(cd, i)
+    sig, flags, method, crc, csize, usize = fields[0], fields[3], fields[4], fields[7], fields[8], fields[9]
+    nlen, xlen, clen, offset = fields[10], fields[11], fields[12], fields[16]
+    if sig != 0x02014B50:
+        raise Finding(f"central directory entry {n} has a bad signature")
+    j = i + _CENTRAL.size
+    raw_name, extra = cd[j : j + nlen], cd[j + nlen : j + nlen + xlen]
+    usize, csize, offset = _zip64_sizes(extra, n, (usize, csize, offset))
+    name = raw_name.decode("utf-8", "replace") if flags & 0x800 else raw_name.decode("cp437")
+    data_offset = _local_data_offset(f, name, raw_name, offset)
+    if data_offset + csize > cd_offset:
+        raise Finding(f"{name!r}: data runs past the member area")
+    return (name, flags, method, crc, csize, usize, offset, data_offset), j + nlen + xlen + clen
+
+
+def _zip64_sizes(extra: bytes, n: int, sizes: tuple[int, int, int]) -> tuple[int, int, int]:
+    """``(size, compressed size, header offset)`` with each 0xFFFFFFFF taken from the zip64 extra."""
+    usize, csize, offset = sizes
+    want = [k for k, v in (("size", usize), ("csize", csize), ("offset", offset)) if v == 0xFFFFFFFF]
+    if not want:
+        return sizes
+    z64 = _zip64(extra, want)
+    if z64 is None:
+        raise Finding(f"entry {n} needs a zip64 extra field but has none")
+    return z64.get("size", usize), z64.get("csize", csize), z64.get("offset", offset)
+
+
+def _local_data_offset(f: BinaryIO, name: str, raw_name: bytes, offset: int) -> int:
+    """Where the member's data starts, after a local header that names the same member."""
+    local = _read_at(f, offset, _LOCAL.size)
+    if len(local) != _LOCAL.size or _LOCAL.unpack(local)[0] != 0x04034B50:
+        raise Finding(f"{name!r}: no local header at offset {offset}")
+    name_len, extra_len = int(_LOCAL.unpack(local)[9]), int(_LOCAL.unpack(local)[10])
+    if _read_at(f, offset + _LOCAL.size, name_len) != raw_name:
+        raise Finding(f"{name!r}: local header names another member")
+    return offset + _LOCAL.size + name_len + extra_len
 
 
 def unsafe_name(name: str) -> str:
@@ -359,56 +427,81 @@ def _member_problems(member: Member) -> list[str]:
     return problems
 
 
+class _Inflated:
+    """SHA-256, CRC-32 and size of a member's bytes as they inflate, and the bytes if kept;
+    at most ``limit`` bytes (the size its header declares)."""
+
+    def __init__(self, limit: int, keep: bool) -> None:
+        self.sha256 = hashlib.sha256()
+        self.crc = 0
+        self.size = 0
+        self.limit = limit
+        self.kept = bytearray() if keep else None
+
+    def add(self, chunk: bytes) -> str:
+        """Take ``chunk``; a problem (``""``: none) once the bytes pass ``limit``."""
+        self.size += len(chunk)
+        if self.size > self.limit:
+            return f"inflates past {self.limit} bytes"
+        self.sha256.update(chunk)
+        self.crc = zlib.crc32(chunk, self.crc)
+        if self.kept is not None:
+            self.kept += chunk
+        return ""
+
+
 def _inflate(f: BinaryIO, member: Member, keep: bool) -> tuple[str, list[str], bytes | None]:
     """(sha256 hex, problems, bytes if ``keep``) of one member, inflated with zlib."""
     _name, _flags, method, crc32, csize, usize, _off, data_offset = member
     f.seek(data_offset)
-    left = csize
-    h = hashlib.sha256()
-    crc = 0
-    size = 0
-    kept = bytearray() if keep else None
+    out = _Inflated(usize, keep)
     inflater = zlib.decompressobj(-15) if method == 8 else None
     try:
-        while left:
-            block = f.read(min(_CHUNK, left))
-            if not block:
-                return h.hexdigest(), ["cannot be read: archive ends inside the member data"], None
-            left -= len(block)
-            chunks = [block]
-            if inflater is not None:
-                chunks = [inflater.decompress(block, _CHUNK)]
-                while inflater.unconsumed_tail:
-                    chunks.append(inflater.decompress(inflater.unconsumed_tail, _CHUNK))
-            for chunk in chunks:
-                size += len(chunk)
-                if size > usize:
-                    return h.hexdigest(), [f"inflates past {usize} bytes"], None
-                h.update(chunk)
-                crc = zlib.crc32(chunk, crc)
-                if kept is not None:
-                    kept += chunk
-        if inflater is not None:
-            rest = inflater.flush()
-            size += len(rest)
-            if size > usize:
-                return h.hexdigest(), [f"inflates past {usize} bytes"], None
-            h.update(rest)
-            crc = zlib.crc32(rest, crc)
-            if kept is not None:
-                kept += rest
-            if not inflater.eof:
-                return h.hexdigest(), ["cannot be read: deflate stream is truncated"], None
-            if inflater.unused_data:
-                return h.hexdigest(), ["cannot be read: data after the end of the deflate stream"], None
+        problem = _feed(f, csize, inflater, out) or _finish(inflater, out)
     except zlib.error as exc:
-        return h.hexdigest(), [f"cannot be read: {exc}"], None
+        problem = f"cannot be read: {exc}"
+    if problem:
+        return out.sha256.hexdigest(), [problem], None
     problems = []
-    if size != usize:
-        problems.append(f"inflates to {size} bytes, header declares {usize}")
-    elif crc != crc32:
-        problems.append(f"CRC-32 {crc:08x} does not match the header's {crc32:08x}")
-    return h.hexdigest(), problems, (bytes(kept) if kept is not None and not problems else None)
+    if out.size != usize:
+        problems.append(f"inflates to {out.size} bytes, header declares {usize}")
+    elif out.crc != crc32:
+        problems.append(f"CRC-32 {out.crc:08x} does not match the header's {crc32:08x}")
+    kept = bytes(out.kept) if out.kept is not None and not problems else None
+    return out.sha256.hexdigest(), problems, kept
+
+
+def _feed(f: BinaryIO, left: int, inflater: Any, out: _Inflated) -> str:
+    """Read ``left`` compressed bytes into ``out`` (inflated unless ``inflater`` is None)."""
+    while left:
+        block = f.read(min(_CHUNK, left))
+        if not block:
+            return "cannot be read: archive ends inside the member data"
+        left -= len(block)
+        chunks = [block]
+        if inflater is not None:
+            chunks = [inflater.decompress(block, _CHUNK)]
+            while inflater.unconsumed_tail:
+                chunks.append(inflater.decompress(inflater.unconsumed_tail, _CHUNK))
+        for chunk in chunks:
+            problem = out.add(chunk)
+            if problem:
+                return problem
+    return ""
+
+
+def _finish(inflater: Any, out: _Inflated) -> str:
+    """Flush the inflater into ``out``; the deflate stream must end exactly at the member's end."""
+    if inflater is None:
+        return ""
+    problem = out.add(inflater.flush())
+    if problem:
+        return problem
+    if not inflater.eof:
+        return "cannot be read: deflate stream is truncated"
+    if inflater.unused_data:
+        return "cannot be read: data after the end of the deflate stream"
+    return ""
 
 
 def scan_zip(path: str, keep: dict[str, int]) -> tuple[dict[str, str], list[str], dict[str, bytes]]:
@@ -570,219 +663,322 @@ def verify(directory: str, expected_sums_sha256: str | None = None) -> Run:
     return run
 
 
+class Names:
+    """The file names of one set, from its stem, as the asset contract names them
+    (``ninfer_release.releases._contract``; this file cannot import it, a test keeps them equal)."""
+
+    def __init__(self, stem: str) -> None:
+        self.stem = stem
+        self.entries = [stem + s for s in ENTRY_SUFFIXES]
+        self.every = [*self.entries, SUMS_NAME]
+        (
+            self.zip,
+            self.spdx,
+            self.cdx,
+            self.config,
+            self.profile,
+            self.model,
+            self.qualification,
+            self.provenance,
+            self.route,
+            self.manifest,
+        ) = self.entries
+        self.component_manifest_entries = [stem + s for s in COMPONENT_MANIFEST_ENTRIES]
+        self.provenance_subjects = [stem + s for s in PROVENANCE_SUBJECTS]
+        self.spdx_member = f"sbom/{stem}.spdx.json"
+
+
+class Files:
+    """What was read of a set: SHA-256 and size of each file, the bytes of each small entry, the
+    package's members (name -> SHA-256 of the inflated bytes) and the members kept in memory."""
+
+    def __init__(self) -> None:
+        self.digests: dict[str, str] = {}
+        self.sizes: dict[str, int] = {}
+        self.small: dict[str, bytes] = {}
+        self.members: dict[str, str] = {}
+        self.kept: dict[str, bytes] = {}
+
+
+class Records:
+    """The set's records as read strictly (``None``: missing or refused): the config's bytes and
+    the profile, manifest, qualification, provenance, route and model JSON objects."""
+
+    def __init__(self, run: Run, names: Names, small: dict[str, bytes]) -> None:
+        self.config = small.get(names.config)
+        self.profile = _load_json(run, names.profile, small.get(names.profile))
+        self.manifest = _load_json(run, names.manifest, small.get(names.manifest))
+        self.qualification = _load_json(run, names.qualification, small.get(names.qualification))
+        _note_qualification(run, self.qualification)
+        self.provenance = _load_json(run, names.provenance, small.get(names.provenance))
+        self.route = _load_json(run, names.route, small.get(names.route))
+        self.model = _load_json(run, names.model, small.get(names.model))
+
+
 def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
+    """The checks in order: the 11 files, their bytes, the package, SHA256SUMS, the SBOMs, then
+    every record's bindings and identity. Failures land in ``run``."""
+    names = _set_names(run, directory)
+    if names is None:
+        return
+    files = _read_files(run, directory, names)
+    _check_sums(run, names, files, expected_sums_sha256)
+    have_zip = os.path.isfile(os.path.join(directory, names.zip)) and bool(files.members)
+    _check_spdx(run, names, files, have_zip)
+    _check_cdx(run, names, files, have_zip)
+    records = Records(run, names, files.small)
+    _check_config(run, names, files, records, have_zip)
+    _check_manifest_entries(run, names, files, records.manifest)
+    _check_provenance(run, names, files, records.provenance)
+    _identity(run, names, records, files.digests.get(names.zip))
+    if isinstance(records.route, dict) and records.config is not None and isinstance(records.manifest, dict):
+        instance = records.manifest.get("release_instance_id")
+        _route_paths(run, names.route, names.config, records.route, records.config, instance)
+    _check_route(run, names, files, records)
+
+
+def _set_names(run: Run, directory: str) -> Names | None:
+    """The set's names from its one ``*.zip``; fails each missing, irregular or extra file."""
     try:
         listing = sorted(os.listdir(directory))
     except OSError as exc:
         run.fail(directory, "cannot list: %s" % (exc.strerror or exc))
-        return
+        return None
     zips = [n for n in listing if n.endswith(".zip")]
     if len(zips) != 1:
         run.fail(directory, "expected exactly one package '*.zip' in the set")
-        return
-    stem = zips[0][: -len(".zip")]
-    entries = [stem + s for s in ENTRY_SUFFIXES]
-    every = [*entries, SUMS_NAME]
-    n_zip, n_spdx, n_cdx, n_config, n_profile, n_model, n_qual, n_prov, n_route, n_manifest = entries
-    run.record = n_qual
-    for n in every:
+        return None
+    names = Names(zips[0][: -len(".zip")])
+    run.record = names.qualification
+    for n in names.every:
         p = os.path.join(directory, n)
         if not os.path.isfile(p) or os.path.islink(p):
             run.fail(n, "missing from the set (or not a regular file)")
     for n in listing:
-        if n not in every:
+        if n not in names.every:
             run.fail(n, "not part of the asset set (exactly 10 entries + SHA256SUMS)")
     if not run.failures:
-        run.checked.append(f"set: exactly the 11 files of {stem}")
+        run.checked.append(f"set: exactly the 11 files of {names.stem}")
+    return names
 
-    digests: dict[str, str] = {}
-    sizes: dict[str, int] = {}
-    small: dict[str, bytes] = {}
-    members: dict[str, str] = {}
-    kept: dict[str, bytes] = {}
-    zip_path = os.path.join(directory, n_zip)
-    spdx_member = f"sbom/{stem}.spdx.json"
-    bounds = _bounds(zip_path, entries)
-    for n in every:
+
+def _read_files(run: Run, directory: str, names: Names) -> Files:
+    """Hash every file (the small ones read whole, within their bound), then scan the package."""
+    files = Files()
+    zip_path = os.path.join(directory, names.zip)
+    bounds = _bounds(zip_path, names.entries)
+    for n in names.every:
         p = os.path.join(directory, n)
-        if not os.path.isfile(p):
-            continue
-        sizes[n] = os.stat(p).st_size
-        if n == n_zip:
-            digests[n] = _sha256_file(p)
-        elif sizes[n] > bounds[n]:
-            # Never a skip: what cannot be checked completely fails.
-            run.fail(n, f"{sizes[n]} bytes, larger than the {bounds[n]} bytes such an entry can be; not read")
-        else:
-            with open(p, "rb") as f:
-                small[n] = f.read(bounds[n] + 1)
-            if len(small[n]) > bounds[n]:
-                run.fail(n, "grew while being read")
-            digests[n] = hashlib.sha256(small[n]).hexdigest()
+        if os.path.isfile(p):
+            _read_file(run, files, n, p, None if n == names.zip else bounds[n])
     if os.path.isfile(zip_path):
         try:
-            keep = {ZIP_CONFIG_PATH: bounds[n_config], spdx_member: bounds[n_spdx]}
-            members, problems, kept = scan_zip(zip_path, keep)
+            keep = {ZIP_CONFIG_PATH: bounds[names.config], names.spdx_member: bounds[names.spdx]}
+            files.members, problems, files.kept = scan_zip(zip_path, keep)
         except (Finding, OSError) as exc:
-            members, problems = {}, [str(exc)]
+            files.members, problems = {}, [str(exc)]
         for msg in problems:
-            run.fail(n_zip, msg)
+            run.fail(names.zip, msg)
+    return files
 
-    sums = small.get(SUMS_NAME)
+
+def _read_file(run: Run, files: Files, name: str, path: str, bound: int | None) -> None:
+    """Size and SHA-256 of one file; its bytes too unless ``bound`` is None (the package, streamed).
+    Never a skip: a file larger than its bound fails, as what cannot be checked completely."""
+    files.sizes[name] = os.stat(path).st_size
+    if bound is None:
+        files.digests[name] = _sha256_file(path)
+    elif files.sizes[name] > bound:
+        run.fail(
+            name, f"{files.sizes[name]} bytes, larger than the {bound} bytes such an entry can be; not read"
+        )
+    else:
+        with open(path, "rb") as f:
+            files.small[name] = f.read(bound + 1)
+        if len(files.small[name]) > bound:
+            run.fail(name, "grew while being read")
+        files.digests[name] = hashlib.sha256(files.small[name]).hexdigest()
+
+
+def _check_sums(run: Run, names: Names, files: Files, expected: str | None) -> None:
+    """SHA256SUMS lists exactly the 10 entries and each digest holds; ``expected`` pins its own."""
+    sums = files.small.get(SUMS_NAME)
     if sums is not None:
         listed, warnings, errors = parse_sums(sums)
         run.warnings.extend(warnings)
         run.failures.extend(errors)
-        for n in entries:
+        for n in names.entries:
             if n not in listed:
                 run.fail(SUMS_NAME, f"does not list {n!r}")
-            elif n in digests:
-                run.expect(
-                    listed[n] == digests[n],
-                    n,
-                    f"SHA-256 mismatch: SHA256SUMS lists {listed[n]}, file has {digests[n]}",
-                    f"{n}: OK",
-                )
+            elif n in files.digests:
+                have = files.digests[n]
+                message = f"SHA-256 mismatch: SHA256SUMS lists {listed[n]}, file has {have}"
+                run.expect(listed[n] == have, n, message, f"{n}: OK")
         for n in listed:
-            if n not in entries:
+            if n not in names.entries:
                 run.fail(SUMS_NAME, f"lists {n!r}, which is not one of the 10 entries")
-    if expected_sums_sha256 is not None and SUMS_NAME in digests:
+    if expected is not None and SUMS_NAME in files.digests:
         run.expect(
-            digests[SUMS_NAME] == expected_sums_sha256.lower(),
+            files.digests[SUMS_NAME] == expected.lower(),
             SUMS_NAME,
-            f"digest {digests[SUMS_NAME]} is not the expected {expected_sums_sha256}",
+            f"digest {files.digests[SUMS_NAME]} is not the expected {expected}",
             "SHA256SUMS: matches the expected digest",
         )
 
-    have_zip = os.path.isfile(zip_path) and bool(members)
-    spdx = small.get(n_spdx)
-    if spdx is not None:
-        doc = _load_json(run, n_spdx, spdx)
-        valid = (
-            isinstance(doc, dict)
-            and doc.get("spdxVersion") == "SPDX-2.3"
-            and doc.get("SPDXID") == "SPDXRef-DOCUMENT"
-        )
-        if not valid and doc is not None:
-            run.fail(n_spdx, "not an SPDX 2.3 document")
-        if have_zip:
-            inner = _member(run, n_zip, kept, members, spdx_member)
-            if inner is not None:
-                run.expect(
-                    inner == spdx, n_spdx, "differs from the copy inside the package", f"{n_spdx}: copy"
-                )
-            if valid:
-                listed_files = _spdx_files(doc)
-                inside = {k: v for k, v in members.items() if k != spdx_member}
-                for path in sorted(set(inside) - set(listed_files)):
-                    run.fail(n_spdx, f"package member {path!r} is not in the file inventory")
-                for path in sorted(set(listed_files) - set(inside)):
-                    run.fail(n_spdx, f"lists {path!r}, which is not in the package")
-                for path in sorted(set(listed_files) & set(inside)):
-                    if listed_files[path] != inside[path]:
-                        run.fail(n_spdx, f"SHA-256 of {path!r} differs from the package member")
-    cdx = small.get(n_cdx)
-    if cdx is not None:
-        doc = _load_json(run, n_cdx, cdx)
-        problems = _cdx_problems(doc, cdx) if doc is not None else []
-        valid = not problems
-        for msg in problems:
-            run.fail(n_cdx, msg)
-        if valid and have_zip:
-            hashes = _cdx_hashes(doc)
-            for path, sha in sorted(hashes.items()):
-                if path not in members:
-                    run.fail(n_cdx, f"names {path!r}, which is not in the package")
-                elif members[path] != sha:
-                    run.fail(n_cdx, f"SHA-256 of {path!r} differs from the package member")
-            for path in sorted(set(members) - set(hashes)):
-                run.fail(n_cdx, f"package member {path!r} is listed by no component")
-            if _cdx_root_sha256(doc) != digests.get(n_zip):
-                run.fail(n_cdx, "metadata.component SHA-256 is not the package's")
 
-    config = small.get(n_config)
-    profile = _load_json(run, n_profile, small.get(n_profile))
-    manifest = _load_json(run, n_manifest, small.get(n_manifest))
-    qualification = _load_json(run, n_qual, small.get(n_qual))
-    if isinstance(qualification, dict):
-        status, counts = qualification.get("status"), _get(qualification, "gates", "counts")
-        run.qualification = status if status in ("qualified", "unqualified") else None
-        if isinstance(counts, dict) and all(type(v) is int for v in counts.values()):
-            run.gate_counts = {str(k): v for k, v in counts.items()}
-        receipts = qualification.get("receipts")
-        if isinstance(receipts, list):
-            kinds = [r.get("binding") for r in receipts if isinstance(r, dict)]
-            run.bindings = {k: kinds.count(k) for k in ("public", "scratch_equivalence")}
-    provenance = _load_json(run, n_prov, small.get(n_prov))
-    route = _load_json(run, n_route, small.get(n_route))
-    model = _load_json(run, n_model, small.get(n_model))
-    if config is not None:
-        config_sha = digests[n_config]
-        if have_zip:
-            inner = _member(run, n_zip, kept, members, ZIP_CONFIG_PATH)
-            if inner is not None:
-                run.expect(
-                    inner == config, n_config, "differs from the package's config/ninfer.toml", "config copy"
-                )
-        for doc_name, doc, field_path in (
-            (n_profile, profile, ("config", "bytes_sha256")),
-            (n_manifest, manifest, ("config", "sha256")),
-            (n_qual, qualification, ("bound_to", "config_bytes_sha256")),
-            (n_route, route, ("install", "config_bytes_sha256")),
-        ):
-            if doc is not None:
-                bound = _get(doc, *field_path)
-                run.expect(
-                    bound == config_sha, doc_name, f"binds config SHA-256 {bound}, not {config_sha}", doc_name
-                )
-    if manifest is not None:
-        listed_entries = _get(manifest, "entries")
-        want = entries[:9]
-        got = [e.get("name") for e in listed_entries] if isinstance(listed_entries, list) else None
-        if run.expect(
-            got == want, n_manifest, f"entries are {got}, expected entries 1-9", "manifest entries"
-        ):
-            for e in listed_entries:
-                n = e["name"]
-                if n in digests and (e.get("sha256") != digests[n] or e.get("size") != sizes[n]):
-                    run.fail(n_manifest, f"size/SHA-256 recorded for {n!r} differ from the file")
-    if provenance is not None:
-        subj = {
-            s.get("name"): _get(s, "digest", "sha256")
-            for s in provenance.get("subject", [])
-            if isinstance(s, dict)
-        }
-        want_subj = {n: digests.get(n) for n in entries[:7]}
-        run.expect(subj == want_subj, n_prov, "subjects do not match entries 1-7", "provenance subjects")
+def _check_spdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
+    """An SPDX 2.3 document, equal to the package's copy, whose file inventory is the members."""
+    spdx = files.small.get(names.spdx)
+    if spdx is None:
+        return
+    doc = _load_json(run, names.spdx, spdx)
+    valid = (
+        isinstance(doc, dict)
+        and doc.get("spdxVersion") == "SPDX-2.3"
+        and doc.get("SPDXID") == "SPDXRef-DOCUMENT"
+    )
+    if not valid and doc is not None:
+        run.fail(names.spdx, "not an SPDX 2.3 document")
+    if not have_zip:
+        return
+    inner = _member(run, names.zip, files.kept, files.members, names.spdx_member)
+    if inner is not None:
         run.expect(
-            provenance.get("_type") == "https://in-toto.io/Statement/v1",
-            n_prov,
-            "is not an in-toto Statement v1",
-            "provenance type",
+            inner == spdx, names.spdx, "differs from the copy inside the package", f"{names.spdx}: copy"
         )
-    _identity(run, stem, entries, manifest, qualification, route, profile, provenance, digests.get(n_zip))
-    if isinstance(route, dict) and config is not None and isinstance(manifest, dict):
-        _route_paths(run, n_route, n_config, route, config, manifest.get("release_instance_id"))
-    if route is not None and n_zip in digests:
-        pkg = _get(route, "package") or {}
+    if valid:
+        listed = _spdx_files(doc)
+        inside = {k: v for k, v in files.members.items() if k != names.spdx_member}
+        for path in sorted(set(inside) - set(listed)):
+            run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
+        for path in sorted(set(listed) - set(inside)):
+            run.fail(names.spdx, f"lists {path!r}, which is not in the package")
+        for path in sorted(set(listed) & set(inside)):
+            if listed[path] != inside[path]:
+                run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
+
+
+def _check_cdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
+    """A CycloneDX 1.6 document (see :func:`_cdx_problems`) whose evidence is the package's
+    members, each once with its SHA-256, and whose root carries the package's SHA-256."""
+    cdx = files.small.get(names.cdx)
+    if cdx is None:
+        return
+    doc = _load_json(run, names.cdx, cdx)
+    problems = _cdx_problems(doc, cdx) if doc is not None else []
+    for msg in problems:
+        run.fail(names.cdx, msg)
+    if problems or not have_zip:
+        return
+    hashes = _cdx_hashes(doc)
+    for path, sha in sorted(hashes.items()):
+        if path not in files.members:
+            run.fail(names.cdx, f"names {path!r}, which is not in the package")
+        elif files.members[path] != sha:
+            run.fail(names.cdx, f"SHA-256 of {path!r} differs from the package member")
+    for path in sorted(set(files.members) - set(hashes)):
+        run.fail(names.cdx, f"package member {path!r} is listed by no component")
+    if _cdx_root_sha256(doc) != files.digests.get(names.zip):
+        run.fail(names.cdx, "metadata.component SHA-256 is not the package's")
+
+
+def _note_qualification(run: Run, qualification: Any) -> None:
+    """Keep what the verdict states: the record's status, gate counts and receipts per binding."""
+    if not isinstance(qualification, dict):
+        return
+    status, counts = qualification.get("status"), _get(qualification, "gates", "counts")
+    run.qualification = status if status in ("qualified", "unqualified") else None
+    if isinstance(counts, dict) and all(type(v) is int for v in counts.values()):
+        run.gate_counts = {str(k): v for k, v in counts.items()}
+    receipts = qualification.get("receipts")
+    if isinstance(receipts, list):
+        kinds = [r.get("binding") for r in receipts if isinstance(r, dict)]
+        run.bindings = {k: kinds.count(k) for k in ("public", "scratch_equivalence")}
+
+
+def _check_config(run: Run, names: Names, files: Files, records: Records, have_zip: bool) -> None:
+    """The config asset is the package's ``config/ninfer.toml`` and every record binds its SHA-256."""
+    if records.config is None:
+        return
+    config_sha = files.digests[names.config]
+    if have_zip:
+        inner = _member(run, names.zip, files.kept, files.members, ZIP_CONFIG_PATH)
+        if inner is not None:
+            message = "differs from the package's config/ninfer.toml"
+            run.expect(inner == records.config, names.config, message, "config copy")
+    for doc_name, doc, field_path in (
+        (names.profile, records.profile, ("config", "bytes_sha256")),
+        (names.manifest, records.manifest, ("config", "sha256")),
+        (names.qualification, records.qualification, ("bound_to", "config_bytes_sha256")),
+        (names.route, records.route, ("install", "config_bytes_sha256")),
+    ):
+        if doc is not None:
+            bound = _get(doc, *field_path)
+            message = f"binds config SHA-256 {bound}, not {config_sha}"
+            run.expect(bound == config_sha, doc_name, message, doc_name)
+
+
+def _check_manifest_entries(run: Run, names: Names, files: Files, manifest: Any) -> None:
+    """The component manifest lists the entries it binds (1-9), in order, with their sizes and digests."""
+    if manifest is None:
+        return
+    listed = _get(manifest, "entries")
+    got = [e.get("name") for e in listed] if isinstance(listed, list) else None
+    want = names.component_manifest_entries
+    if not run.expect(
+        got == want, names.manifest, f"entries are {got}, expected entries 1-9", "manifest entries"
+    ):
+        return
+    for e in listed:
+        n = e["name"]
+        if n in files.digests and (e.get("sha256") != files.digests[n] or e.get("size") != files.sizes[n]):
+            run.fail(names.manifest, f"size/SHA-256 recorded for {n!r} differ from the file")
+
+
+def _check_provenance(run: Run, names: Names, files: Files, provenance: Any) -> None:
+    """The provenance is an in-toto Statement v1 whose subjects are entries 1-7 with their digests."""
+    if provenance is None:
+        return
+    subjects = {
+        s.get("name"): _get(s, "digest", "sha256")
+        for s in provenance.get("subject", [])
+        if isinstance(s, dict)
+    }
+    want = {n: files.digests.get(n) for n in names.provenance_subjects}
+    run.expect(subjects == want, names.provenance, "subjects do not match entries 1-7", "provenance subjects")
+    run.expect(
+        provenance.get("_type") == "https://in-toto.io/Statement/v1",
+        names.provenance,
+        "is not an in-toto Statement v1",
+        "provenance type",
+    )
+
+
+def _check_route(run: Run, names: Names, files: Files, records: Records) -> None:
+    """The route block names the package by name, size and SHA-256, and binds the model entry."""
+    route = records.route
+    if route is None or names.zip not in files.digests:
+        return
+    pkg = _get(route, "package") or {}
+    run.expect(
+        pkg.get("sha256") == files.digests[names.zip]
+        and pkg.get("size") == files.sizes[names.zip]
+        and pkg.get("name") == names.zip,
+        names.route,
+        "package name/size/SHA-256 differ from the zip",
+        "route package",
+    )
+    model = records.model
+    if model is not None:
+        rm = _get(route, "model") or {}
         run.expect(
-            pkg.get("sha256") == digests[n_zip]
-            and pkg.get("size") == sizes[n_zip]
-            and pkg.get("name") == n_zip,
-            n_route,
-            "package name/size/SHA-256 differ from the zip",
-            "route package",
+            rm.get("sha256") == model.get("sha256")
+            and rm.get("size") == model.get("size")
+            and rm.get("store_as") == model.get("local_name"),
+            names.route,
+            "model binding differs from the model entry",
+            "route model",
         )
-        if model is not None:
-            rm = _get(route, "model") or {}
-            run.expect(
-                rm.get("sha256") == model.get("sha256")
-                and rm.get("size") == model.get("size")
-                and rm.get("store_as") == model.get("local_name"),
-                n_route,
-                "model binding differs from the model entry",
-                "route model",
-            )
 
 
 def _member(
@@ -1208,56 +1404,53 @@ def _route_paths(
             run.fail(n_route, f"install.{key} is writable state under C:\\Program Files")
 
 
-def _identity(
-    run: Run,
-    stem: str,
-    entries: list[str],
-    manifest: Any,
-    qualification: Any,
-    route: Any,
-    profile: Any,
-    provenance: Any,
-    zip_sha256: str | None,
-) -> None:
+#: Record field path -> the component manifest key it must equal, per record (``_identity``).
+_EXTERNAL = ("predicate", "buildDefinition", "externalParameters")
+_IDENTITY_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
+    "qualification": (
+        (("component_tag",), "component_tag"),
+        (("lane",), "lane"),
+        (("status",), "qualification"),
+        (("bound_to", "source_commit"), "source_commit"),
+        (("bound_to", "profile_id"), "profile_id"),
+    ),
+    "route": (
+        (("component_tag",), "component_tag"),
+        (("lane",), "lane"),
+        (("release",), "release"),
+        (("release_instance_id",), "release_instance_id"),
+    ),
+    "profile": ((("profile_id",), "profile_id"), (("lane",), "lane")),
+    "provenance": (
+        ((*_EXTERNAL, "component_tag"), "component_tag"),
+        ((*_EXTERNAL, "lane"), "lane"),
+        ((*_EXTERNAL, "profile_id"), "profile_id"),
+        ((*_EXTERNAL, "release"), "release"),
+    ),
+}
+
+
+def _identity(run: Run, names: Names, records: Records, zip_sha256: str | None) -> None:
+    """The identity every record states equals the component manifest's (tag, lane, profile,
+    source, release, release-instance id, qualification); the qualification record itself."""
+    manifest = records.manifest
     if not isinstance(manifest, dict):
         return
-    n_profile, n_qual, n_prov, n_route, n_manifest = (
-        entries[4],
-        entries[6],
-        entries[7],
-        entries[8],
-        entries[9],
-    )
     tag = manifest.get("component_tag")
-    if not isinstance(tag, str) or f"ninfer-{tag}-windows-x64" != stem:
-        run.fail(n_manifest, f"component_tag {tag!r} does not name this set")
-    external = ("predicate", "buildDefinition", "externalParameters")
-    pairs = [
-        (n_qual, qualification, ("component_tag",), "component_tag"),
-        (n_qual, qualification, ("lane",), "lane"),
-        (n_qual, qualification, ("status",), "qualification"),
-        (n_qual, qualification, ("bound_to", "source_commit"), "source_commit"),
-        (n_qual, qualification, ("bound_to", "profile_id"), "profile_id"),
-        (n_route, route, ("component_tag",), "component_tag"),
-        (n_route, route, ("lane",), "lane"),
-        (n_route, route, ("release",), "release"),
-        (n_route, route, ("release_instance_id",), "release_instance_id"),
-        (n_profile, profile, ("profile_id",), "profile_id"),
-        (n_profile, profile, ("lane",), "lane"),
-        (n_prov, provenance, (*external, "component_tag"), "component_tag"),
-        (n_prov, provenance, (*external, "lane"), "lane"),
-        (n_prov, provenance, (*external, "profile_id"), "profile_id"),
-        (n_prov, provenance, (*external, "release"), "release"),
-    ]
-    for doc_name, doc, path, key in pairs:
-        if isinstance(doc, dict) and _get(doc, *path) != manifest.get(key):
-            run.fail(doc_name, "{} does not equal {} {}".format(".".join(path), n_manifest, key))
-    if isinstance(qualification, dict):
-        _qualification(run, n_qual, qualification, zip_sha256)
+    if not isinstance(tag, str) or f"ninfer-{tag}-windows-x64" != names.stem:
+        run.fail(names.manifest, f"component_tag {tag!r} does not name this set")
+    for record, fields in _IDENTITY_FIELDS.items():
+        doc = getattr(records, record)
+        for path, key in fields:
+            if isinstance(doc, dict) and _get(doc, *path) != manifest.get(key):
+                message = "{} does not equal {} {}".format(".".join(path), names.manifest, key)
+                run.fail(getattr(names, record), message)
+    if isinstance(records.qualification, dict):
+        _qualification(run, names.qualification, records.qualification, zip_sha256)
     if isinstance(tag, str) and zip_sha256 is not None:
         instance = f"{tag}-{zip_sha256[:16]}"
         if manifest.get("release_instance_id") != instance:
-            run.fail(n_manifest, f"release_instance_id is not {instance!r}")
+            run.fail(names.manifest, f"release_instance_id is not {instance!r}")
 
 
 _GATE_RESULTS = ("pass", "fail", "not_applicable")
