@@ -279,12 +279,69 @@ def load_profile(path: Path) -> Profile:
     return profile
 
 
-def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Profile | None:
-    native = kind == "native"
+@dataclass(frozen=True, kw_only=True)
+class _Identity:
+    """Which profile this is: id, lane, component tag, carried-ness, GPU and CUDA arch (``None``: bad)."""
+
+    id: str | None
+    lane: str | None
+    component_tag: str | None
+    carried: bool
+    carried_from: str | None
+    gpu: str | None
+    cuda_arch: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Files:
+    """The config template, config schema and model file the profile names (``None``: bad)."""
+
+    template: str | None
+    config_schema: int | None
+    model_file: str | None
+    model_sha256: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Engine:
+    """The engine settings (reference table "Native deployment profiles"); units in the names."""
+
+    context_tokens: int | None
+    kv_capacity_tokens: int | None
+    kv_cache_dtype: str | None
+    speculation: Speculation | None
+    concurrent_requests: int | None
+    pending_timeout_ms: int | None
+    extra_device_state_slots: int | None
+    prefill_chunk_tokens: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Host:
+    """Host-side settings: the shared budget (bytes and exact MiB), headroom, warmth, vision, limits."""
+
+    shared_host_budget_bytes: int | None
+    shared_host_budget_mib: Decimal | None
+    admission_headroom_mib: int | None
+    keep_warm_ms: int | None
+    vision: bool | None
+    host_memory_floor_mib: int | None
+    gpu_power_limit_w: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Origin:
+    """The strict-origin config digest and the upstream published config's SHA-256 (optional)."""
+
+    strict_origin_config: str | None
+    published_config_sha256: str | None
+
+
+def _identity(c: Checker, path: Path, d: dict[str, Any], native: bool) -> _Identity:
+    """Profile schema, id (= file stem, ≤ 120 chars), lane, component tag, carried, GPU, CUDA arch."""
     schema = c.get_int(d, "", "profile_schema")
     if schema is not None and schema != PROFILE_SCHEMA:
         c.add("profile_schema", f"{schema} is not the supported profile schema {PROFILE_SCHEMA}")
-
     pid = c.get_str(
         d, "", "profile_id", pattern=PROFILE_ID, what="a profile id ([a-z0-9.-])", max_len=MAX_PROFILE_ID
     )
@@ -309,13 +366,44 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
     cuda_arch = c.get_str(
         d, "", "cuda_arch", required=native, pattern=CUDA_ARCH, what="a CUDA arch like sm_89"
     )
+    return _Identity(
+        id=pid,
+        lane=lane,
+        component_tag=component_tag,
+        carried=carried,
+        carried_from=carried_from,
+        gpu=gpu,
+        cuda_arch=cuda_arch,
+    )
+
+
+def _files(c: Checker, d: dict[str, Any], native: bool) -> _Files:
+    """The template (``*.j2``), config schema (4, reference), model file name and SHA-256."""
     template = c.get_str(d, "", "template", pattern=TEMPLATE_NAME, what="a template file name ending in .j2")
     config_schema = c.get_int(d, "", "config_schema", required=native)
     if config_schema is not None and config_schema != CONFIG_SCHEMA:
         c.add("config_schema", f"{config_schema} is not the required config schema {CONFIG_SCHEMA}")
     model_file = c.get_str(d, "", "model_file", pattern=FILE_NAME, what="a plain file name")
     model_sha256 = c.get_str(d, "", "model_sha256", pattern=SHA256_HEX, what="64 lowercase hex digits")
+    return _Files(
+        template=template, config_schema=config_schema, model_file=model_file, model_sha256=model_sha256
+    )
 
+
+def _prefill_chunk(c: Checker, d: dict[str, Any], native: bool, context: int | None) -> int | None:
+    """``prefill_chunk_tokens``: ours, a power of two no larger than ``context_tokens``."""
+    chunk = c.get_int(d, "", "prefill_chunk_tokens", required=native, minimum=1, unit="tokens")
+    if chunk is not None:
+        # ours: the engine schedules prefill in power-of-two chunks no larger than the context.
+        if chunk & (chunk - 1):
+            c.add("prefill_chunk_tokens", f"{chunk} is not a power of two")
+        elif context is not None and chunk > context:
+            c.add("prefill_chunk_tokens", f"{chunk} tokens exceed context_tokens {context}")
+    return chunk
+
+
+def _engine(c: Checker, d: dict[str, Any], native: bool) -> _Engine:
+    """Context ≤ KV capacity, KV dtype, speculation, concurrency, timeouts, slots, prefill chunk."""
     context = c.get_int(d, "", "context_tokens", required=native, minimum=1, unit="tokens")
     kv_cap = c.get_int(d, "", "kv_capacity_tokens", required=native, minimum=1, unit="tokens")
     if context is not None and kv_cap is not None and context > kv_cap:
@@ -325,13 +413,20 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
     concurrent = c.get_int(d, "", "concurrent_requests", required=native, minimum=1, maximum=64)
     pending = c.get_int(d, "", "pending_timeout_ms", required=native, minimum=1, maximum=3_600_000, unit="ms")
     slots = c.get_int(d, "", "extra_device_state_slots", required=native, minimum=0, maximum=64, unit="slots")
-    chunk = c.get_int(d, "", "prefill_chunk_tokens", required=native, minimum=1, unit="tokens")
-    if chunk is not None:
-        # ours: the engine schedules prefill in power-of-two chunks no larger than the context.
-        if chunk & (chunk - 1):
-            c.add("prefill_chunk_tokens", f"{chunk} is not a power of two")
-        elif context is not None and chunk > context:
-            c.add("prefill_chunk_tokens", f"{chunk} tokens exceed context_tokens {context}")
+    return _Engine(
+        context_tokens=context,
+        kv_capacity_tokens=kv_cap,
+        kv_cache_dtype=kv_dtype,
+        speculation=speculation,
+        concurrent_requests=concurrent,
+        pending_timeout_ms=pending,
+        extra_device_state_slots=slots,
+        prefill_chunk_tokens=_prefill_chunk(c, d, native, context),
+    )
+
+
+def _host(c: Checker, d: dict[str, Any], native: bool) -> _Host:
+    """The shared host budget (two exact forms), admission headroom, keep-warm, vision, limits."""
     budget, budget_mib = _budget(c, d, native)
     headroom = c.get_int(
         d, "", "admission_headroom_mib", required=native, minimum=1, maximum=65536, unit="MiB"
@@ -340,52 +435,7 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
     vision = c.get_bool(d, "", "vision", required=native)
     floor = c.get_int(d, "", "host_memory_floor_mib", required=False, minimum=1, unit="MiB")
     power = c.get_int(d, "", "gpu_power_limit_w", required=False, minimum=1, maximum=2000, unit="W")
-    endpoint = _endpoint(c, d)
-    checkpoint = _checkpoint(c, d, native)
-    strict = c.get_str(d, "", "strict_origin_config", required=False, pattern=SHORT_HEX, what="a hex digest")
-    if carried and strict is None and "strict_origin_config" not in d:
-        c.add("strict_origin_config", "required for a carried profile (its published strict-origin config)")
-    published = c.get_str(
-        d, "", "published_config_sha256", required=False, pattern=SHA256_HEX, what="64 lowercase hex digits"
-    )
-    c.get_str(d, "", "description", required=False, max_len=2000)
-    flags = _flags(c, d, speculation, slots, headroom)
-
-    if (
-        c.problems
-        or pid is None
-        or lane is None
-        or gpu is None
-        or template is None
-        or model_file is None
-        or model_sha256 is None
-        or endpoint is None
-        or checkpoint is None
-        or flags is None
-    ):
-        return None
-    return Profile(
-        path=path,
-        id=pid,
-        kind=kind,
-        lane=lane,
-        component_tag=component_tag,
-        carried=carried,
-        carried_from=carried_from,
-        gpu=gpu,
-        cuda_arch=cuda_arch,
-        template=template,
-        config_schema=config_schema,
-        model_file=model_file,
-        model_sha256=model_sha256,
-        context_tokens=context,
-        kv_capacity_tokens=kv_cap,
-        kv_cache_dtype=kv_dtype,
-        speculation=speculation,
-        concurrent_requests=concurrent,
-        pending_timeout_ms=pending,
-        extra_device_state_slots=slots,
-        prefill_chunk_tokens=chunk,
+    return _Host(
         shared_host_budget_bytes=budget,
         shared_host_budget_mib=budget_mib,
         admission_headroom_mib=headroom,
@@ -393,10 +443,92 @@ def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Prof
         vision=vision,
         host_memory_floor_mib=floor,
         gpu_power_limit_w=power,
+    )
+
+
+def _origin(c: Checker, d: dict[str, Any], carried: bool) -> _Origin:
+    """The strict-origin config (required when carried), the published config digest, the description."""
+    strict = c.get_str(d, "", "strict_origin_config", required=False, pattern=SHORT_HEX, what="a hex digest")
+    if carried and strict is None and "strict_origin_config" not in d:
+        c.add("strict_origin_config", "required for a carried profile (its published strict-origin config)")
+    published = c.get_str(
+        d, "", "published_config_sha256", required=False, pattern=SHA256_HEX, what="64 lowercase hex digits"
+    )
+    c.get_str(d, "", "description", required=False, max_len=2000)
+    return _Origin(strict_origin_config=strict, published_config_sha256=published)
+
+
+def _build(c: Checker, path: Path, d: dict[str, Any], kind: ProfileKind) -> Profile | None:
+    """Check each field group of mapping ``d`` in turn; the profile, or ``None`` if anything is bad."""
+    native = kind == "native"
+    ident = _identity(c, path, d, native)
+    files = _files(c, d, native)
+    engine = _engine(c, d, native)
+    host = _host(c, d, native)
+    endpoint = _endpoint(c, d)
+    checkpoint = _checkpoint(c, d, native)
+    origin = _origin(c, d, ident.carried)
+    flags = _flags(c, d, engine.speculation, engine.extra_device_state_slots, host.admission_headroom_mib)
+    if c.problems or endpoint is None or checkpoint is None or flags is None:
+        return None
+    return _assemble(path, kind, ident, files, engine, host, endpoint, checkpoint, origin, flags)
+
+
+def _assemble(
+    path: Path,
+    kind: ProfileKind,
+    ident: _Identity,
+    files: _Files,
+    engine: _Engine,
+    host: _Host,
+    endpoint: Endpoint,
+    checkpoint: Checkpoint,
+    origin: _Origin,
+    flags: tuple[str, ...],
+) -> Profile | None:
+    """The :class:`Profile` of the checked groups, or ``None`` when a required value is missing."""
+    if (
+        ident.id is None
+        or ident.lane is None
+        or ident.gpu is None
+        or files.template is None
+        or files.model_file is None
+        or files.model_sha256 is None
+    ):
+        return None
+    return Profile(
+        path=path,
+        id=ident.id,
+        kind=kind,
+        lane=ident.lane,
+        component_tag=ident.component_tag,
+        carried=ident.carried,
+        carried_from=ident.carried_from,
+        gpu=ident.gpu,
+        cuda_arch=ident.cuda_arch,
+        template=files.template,
+        config_schema=files.config_schema,
+        model_file=files.model_file,
+        model_sha256=files.model_sha256,
+        context_tokens=engine.context_tokens,
+        kv_capacity_tokens=engine.kv_capacity_tokens,
+        kv_cache_dtype=engine.kv_cache_dtype,
+        speculation=engine.speculation,
+        concurrent_requests=engine.concurrent_requests,
+        pending_timeout_ms=engine.pending_timeout_ms,
+        extra_device_state_slots=engine.extra_device_state_slots,
+        prefill_chunk_tokens=engine.prefill_chunk_tokens,
+        shared_host_budget_bytes=host.shared_host_budget_bytes,
+        shared_host_budget_mib=host.shared_host_budget_mib,
+        admission_headroom_mib=host.admission_headroom_mib,
+        keep_warm_ms=host.keep_warm_ms,
+        vision=host.vision,
+        host_memory_floor_mib=host.host_memory_floor_mib,
+        gpu_power_limit_w=host.gpu_power_limit_w,
         endpoint=endpoint,
         checkpoint=checkpoint,
-        strict_origin_config=strict,
-        published_config_sha256=published,
+        strict_origin_config=origin.strict_origin_config,
+        published_config_sha256=origin.published_config_sha256,
         flags=flags,
     )
 
@@ -525,49 +657,43 @@ def _checkpoint(c: Checker, d: dict[str, Any], native: bool) -> Checkpoint | Non
     )
 
 
-def _flags(
+def _flag_problem(item: object) -> str:
+    """Why launch-flag string ``item`` is refused on its own (``""``: accepted); see :data:`KNOWN_FLAGS`.
+
+    A flag is ``--name`` or ``--name <whole number>`` (one space, never ``=``); obsolete flags are
+    errors with no alias (reference "K5").
+    """
+    if not isinstance(item, str):
+        return "must be a string such as '--device-state-slots 2'"
+    name, _, value = item.partition(" ")
+    base = name.split("=", 1)[0]
+    if base in OBSOLETE_FLAGS:
+        return f"{base} is {OBSOLETE_FLAGS[base]}"
+    if base not in KNOWN_FLAGS:
+        return f"unknown flag {base!r}{suggest(base, KNOWN_FLAGS)}"
+    if "=" in name:
+        return f"write {base!r} and its value separated by one space, not '='"
+    takes_value, _setting = KNOWN_FLAGS[base]
+    if takes_value and not re.fullmatch(r"[0-9]+", value):
+        return f"{base} needs one whole-number value, e.g. '{base} 2'"
+    if not takes_value and value:
+        return f"{base} takes no value"
+    return ""
+
+
+def _check_mirrors(
     c: Checker,
-    d: dict[str, Any],
+    seen: dict[str, str | None],
     speculation: Speculation | None,
     slots: int | None,
     headroom: int | None,
-) -> tuple[str, ...] | None:
-    raw = c.get_list(d, "", "flags")
-    if raw is None:
-        return None
-    seen: dict[str, str | None] = {}
-    flags: list[str] = []
-    before = len(c.problems)
-    for i, item in enumerate(raw):
-        where = f"flags[{i}]"
-        if not isinstance(item, str):
-            c.add(where, "must be a string such as '--device-state-slots 2'")
-            continue
-        name, _, value = item.partition(" ")
-        base = name.split("=", 1)[0]
-        if base in OBSOLETE_FLAGS:
-            c.add(where, f"{base} is {OBSOLETE_FLAGS[base]}")
-            continue
-        if base not in KNOWN_FLAGS:
-            c.add(where, f"unknown flag {base!r}{suggest(base, KNOWN_FLAGS)}")
-            continue
-        if "=" in name:
-            c.add(where, f"write {base!r} and its value separated by one space, not '='")
-            continue
-        takes_value, _setting = KNOWN_FLAGS[base]
-        if takes_value and not re.fullmatch(r"[0-9]+", value):
-            c.add(where, f"{base} needs one whole-number value, e.g. '{base} 2'")
-            continue
-        if not takes_value and value:
-            c.add(where, f"{base} takes no value")
-            continue
-        if base in seen:
-            c.add(where, f"{base} is given twice")
-            continue
-        seen[base] = value or None
-        flags.append(item)
-    # Each flag mirrors one setting; the two must say the same thing.
-    expect: dict[str, str | bool | None] = {
+) -> None:
+    """Each flag that mirrors a setting says what the setting says; the required flag is there.
+
+    ``seen`` maps each given flag to its value (``None``: no value). Rules: reference
+    "Rules that come with them" (``--session-checkpoint-require-origin-auth`` on every profile).
+    """
+    expect: dict[str, str | None] = {
         "--device-state-slots": None if slots is None else str(slots),
         "--admission-headroom-mib": None if headroom is None else str(headroom),
     }
@@ -584,6 +710,34 @@ def _flags(
         c.add("flags", "--lm-head-draft must be given exactly when speculation.lm_head_draft is true")
     if REQUIRED_FLAG not in seen:
         c.add("flags", f"{REQUIRED_FLAG} is missing; product profiles require it")
+
+
+def _flags(
+    c: Checker,
+    d: dict[str, Any],
+    speculation: Speculation | None,
+    slots: int | None,
+    headroom: int | None,
+) -> tuple[str, ...] | None:
+    """The ``flags`` list, each flag checked and given once, mirroring its setting; ``None`` if any is bad."""
+    raw = c.get_list(d, "", "flags")
+    if raw is None:
+        return None
+    seen: dict[str, str | None] = {}
+    flags: list[str] = []
+    before = len(c.problems)
+    for i, item in enumerate(raw):
+        problem = _flag_problem(item)
+        if problem:
+            c.add(f"flags[{i}]", problem)
+            continue
+        name, _, value = item.partition(" ")
+        if name in seen:
+            c.add(f"flags[{i}]", f"{name} is given twice")
+            continue
+        seen[name] = value or None
+        flags.append(item)
+    _check_mirrors(c, seen, speculation, slots, headroom)
     if len(c.problems) != before:
         return None
     return tuple(flags)
