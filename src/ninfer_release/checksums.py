@@ -235,6 +235,102 @@ def _lines(data: bytes) -> Iterator[bytes]:
         start = stop + 1
 
 
+class _SumsReader:
+    """One parse of a SHA256SUMS file, line by line: the entries kept and every finding.
+
+    ``by_name`` maps each canonical name to its first entry; ``conflicted`` holds the names listed
+    with two spellings or digests (all their entries are dropped at the end, C06); CRLF lines are
+    counted apart and reported as one warning.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.warnings = _Aggregated(source)
+        self.errors = _Aggregated(source)
+        self.crlf = _Aggregated(source)
+        self.entries: list[SumsEntry] = []
+        self.by_name: dict[str, SumsEntry] = {}
+        self.conflicted: set[str] = set()
+
+    def read_line(self, number: int, raw: bytes) -> None:
+        """Take line ``number`` (1-based; ``raw`` without its LF): skip, reject or keep it."""
+        where = f"line {number}"
+        body = raw
+        if body.endswith(b"\r"):
+            body = body[:-1]
+            self.crlf.add(where, "CRLF")
+        if body == b"":
+            self.warnings.add(where, "blank line ignored (C08)")
+        elif body.startswith(b"#"):
+            self.warnings.add(where, "comment line ignored")
+        else:
+            entry = self._entry(where, number, body)
+            if entry is not None:
+                self._add(where, entry)
+
+    def _entry(self, where: str, number: int, body: bytes) -> SumsEntry | None:
+        """The entry a listing line gives, with its tolerated-form warnings; ``None`` on an error."""
+        parsed = _parse_line(body)
+        if isinstance(parsed, str):
+            self.errors.add(where, parsed)
+            return None
+        form, digest_b, name_b = parsed
+        try:
+            spelling = name_b.decode("utf-8")
+        except UnicodeDecodeError:
+            self.errors.add(where, f"name {name_b!r} is not valid UTF-8")
+            return None
+        digest = digest_b.decode("ascii")
+        name = spelling[2:] if spelling.startswith("./") else spelling
+        problem = _listed_name_problem(spelling, name)
+        if problem:
+            self.errors.add(where, problem)
+            return None
+        if form != "gnu-text":
+            self.warnings.add(where, f"{form} form accepted; portable files use '<hex>  <name>' (C03/C04)")
+        if digest != digest.lower():
+            self.warnings.add(where, "uppercase hex digest accepted (C05)")
+        if name != spelling:
+            self.warnings.add(where, f"leading './' stripped from {spelling!r} (C06)")
+        return SumsEntry(name=name, sha256=digest.lower(), line=number, spelling=spelling, form=form)
+
+    def _add(self, where: str, entry: SumsEntry) -> None:
+        """Keep ``entry`` unless its file is listed already: again identically (a warning) or not (C06)."""
+        prior = self.by_name.get(entry.name)
+        if prior is None:
+            self.by_name[entry.name] = entry
+            self.entries.append(entry)
+        elif prior.spelling == entry.spelling and prior.sha256 == entry.sha256:
+            self.warnings.add(where, f"{entry.spelling!r} listed again (as on line {prior.line})")
+        else:
+            self.errors.add(
+                where,
+                f"{entry.spelling!r} ({entry.sha256[:12]}…) names the same file as line {prior.line} "
+                f"{prior.spelling!r} ({prior.sha256[:12]}…); conflicting entries, refusing to pick one (C06)",
+            )
+            # Neither entry may decide the outcome, whatever the order: both are dropped.
+            self.conflicted.add(entry.name)
+
+    def result(self) -> ParsedSums:
+        """The parse: entries not in conflict, the CRLF warning first, then the others, the errors."""
+        crlf = [
+            Problem(
+                file=self.source,
+                message=(
+                    f"CRLF line endings on {count} line(s) (first: {first}); the CR is not part of the "
+                    "name, but the file is not portable: perl shasum and BusyBox sha256sum fail on it (C01)"
+                ),
+            )
+            for count, first in self.crlf.counts()
+        ]
+        return ParsedSums(
+            source=self.source,
+            entries=tuple(e for e in self.entries if e.name not in self.conflicted),
+            warnings=(*crlf, *self.warnings.problems()),
+            errors=tuple(self.errors.problems()),
+        )
+
+
 def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
     """Parse SHA256SUMS bytes leniently in form, strictly in meaning (C01 C03 C04 C05 C06 C08 C09 C10).
 
@@ -253,86 +349,15 @@ def parse_sha256sums(data: bytes, *, source: str) -> ParsedSums:
     Raises:
         Nothing: every problem is reported in the result so a verifier can print all of them.
     """
-    warnings = _Aggregated(source)
-    errors = _Aggregated(source)
-    entries: list[SumsEntry] = []
-    by_name: dict[str, SumsEntry] = {}
-    crlf = _Aggregated(source)
-    conflicted: set[str] = set()
-
+    reader = _SumsReader(source)
     if data.startswith(_UTF8_BOM):
         # Windows tools (PowerShell Out-File, Notepad) write a BOM; it is not part of the first
         # name. Tolerated on read like CRLF, never written (the writer emits none).
         data = data[len(_UTF8_BOM) :]
-        warnings.add("line 1", "UTF-8 BOM ignored; the file is not portable (C01)")
+        reader.warnings.add("line 1", "UTF-8 BOM ignored; the file is not portable (C01)")
     for number, raw in enumerate(_lines(data), start=1):
-        where = f"line {number}"
-        body = raw
-        if body.endswith(b"\r"):
-            body = body[:-1]
-            crlf.add(where, "CRLF")
-        if body == b"":
-            warnings.add(where, "blank line ignored (C08)")
-            continue
-        if body.startswith(b"#"):
-            warnings.add(where, "comment line ignored")
-            continue
-        parsed = _parse_line(body)
-        if isinstance(parsed, str):
-            errors.add(where, parsed)
-            continue
-        form, digest_b, name_b = parsed
-        try:
-            spelling = name_b.decode("utf-8")
-        except UnicodeDecodeError:
-            errors.add(where, f"name {name_b!r} is not valid UTF-8")
-            continue
-        digest = digest_b.decode("ascii")
-        name = spelling[2:] if spelling.startswith("./") else spelling
-        problem = _listed_name_problem(spelling, name)
-        if problem:
-            errors.add(where, problem)
-            continue
-        if form != "gnu-text":
-            warnings.add(where, f"{form} form accepted; portable files use '<hex>  <name>' (C03/C04)")
-        if digest != digest.lower():
-            warnings.add(where, "uppercase hex digest accepted (C05)")
-        if name != spelling:
-            warnings.add(where, f"leading './' stripped from {spelling!r} (C06)")
-        entry = SumsEntry(name=name, sha256=digest.lower(), line=number, spelling=spelling, form=form)
-        prior = by_name.get(name)
-        if prior is not None:
-            if prior.spelling == entry.spelling and prior.sha256 == entry.sha256:
-                warnings.add(where, f"{spelling!r} listed again (as on line {prior.line})")
-                continue
-            errors.add(
-                where,
-                f"{spelling!r} ({entry.sha256[:12]}…) names the same file as line {prior.line} "
-                f"{prior.spelling!r} ({prior.sha256[:12]}…); conflicting entries, refusing to pick one (C06)",
-            )
-            # Neither entry may decide the outcome, whatever the order: both are dropped.
-            conflicted.add(name)
-            continue
-        by_name[name] = entry
-        entries.append(entry)
-    entries = [e for e in entries if e.name not in conflicted]
-    found: list[Problem] = []
-    for count, first in crlf.counts():
-        found.append(
-            Problem(
-                file=source,
-                message=(
-                    f"CRLF line endings on {count} line(s) (first: {first}); the CR is not part of the "
-                    "name, but the file is not portable: perl shasum and BusyBox sha256sum fail on it (C01)"
-                ),
-            )
-        )
-    return ParsedSums(
-        source=source,
-        entries=tuple(entries),
-        warnings=(*found, *warnings.problems()),
-        errors=tuple(errors.problems()),
-    )
+        reader.read_line(number, raw)
+    return reader.result()
 
 
 def _listed_name_problem(spelling: str, name: str) -> str:
