@@ -235,6 +235,99 @@ def _parse_pins(data: Mapping[str, Any], doc: _Reader) -> Pins:
     )
 
 
+def _vendored(root: Path, doc: _Reader, data: Mapping[str, Any]) -> dict[str, VendoredSpec]:
+    """``vendored[]`` of ``lanes.json`` by name, each with its committed licence text."""
+    vendored: dict[str, VendoredSpec] = {}
+    for w, item in doc.objects(data, "vendored"):
+        v = VendoredSpec(
+            name=doc.text(item, "name", w),
+            version=doc.text(item, "version", w),
+            commit=doc.text(item, "commit", w, _HEX40),
+            license=doc.text(item, "license", w),
+            purl=doc.text(item, "purl", w),
+            source_url=doc.text(item, "source_url", w),
+            supplier=doc.text(item, "supplier", w),
+            license_text=_repo_file(root, doc, f"{w}.license_text", doc.text(item, "license_text", w)),
+        )
+        vendored[v.name] = v
+    return vendored
+
+
+def _chosen_vendored(
+    doc: _Reader, where: str, names: Any, vendored: Mapping[str, VendoredSpec]
+) -> tuple[VendoredSpec, ...]:
+    """A lane's ``vendored`` list of names, each defined in ``vendored[]``; sorted by name."""
+    chosen = []
+    if not isinstance(names, list):
+        doc.bad(f"{where}.vendored", "missing or not a list of names")
+    else:
+        for name in names:
+            if name in vendored:
+                chosen.append(vendored[name])
+            else:
+                doc.bad(f"{where}.vendored", f"{name!r} is not defined in vendored[]")
+    return tuple(sorted(chosen, key=lambda v: v.name))
+
+
+def _lanes(
+    root: Path, doc: _Reader, data: Mapping[str, Any], vendored: Mapping[str, VendoredSpec]
+) -> tuple[LaneSpec, ...]:
+    """``lanes[]``: each lane's id, CUDA arch, engine files (with their stand-ins) and vendored sources."""
+    lanes = []
+    for w, item in doc.objects(data, "lanes"):
+        engine = tuple(
+            EngineFileSpec(
+                path=doc.text(e, "path", f, _REL),
+                license=doc.text(e, "license", f),
+                source=_repo_file(root, doc, f"{f}.from", doc.text(e, "from", f)),
+                stand_in="stand_in" in e and doc.flag(e, "stand_in", f),
+            )
+            for f, e in doc.objects(item, "engine_files", w)
+        )
+        chosen = _chosen_vendored(doc, w, item.get("vendored"), vendored)
+        lanes.append(
+            LaneSpec(
+                lane=doc.text(item, "lane", w),
+                cuda_arch=doc.text(item, "cuda_arch", w, re.compile(r"sm_[0-9]+[a-z]?")),
+                engine_files=engine,
+                vendored=chosen,
+            )
+        )
+    return tuple(lanes)
+
+
+def _stand_ins(root: Path, doc: _Reader, data: Mapping[str, Any]) -> tuple[StandInSpec, ...]:
+    """``stand_ins[]``: each stand-in redistributable's lock metadata and committed bytes."""
+    return tuple(
+        StandInSpec(
+            file=doc.text(item, "file", w, _REL),
+            group=doc.group(item, w),
+            package=doc.text(item, "package", w),
+            version=doc.text(item, "version", w),
+            purl=doc.text(item, "purl", w),
+            supplier=doc.text(item, "supplier", w),
+            license=doc.text(item, "license", w),
+            source=_repo_file(root, doc, f"{w}.from", doc.text(item, "from", w)),
+        )
+        for w, item in doc.objects(data, "stand_ins")
+    )
+
+
+def _licenses(root: Path, doc: _Reader, data: Mapping[str, Any]) -> tuple[tuple[str, RepoFile], ...]:
+    """``licenses``: (dest under the lane tree, committed text), sorted by dest."""
+    raw = data.get("licenses")
+    licenses: list[tuple[str, RepoFile]] = []
+    if not isinstance(raw, dict):
+        doc.bad("licenses", "missing or not an object of dest -> samples/ path")
+        return ()
+    for dest, src in sorted(raw.items()):
+        if not isinstance(src, str) or not _REL.fullmatch(dest):
+            doc.bad(f"licenses.{dest}", "must map a relative dest path to a samples/ path")
+            continue
+        licenses.append((dest, _repo_file(root, doc, f"licenses.{dest}", src)))
+    return tuple(licenses)
+
+
 def load_spec(repo_root: Path) -> SamplesSpec:
     """Load and check ``samples/pins.json``, ``samples/lanes.json`` and the files they name.
 
@@ -250,79 +343,17 @@ def load_spec(repo_root: Path) -> SamplesSpec:
 
     doc = _Reader(LANES_FILE, problems)
     data = _load_json(repo_root, LANES_FILE, problems)
-    vendored: dict[str, VendoredSpec] = {}
-    for w, item in doc.objects(data, "vendored"):
-        v = VendoredSpec(
-            name=doc.text(item, "name", w),
-            version=doc.text(item, "version", w),
-            commit=doc.text(item, "commit", w, _HEX40),
-            license=doc.text(item, "license", w),
-            purl=doc.text(item, "purl", w),
-            source_url=doc.text(item, "source_url", w),
-            supplier=doc.text(item, "supplier", w),
-            license_text=_repo_file(repo_root, doc, f"{w}.license_text", doc.text(item, "license_text", w)),
-        )
-        vendored[v.name] = v
-    lanes = []
-    for w, item in doc.objects(data, "lanes"):
-        engine = tuple(
-            EngineFileSpec(
-                path=doc.text(e, "path", f, _REL),
-                license=doc.text(e, "license", f),
-                source=_repo_file(repo_root, doc, f"{f}.from", doc.text(e, "from", f)),
-                stand_in="stand_in" in e and doc.flag(e, "stand_in", f),
-            )
-            for f, e in doc.objects(item, "engine_files", w)
-        )
-        names = item.get("vendored")
-        chosen = []
-        if not isinstance(names, list):
-            doc.bad(f"{w}.vendored", "missing or not a list of names")
-        else:
-            for name in names:
-                if name in vendored:
-                    chosen.append(vendored[name])
-                else:
-                    doc.bad(f"{w}.vendored", f"{name!r} is not defined in vendored[]")
-        lanes.append(
-            LaneSpec(
-                lane=doc.text(item, "lane", w),
-                cuda_arch=doc.text(item, "cuda_arch", w, re.compile(r"sm_[0-9]+[a-z]?")),
-                engine_files=engine,
-                vendored=tuple(sorted(chosen, key=lambda v: v.name)),
-            )
-        )
-    stand_ins = tuple(
-        StandInSpec(
-            file=doc.text(item, "file", w, _REL),
-            group=doc.group(item, w),
-            package=doc.text(item, "package", w),
-            version=doc.text(item, "version", w),
-            purl=doc.text(item, "purl", w),
-            supplier=doc.text(item, "supplier", w),
-            license=doc.text(item, "license", w),
-            source=_repo_file(repo_root, doc, f"{w}.from", doc.text(item, "from", w)),
-        )
-        for w, item in doc.objects(data, "stand_ins")
-    )
-    licenses_raw = data.get("licenses")
-    licenses: list[tuple[str, RepoFile]] = []
-    if not isinstance(licenses_raw, dict):
-        doc.bad("licenses", "missing or not an object of dest -> samples/ path")
-    else:
-        for dest, src in sorted(licenses_raw.items()):
-            if not isinstance(src, str) or not _REL.fullmatch(dest):
-                doc.bad(f"licenses.{dest}", "must map a relative dest path to a samples/ path")
-                continue
-            licenses.append((dest, _repo_file(repo_root, doc, f"licenses.{dest}", src)))
+    lanes = _lanes(repo_root, doc, data, _vendored(repo_root, doc, data))
+    stand_ins = _stand_ins(repo_root, doc, data)
+    licenses = _licenses(repo_root, doc, data)
     spec = SamplesSpec(
         pins=pins,
         source_commit=doc.text(data, "source_commit", "", _HEX40),
         cuda_version=doc.text(data, "cuda_version", ""),
         compiler=doc.text(data, "compiler", ""),
-        lanes=tuple(lanes),
+        lanes=lanes,
         stand_ins=stand_ins,
-        licenses=tuple(licenses),
+        licenses=licenses,
     )
     if problems:
         raise InputError(problems=problems)

@@ -75,6 +75,91 @@ def _check_wheel_file(pin: WheelPin, path: Path, what: str) -> None:
         )
 
 
+def _use(pin: WheelPin, path: Path, *, downloaded: bool) -> WheelUse:
+    """The pinned wheel as used from ``path``."""
+    return WheelUse(
+        package=pin.package,
+        version=pin.version,
+        filename=pin.filename,
+        sha256=pin.sha256,
+        size=pin.size,
+        path=path,
+        downloaded=downloaded,
+    )
+
+
+def _pip_download_command(pin: WheelPin, *, platform: str, python_version: str, dest: str) -> list[str]:
+    """``pip download`` of exactly the pinned wheel for ``platform``/``python_version`` into ``dest``."""
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--platform",
+        platform,
+        "--python-version",
+        python_version,
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+        pin.requirement,
+        "-d",
+        dest,
+    ]
+
+
+def _run_pip(pin: WheelPin, cmd: list[str], env: Mapping[str, str] | None) -> None:
+    """Run ``cmd`` (output captured; ``env`` ``None``: this process's environment).
+
+    Raises:
+        InputError: pip exited non-zero; the message carries its last meaningful stderr line.
+    """
+    proc = subprocess.run(cmd, capture_output=True, check=False, env=dict(env) if env is not None else None)
+    if proc.returncode == 0:
+        return
+    lines = [
+        ln
+        for ln in proc.stderr.decode("utf-8", "replace").splitlines()
+        if ln.strip() and "is ignored" not in ln
+    ]
+    detail = lines[-1].strip() if lines else "no output"
+    raise InputError(
+        problems=[
+            Problem(
+                file=PINS_FILE,
+                field=_pin_field(pin),
+                message=f"download of {pin.requirement} failed (pip exit {proc.returncode}): {detail}",
+            )
+        ]
+    )
+
+
+def _downloaded(pin: WheelPin, folder: Path) -> Path:
+    """The pinned file pip wrote into ``folder``, checked against its pin.
+
+    Raises:
+        InputError: pip wrote other files than the pinned name (exit 4).
+        IntegrityError: the file's size or SHA-256 differs from the pin (exit 5).
+    """
+    got = folder / pin.filename
+    if not got.is_file():
+        names = sorted(p.name for p in folder.iterdir())
+        raise InputError(
+            problems=[
+                Problem(
+                    file=PINS_FILE,
+                    field=_pin_field(pin),
+                    message=f"pip download {pin.requirement} gave {names}, not the pinned {pin.filename}",
+                )
+            ]
+        )
+    _check_wheel_file(pin, got, "downloaded")
+    return got
+
+
 def ensure_wheel(
     pin: WheelPin,
     *,
@@ -97,81 +182,15 @@ def ensure_wheel(
         if progress:
             progress(f"checking cached {pin.filename}")
         _check_wheel_file(pin, path, "cached")
-        return WheelUse(
-            package=pin.package,
-            version=pin.version,
-            filename=pin.filename,
-            sha256=pin.sha256,
-            size=pin.size,
-            path=path,
-            downloaded=False,
-        )
+        return _use(pin, path, downloaded=False)
     cache.mkdir(parents=True, exist_ok=True)
     if progress:
         progress(f"downloading {pin.requirement} ({pin.size / 2**20:.1f} MiB) into {cache}")
     with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--platform",
-            platform,
-            "--python-version",
-            python_version,
-            "--disable-pip-version-check",
-            "--no-input",
-            "--progress-bar",
-            "off",
-            pin.requirement,
-            "-d",
-            tmp,
-        ]
-        proc = subprocess.run(
-            cmd, capture_output=True, check=False, env=dict(env) if env is not None else None
-        )
-        if proc.returncode != 0:
-            lines = [
-                ln
-                for ln in proc.stderr.decode("utf-8", "replace").splitlines()
-                if ln.strip() and "is ignored" not in ln
-            ]
-            detail = lines[-1].strip() if lines else "no output"
-            raise InputError(
-                problems=[
-                    Problem(
-                        file=PINS_FILE,
-                        field=_pin_field(pin),
-                        message=f"download of {pin.requirement} failed "
-                        f"(pip exit {proc.returncode}): {detail}",
-                    )
-                ]
-            )
-        got = Path(tmp) / pin.filename
-        if not got.is_file():
-            names = sorted(p.name for p in Path(tmp).iterdir())
-            raise InputError(
-                problems=[
-                    Problem(
-                        file=PINS_FILE,
-                        field=_pin_field(pin),
-                        message=f"pip download {pin.requirement} gave {names}, not the pinned {pin.filename}",
-                    )
-                ]
-            )
-        _check_wheel_file(pin, got, "downloaded")
-        got.replace(path)
-    return WheelUse(
-        package=pin.package,
-        version=pin.version,
-        filename=pin.filename,
-        sha256=pin.sha256,
-        size=pin.size,
-        path=path,
-        downloaded=True,
-    )
+        cmd = _pip_download_command(pin, platform=platform, python_version=python_version, dest=tmp)
+        _run_pip(pin, cmd, env)
+        _downloaded(pin, Path(tmp)).replace(path)
+    return _use(pin, path, downloaded=True)
 
 
 def extract_member(wheel: Path, member: WheelMember, dest: Path) -> None:
