@@ -175,6 +175,259 @@ def _image_paths(component: ImageComponentRecord, layers: Sequence[ImageLayerRec
     ]
 
 
+def _cdx_props(values: Sequence[tuple[str, str | None]]) -> list[Any]:
+    """CycloneDX properties for the ``(name, value)`` pairs whose value is not empty, in order."""
+    from cyclonedx.model import Property
+
+    return [Property(name=k, value=v) for k, v in values if v]
+
+
+def _cdx_sha256(digest_or_hex: str) -> Any:
+    """A CycloneDX SHA-256 hash of ``sha256:<hex>`` or ``<hex>``."""
+    from cyclonedx.model import HashAlgorithm, HashType
+
+    return HashType(alg=HashAlgorithm.SHA_256, content=digest_or_hex.removeprefix(_DIGEST_PREFIX))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CdxRefs:
+    """The bom-refs every part of the image document uses (the graph is drawn over these)."""
+
+    image: str
+    base: str
+    tool: str
+    layers: tuple[tuple[str, ImageLayerRecord], ...]
+
+    @classmethod
+    def of(cls, records: ImageSbomRecords, *, tool_name: str, tool_version: str) -> _CdxRefs:
+        """The refs of ``records`` (layers keep their index: equal bytes stay apart)."""
+        return cls(
+            image=f"image:{records.reference}",
+            base=f"base:{records.base_digest}",
+            tool=f"tool:{tool_name}@{tool_version}",
+            layers=tuple((_layer_ref(i, layer), layer) for i, layer in enumerate(records.layers)),
+        )
+
+    def of_layers(self, *, from_base: bool) -> list[str]:
+        """The refs of the base's layers (``from_base``) or of ours, in image order."""
+        return [ref for ref, layer in self.layers if layer.from_base == from_base]
+
+
+def _cdx_image(records: ImageSbomRecords, refs: _CdxRefs, *, supplier: str, licence: str | None) -> Any:
+    """``metadata.component``: the image (type container, SHA-256 = manifest digest, purl by digest)."""
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
+
+    return Component(
+        type=ComponentType.CONTAINER,
+        name=records.image,
+        version=records.version,
+        bom_ref=refs.image,
+        purl=parse_purl(image_purl(records.image, records.manifest_digest, tag=records.version)),
+        hashes=[_cdx_sha256(records.manifest_digest)],
+        supplier=OrganizationalEntity(name=supplier),
+        manufacturer=OrganizationalEntity(name=supplier),
+        authors=[OrganizationalContact(name=supplier)],
+        licenses=_cdx_licence(licence),
+        properties=_cdx_props(
+            [
+                (PROP_KIND, "image"),
+                ("ninfer:manifest-digest", records.manifest_digest),
+                ("ninfer:config-digest", records.config_digest),
+                ("ninfer:revision", records.revision),
+                ("ninfer:created", records.created),
+                ("ninfer:profile", records.profile_id),
+                (PROP_SEMANTIC, records.config_semantic_sha256),
+            ]
+        ),
+    )
+
+
+def _base_supplier(records: ImageSbomRecords) -> Any:
+    """The recipe's ``base.supplier`` as a CycloneDX organisation, or None when not given."""
+    from cyclonedx.model.contact import OrganizationalEntity
+
+    return OrganizationalEntity(name=records.base_supplier) if records.base_supplier else None
+
+
+def _cdx_base(records: ImageSbomRecords, refs: _CdxRefs, *, licence: str | None) -> Any:
+    """The base image component, by its manifest digest."""
+    from cyclonedx.model.component import Component, ComponentType
+
+    return Component(
+        type=ComponentType.CONTAINER,
+        name=records.base_name or "base",
+        version=records.base_digest,
+        bom_ref=refs.base,
+        purl=parse_purl(image_purl(records.base_name, records.base_digest)),
+        hashes=[_cdx_sha256(records.base_digest)],
+        supplier=_base_supplier(records),
+        licenses=_cdx_licence(licence),
+        description=(
+            "The base image, by its manifest digest (its layers are listed, and the software read "
+            "from them; its other files are not)."
+        ),
+        properties=_cdx_props([(PROP_KIND, "base-image"), ("ninfer:manifest-digest", records.base_digest)]),
+    )
+
+
+def _cdx_layer(
+    i: int,
+    ref: str,
+    layer: ImageLayerRecord,
+    records: ImageSbomRecords,
+    *,
+    supplier: str,
+    licence: str | None,
+) -> Any:
+    """Layer ``i`` as a file component (version = its blob digest; diff id, media type as properties)."""
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.contact import OrganizationalEntity
+
+    return Component(
+        type=ComponentType.FILE,
+        name=f"layer {i} ({layer.name})",
+        version=layer.digest,
+        bom_ref=ref,
+        hashes=[_cdx_sha256(layer.digest)],
+        supplier=_base_supplier(records) if layer.from_base else OrganizationalEntity(name=supplier),
+        licenses=_cdx_licence(licence),
+        properties=_cdx_props(
+            [
+                (PROP_KIND, "base-layer" if layer.from_base else "layer"),
+                (PROP_LAYER_DIGEST, layer.digest),
+                ("ninfer:layer-index", str(i)),
+                ("ninfer:layer-name", layer.name),
+                ("ninfer:diff-id", layer.diff_id),
+                ("ninfer:media-type", layer.media_type),
+                ("ninfer:size", str(layer.size)),
+                ("ninfer:files", None if layer.from_base else str(len(layer.files))),
+            ]
+        ),
+    )
+
+
+class _RefTable:
+    """Components by bom-ref, in insertion order; a ref used twice is recorded as a problem."""
+
+    def __init__(self, owners: Mapping[str, str], *, where: str) -> None:
+        self.components: dict[str, Any] = {}
+        self.owners: dict[str, str] = dict(owners)
+        self.problems: list[Problem] = []
+        self.where = where
+
+    def add(self, ref: str, component: Any, owner: str) -> None:
+        """Add ``component`` under ``ref`` (``owner`` names the record field, for messages)."""
+        if ref in self.owners:
+            message = f"bom-ref {ref!r} is also used by {self.owners[ref]}"
+            self.problems.append(Problem(file=self.where, field=owner, message=message))
+            return
+        self.owners[ref] = owner
+        self.components[ref] = component
+
+
+def _cdx_components(
+    records: ImageSbomRecords,
+    refs: _CdxRefs,
+    licences: _ImageLicences,
+    *,
+    supplier: str,
+    stand_in: bool,
+    where: str,
+) -> dict[str, Any]:
+    """Every component but the image (base, layers, what our layers add, what the base holds), by ref.
+
+    Raises:
+        IntegrityError: two components would share a bom-ref (all such clashes at once).
+    """
+    table = _RefTable({refs.image: "metadata.component", refs.tool: "metadata.tools"}, where=where)
+    table.add(refs.base, _cdx_base(records, refs, licence=licences.base), "base")
+    for i, (ref, layer) in enumerate(refs.layers):
+        component = _cdx_layer(i, ref, layer, records, supplier=supplier, licence=licences.layers[i])
+        table.add(ref, component, f"layers[{i}:{layer.name}]")
+    ours = [layer for _, layer in refs.layers if not layer.from_base]
+    for i, comp in enumerate(records.components):
+        component = _added_component(
+            comp, records, ours, stand_in=stand_in, supplier=supplier, licence=licences.components[i]
+        )
+        table.add(_component_ref(comp), component, f"components[{i}:{comp.name}]")
+    for i, package in enumerate(records.base_packages):
+        component = _base_package_component(package, licences.base_packages[i])
+        table.add(_base_package_ref(package), component, f"base_packages[{i}:{package.name}]")
+    if table.problems:
+        raise IntegrityError(problems=table.problems)
+    return table.components
+
+
+def _cdx_graph(records: ImageSbomRecords, refs: _CdxRefs) -> dict[str, list[str]]:
+    """The dependency graph by ref: image → base, our layers and our components; base → its layers;
+    a base layer → the software found in it; our layer → the components it carries; leaves → []."""
+    comp_refs = [_component_ref(c) for c in records.components]
+    graph: dict[str, list[str]] = {
+        refs.image: [refs.base, *refs.of_layers(from_base=False), *comp_refs],
+        refs.base: refs.of_layers(from_base=True),
+    }
+    for ref, layer in refs.layers:
+        graph[ref] = (
+            [_base_package_ref(p) for p in records.base_packages if p.layer_digest == layer.digest]
+            if layer.from_base
+            else [_component_ref(c) for c in records.components if _carried_by(c, layer)]
+        )
+    for ref in [*comp_refs, *(_base_package_ref(p) for p in records.base_packages)]:
+        graph[ref] = []
+    return graph
+
+
+def _cdx_compositions(refs: _CdxRefs) -> list[dict[str, Any]]:
+    """``compositions``: the base's assemblies ``incomplete``, our layers' ``complete`` (when any)."""
+    compositions: list[dict[str, Any]] = [
+        # Only the software recognised in the base is listed (BusyBox, dpkg packages): incomplete.
+        {"aggregate": "incomplete", "assemblies": sorted([refs.image, refs.base])},
+    ]
+    ours_refs = sorted(refs.of_layers(from_base=False))
+    if ours_refs:
+        compositions.append({"aggregate": "complete", "assemblies": ours_refs})
+    return compositions
+
+
+def _cdx_bom(
+    root: Any, *, serial: str, epoch: int, supplier: str, tool: Any, components: Mapping[str, Any]
+) -> Any:
+    """The BOM: serial, ``metadata`` (image, timestamp = ``epoch``, tool, lifecycle build), components."""
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.contact import OrganizationalEntity
+    from cyclonedx.model.lifecycle import LifecyclePhase, PredefinedLifecycle
+    from cyclonedx.model.tool import ToolRepository
+
+    bom = Bom(
+        serial_number=uuid5_url(serial),
+        metadata=BomMetaData(
+            component=root,
+            timestamp=datetime_utc(epoch),
+            tools=ToolRepository(components=[tool]),
+            manufacturer=OrganizationalEntity(name=supplier),
+            supplier=OrganizationalEntity(name=supplier),
+            lifecycles=[PredefinedLifecycle(LifecyclePhase.BUILD)],
+        ),
+    )
+    bom.components.update(components.values())
+    return bom
+
+
+def _cdx_tool(refs: _CdxRefs, *, tool_name: str, tool_version: str, tool_vendor: str) -> Any:
+    """``metadata.tools``: this tool as an application component."""
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.contact import OrganizationalEntity
+
+    return Component(
+        type=ComponentType.APPLICATION,
+        name=tool_name,
+        version=tool_version,
+        bom_ref=refs.tool,
+        manufacturer=OrganizationalEntity(name=tool_vendor),
+    )
+
+
 def image_cyclonedx(
     records: ImageSbomRecords,
     *,
@@ -211,166 +464,22 @@ def image_cyclonedx(
         InputError: a digest is not ``sha256:<64 hex>``, or ``epoch`` is not the image's ``created``.
         IntegrityError: two components would share a bom-ref, or the validator reports anything.
     """
-    from cyclonedx.model import HashAlgorithm, HashType, Property
-    from cyclonedx.model.bom import Bom, BomMetaData
-    from cyclonedx.model.component import Component, ComponentType
-    from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
-    from cyclonedx.model.lifecycle import LifecyclePhase, PredefinedLifecycle
-    from cyclonedx.model.tool import ToolRepository
     from cyclonedx.output.json import JsonV1Dot6
 
     where = IMAGE_CDX_WHERE
     _check_records(records, epoch, where)
     licences = _ImageLicences.of(records, own_license=own_license, where=where)
-    base_supplier = OrganizationalEntity(name=records.base_supplier) if records.base_supplier else None
-
-    def props(values: Sequence[tuple[str, str | None]]) -> list[Any]:
-        return [Property(name=k, value=v) for k, v in values if v]
-
-    def sha256(digest_or_hex: str) -> Any:
-        return HashType(alg=HashAlgorithm.SHA_256, content=digest_or_hex.removeprefix(_DIGEST_PREFIX))
-
-    image_ref = f"image:{records.reference}"
-    base_ref = f"base:{records.base_digest}"
-    tool_ref = f"tool:{tool_name}@{tool_version}"
-    root = Component(
-        type=ComponentType.CONTAINER,
-        name=records.image,
-        version=records.version,
-        bom_ref=image_ref,
-        purl=parse_purl(image_purl(records.image, records.manifest_digest, tag=records.version)),
-        hashes=[sha256(records.manifest_digest)],
-        supplier=OrganizationalEntity(name=supplier),
-        manufacturer=OrganizationalEntity(name=supplier),
-        authors=[OrganizationalContact(name=supplier)],
-        licenses=_cdx_licence(licences.image),
-        properties=props(
-            [
-                (PROP_KIND, "image"),
-                ("ninfer:manifest-digest", records.manifest_digest),
-                ("ninfer:config-digest", records.config_digest),
-                ("ninfer:revision", records.revision),
-                ("ninfer:created", records.created),
-                ("ninfer:profile", records.profile_id),
-                (PROP_SEMANTIC, records.config_semantic_sha256),
-            ]
-        ),
-    )
-    base = Component(
-        type=ComponentType.CONTAINER,
-        name=records.base_name or "base",
-        version=records.base_digest,
-        bom_ref=base_ref,
-        purl=parse_purl(image_purl(records.base_name, records.base_digest)),
-        hashes=[sha256(records.base_digest)],
-        supplier=base_supplier,
-        licenses=_cdx_licence(licences.base),
-        description=(
-            "The base image, by its manifest digest (its layers are listed, and the software read "
-            "from them; its other files are not)."
-        ),
-        properties=props([(PROP_KIND, "base-image"), ("ninfer:manifest-digest", records.base_digest)]),
-    )
-    components: dict[str, Any] = {}
-    owners: dict[str, str] = {image_ref: "metadata.component", tool_ref: "metadata.tools"}
-    problems: list[Problem] = []
-
-    def add(ref: str, component: Any, owner: str) -> None:
-        if ref in owners:
-            message = f"bom-ref {ref!r} is also used by {owners[ref]}"
-            problems.append(Problem(file=where, field=owner, message=message))
-            return
-        owners[ref] = owner
-        components[ref] = component
-
-    add(base_ref, base, "base")
-    layer_refs: list[tuple[str, ImageLayerRecord]] = []
-    for i, layer in enumerate(records.layers):
-        ref = _layer_ref(i, layer)
-        layer_refs.append((ref, layer))
-        add(
-            ref,
-            Component(
-                type=ComponentType.FILE,
-                name=f"layer {i} ({layer.name})",
-                version=layer.digest,
-                bom_ref=ref,
-                hashes=[sha256(layer.digest)],
-                supplier=base_supplier if layer.from_base else OrganizationalEntity(name=supplier),
-                licenses=_cdx_licence(licences.layers[i]),
-                properties=props(
-                    [
-                        (PROP_KIND, "base-layer" if layer.from_base else "layer"),
-                        (PROP_LAYER_DIGEST, layer.digest),
-                        ("ninfer:layer-index", str(i)),
-                        ("ninfer:layer-name", layer.name),
-                        ("ninfer:diff-id", layer.diff_id),
-                        ("ninfer:media-type", layer.media_type),
-                        ("ninfer:size", str(layer.size)),
-                        ("ninfer:files", None if layer.from_base else str(len(layer.files))),
-                    ]
-                ),
-            ),
-            f"layers[{i}:{layer.name}]",
-        )
-    ours = [layer for _, layer in layer_refs if not layer.from_base]
-    for i, comp in enumerate(records.components):
-        ref = _component_ref(comp)
-        component = _added_component(
-            comp, records, ours, stand_in=stand_in, supplier=supplier, licence=licences.components[i]
-        )
-        add(ref, component, f"components[{i}:{comp.name}]")
-    for i, package in enumerate(records.base_packages):
-        component = _base_package_component(package, licences.base_packages[i])
-        add(_base_package_ref(package), component, f"base_packages[{i}:{package.name}]")
-    if problems:
-        raise IntegrityError(problems=problems)
-
-    tool = Component(
-        type=ComponentType.APPLICATION,
-        name=tool_name,
-        version=tool_version,
-        bom_ref=tool_ref,
-        manufacturer=OrganizationalEntity(name=tool_vendor),
-    )
-    bom = Bom(
-        serial_number=uuid5_url(serial_identity if serial_identity is not None else records.reference),
-        metadata=BomMetaData(
-            component=root,
-            timestamp=datetime_utc(epoch),
-            tools=ToolRepository(components=[tool]),
-            manufacturer=OrganizationalEntity(name=supplier),
-            supplier=OrganizationalEntity(name=supplier),
-            lifecycles=[PredefinedLifecycle(LifecyclePhase.BUILD)],
-        ),
-    )
-    bom.components.update(components.values())
-    comp_refs = [_component_ref(c) for c in records.components]
-    graph: dict[str, list[str]] = {
-        image_ref: [base_ref, *(ref for ref, layer in layer_refs if not layer.from_base), *comp_refs],
-        base_ref: [ref for ref, layer in layer_refs if layer.from_base],
-    }
-    for ref, layer in layer_refs:
-        graph[ref] = (
-            [_base_package_ref(p) for p in records.base_packages if p.layer_digest == layer.digest]
-            if layer.from_base
-            else [_component_ref(c) for c in records.components if _carried_by(c, layer)]
-        )
-    for ref in [*comp_refs, *(_base_package_ref(p) for p in records.base_packages)]:
-        graph[ref] = []
-    everything = {**components, image_ref: root}
-    for ref, targets in sorted(graph.items()):
+    refs = _CdxRefs.of(records, tool_name=tool_name, tool_version=tool_version)
+    root = _cdx_image(records, refs, supplier=supplier, licence=licences.image)
+    components = _cdx_components(records, refs, licences, supplier=supplier, stand_in=stand_in, where=where)
+    tool = _cdx_tool(refs, tool_name=tool_name, tool_version=tool_version, tool_vendor=tool_vendor)
+    serial = serial_identity if serial_identity is not None else records.reference
+    bom = _cdx_bom(root, serial=serial, epoch=epoch, supplier=supplier, tool=tool, components=components)
+    everything = {**components, refs.image: root}
+    for ref, targets in sorted(_cdx_graph(records, refs).items()):
         bom.register_dependency(everything[ref], [everything[t] for t in sorted(set(targets))])
-
-    compositions: list[dict[str, Any]] = [
-        # Only the software recognised in the base is listed (BusyBox, dpkg packages): incomplete.
-        {"aggregate": "incomplete", "assemblies": sorted([image_ref, base_ref])},
-    ]
-    if ours:
-        ours_refs = sorted(ref for ref, layer in layer_refs if not layer.from_base)
-        compositions.append({"aggregate": "complete", "assemblies": ours_refs})
     text = JsonV1Dot6(bom).output_as_string(indent=2)
-    data = with_compositions(text, compositions)
+    data = with_compositions(text, _cdx_compositions(refs))
     messages = validate_cyclonedx_bytes(data)
     if messages:
         raise IntegrityError(problems=[Problem(file=where, message=m) for m in messages])
