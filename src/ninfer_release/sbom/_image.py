@@ -673,6 +673,279 @@ def _spdx_file_type(path: str, mode: int) -> str:
     return _file_type(path)
 
 
+def _concluded(expression: str | None) -> Any:
+    """An SPDX concluded licence: the parsed expression, or NOASSERTION when nothing is known."""
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    return SpdxNoAssertion() if expression is None else parse_license(expression)
+
+
+def _notices(*texts: str | None) -> Any:
+    """Copyright text: the distinct non-blank lines of ``texts``, sorted; NOASSERTION when none."""
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    lines = sorted({line for t in texts if t for line in t.splitlines() if line.strip()})
+    return "\n".join(lines) if lines else SpdxNoAssertion()
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ListedFile:
+    """A file our layers leave in the image (path-sorted), and the layer that leaves it."""
+
+    path: str
+    file: Any  # a containers LayerFile: path, mode, size, sha1, sha256, origin
+    layer: ImageLayerRecord
+
+
+def _listed_files(records: ImageSbomRecords) -> list[_ListedFile]:
+    """Every path our layers write, once, as the last layer writing it leaves it; sorted by path."""
+    final: dict[str, tuple[Any, ImageLayerRecord]] = {}
+    for layer in records.layers:
+        if not layer.from_base:
+            for f in layer.files:
+                final[f.path] = (f, layer)  # a later layer's file replaces an earlier one's
+    return [_ListedFile(path=p, file=f, layer=layer) for p, (f, layer) in sorted(final.items())]
+
+
+def _spdx_files(listed: Sequence[_ListedFile], *, where: str) -> list[Any]:
+    """One SPDX File per listed path (``./<path>``, SHA1 + SHA256, a comment naming layer and mode).
+
+    Raises:
+        IntegrityError: two paths would share an SPDXID.
+    """
+    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
+    from spdx_tools.spdx.model.file import File, FileType
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    files = []
+    ids: dict[str, str] = {}
+    for item in listed:
+        path, f, layer = item.path, item.file, item.layer
+        file_id = spdx_file_id(path)
+        if file_id in ids:
+            raise IntegrityError(
+                problems=[
+                    Problem(
+                        file=where,
+                        field=f"files[{path}]",
+                        message=f"SPDXID {file_id} collides with {ids[file_id]}",
+                    )
+                ]
+            )
+        ids[file_id] = path
+        files.append(
+            File(
+                name=f"./{path}",
+                spdx_id=file_id,
+                checksums=[
+                    Checksum(ChecksumAlgorithm.SHA1, f.sha1),
+                    Checksum(ChecksumAlgorithm.SHA256, f.sha256),
+                ],
+                file_types=[FileType[_spdx_file_type(path, f.mode)]],
+                license_concluded=SpdxNoAssertion(),
+                copyright_text=SpdxNoAssertion(),
+                comment=f"layer {layer.name} {layer.digest}; mode {f.mode:04o}; from {f.origin}",
+            )
+        )
+    return files
+
+
+def _spdx_image_package(
+    records: ImageSbomRecords,
+    *,
+    spdx_id: str,
+    supplier: str,
+    file_records: Sequence[FileRecord],
+    licence: str | None,
+    copyright_text: Any,
+    epoch: int,
+    where: str,
+) -> Any:
+    """The image Package: checksum = manifest digest, verification code over our files (SPDX 2.3 §7.9)."""
+    from spdx_tools.spdx.model.actor import Actor, ActorType
+    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
+    from spdx_tools.spdx.model.package import (
+        ExternalPackageRef,
+        ExternalPackageRefCategory,
+        Package,
+        PackagePurpose,
+        PackageVerificationCode,
+    )
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    return Package(
+        spdx_id=spdx_id,
+        name=records.image,
+        download_location=SpdxNoAssertion(),
+        version=records.version,
+        supplier=Actor(ActorType.ORGANIZATION, supplier),
+        files_analyzed=True,
+        verification_code=PackageVerificationCode(
+            value=package_verification_code([r.sha1 for r in file_records])
+        ),
+        checksums=[
+            Checksum(
+                ChecksumAlgorithm.SHA256, _hex(records.manifest_digest, where=where, field="manifest_digest")
+            )
+        ],
+        license_concluded=_concluded(licence),
+        license_declared=SpdxNoAssertion(),
+        copyright_text=copyright_text,
+        comment=(
+            f"OCI image {records.reference} (config {records.config_digest}, revision {records.revision}). "
+            "The checksum is the image manifest digest. Files listed: those the image's own layers add; "
+            "the base image's files are not inventoried (see the base package)."
+        ),
+        external_references=[
+            ExternalPackageRef(
+                ExternalPackageRefCategory.PACKAGE_MANAGER,
+                "purl",
+                image_purl(records.image, records.manifest_digest, tag=records.version),
+            )
+        ],
+        primary_package_purpose=PackagePurpose.CONTAINER,
+        built_date=datetime_utc(epoch).replace(tzinfo=None),
+    )
+
+
+def _spdx_base_package(
+    records: ImageSbomRecords, *, spdx_id: str, licence: str | None, copyright_text: Any, where: str
+) -> Any:
+    """The base image Package, by its manifest digest (files not analyzed)."""
+    from spdx_tools.spdx.model.actor import Actor, ActorType
+    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
+    from spdx_tools.spdx.model.package import (
+        ExternalPackageRef,
+        ExternalPackageRefCategory,
+        Package,
+        PackagePurpose,
+    )
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    return Package(
+        spdx_id=spdx_id,
+        name=records.base_name or "base",
+        download_location=SpdxNoAssertion(),
+        version=records.base_digest,
+        supplier=Actor(ActorType.ORGANIZATION, records.base_supplier) if records.base_supplier else None,
+        files_analyzed=False,
+        checksums=[
+            Checksum(ChecksumAlgorithm.SHA256, _hex(records.base_digest, where=where, field="base_digest"))
+        ],
+        license_concluded=_concluded(licence),
+        license_declared=SpdxNoAssertion(),
+        copyright_text=copyright_text,
+        comment=(
+            "The base image, by its manifest digest; its files are not inventoried here, the software "
+            "read from its layers is (CONTAINS)."
+        ),
+        external_references=[
+            ExternalPackageRef(
+                ExternalPackageRefCategory.PACKAGE_MANAGER,
+                "purl",
+                image_purl(records.base_name, records.base_digest),
+            )
+        ],
+        primary_package_purpose=PackagePurpose.CONTAINER,
+    )
+
+
+def _spdx_found_package(package: BasePackage, licence: str | None) -> Any:
+    """A Package for software found in the base (SPDXID suffixed by a hash of its bom-ref: unique)."""
+    from spdx_tools.spdx.model.actor import Actor, ActorType
+    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
+    from spdx_tools.spdx.model.package import (
+        ExternalPackageRef,
+        ExternalPackageRefCategory,
+        Package,
+        PackagePurpose,
+    )
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    p = package
+    suffix = sha256_bytes(_base_package_ref(p).encode())[:8]
+    return Package(
+        spdx_id=f"SPDXRef-Package-base-{sanitize_id_part(p.name)}-{suffix}",
+        name=p.name,
+        download_location=SpdxNoAssertion(),
+        version=p.version,
+        supplier=Actor(ActorType.ORGANIZATION, p.supplier),
+        files_analyzed=False,
+        checksums=[Checksum(ChecksumAlgorithm.SHA256, p.sha256)] if p.path != "var/lib/dpkg/status" else [],
+        license_concluded=_concluded(licence),
+        license_declared=SpdxNoAssertion(),
+        copyright_text=_notices(p.copyright),
+        comment=f"Found at {p.path} in base layer {p.layer_digest}; build version {p.build}.",
+        external_references=[
+            ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", _base_package_purl(p))
+        ],
+        primary_package_purpose=PackagePurpose.APPLICATION,
+    )
+
+
+def _image_namespace(
+    records: ImageSbomRecords, namespace_base: str | None, file_records: Sequence[FileRecord]
+) -> str:
+    """``<namespace_base>/<name>-<version>-<manifest digest>-<uuid5 of content>`` (C28).
+
+    Raises:
+        DefinitionError: ``namespace_base`` is not an absolute http(s) URI without fragment.
+    """
+    return spdx_namespace(
+        namespace_base=namespace_base or f"https://{records.image}/spdx",
+        package_name=_repo_name(records.image),
+        release_id=f"{records.version}-{records.manifest_digest}",
+        files=file_records,
+    )
+
+
+def _spdx_creation(
+    records: ImageSbomRecords, *, namespace: str, creator_tool: str, supplier: str, epoch: int
+) -> Any:
+    """The document's creation info: name ``<image>:<version>``, ``created`` = ``epoch`` (UTC)."""
+    from spdx_tools.spdx.model.actor import Actor, ActorType
+    from spdx_tools.spdx.model.document import CreationInfo
+
+    return CreationInfo(
+        spdx_version="SPDX-2.3",
+        spdx_id="SPDXRef-DOCUMENT",
+        name=f"{records.image}:{records.version}",
+        document_namespace=namespace,
+        creators=[Actor(ActorType.TOOL, creator_tool), Actor(ActorType.ORGANIZATION, supplier)],
+        created=datetime_utc(epoch).replace(tzinfo=None),
+        data_license="CC0-1.0",
+        document_comment=IMAGE_SBOM_TYPE,
+    )
+
+
+def _spdx_relationships(image_id: str, base_id: str, files: Sequence[Any], found: Sequence[Any]) -> list[Any]:
+    """DESCRIBES the image; image DESCENDANT_OF and CONTAINS base; image CONTAINS each file; base
+    CONTAINS each package found in it."""
+    from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
+
+    relationships = [
+        Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, image_id),
+        Relationship(image_id, RelationshipType.DESCENDANT_OF, base_id),
+        # The image carries the base's layers, so it contains the base (and what was found in it).
+        Relationship(image_id, RelationshipType.CONTAINS, base_id),
+    ]
+    relationships += [Relationship(image_id, RelationshipType.CONTAINS, f.spdx_id) for f in files]
+    relationships += [Relationship(base_id, RelationshipType.CONTAINS, p.spdx_id) for p in found]
+    return relationships
+
+
+def _spdx_extracted(texts: Mapping[str, str]) -> list[Any]:
+    """``hasExtractedLicensingInfos``: one entry per ``LicenseRef-`` with its text."""
+    from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
+
+    return [
+        ExtractedLicensingInfo(
+            license_id=ref, extracted_text=text, license_name=ref.removeprefix("LicenseRef-")
+        )
+        for ref, text in texts.items()
+    ]
+
+
 def image_spdx(
     records: ImageSbomRecords,
     *,
@@ -706,190 +979,44 @@ def image_spdx(
         DefinitionError: ``namespace_base`` is not an absolute http(s) URI without fragment.
         IntegrityError: two paths would share an SPDXID, or validation reports anything.
     """
-    from spdx_tools.spdx.model.actor import Actor, ActorType
-    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
-    from spdx_tools.spdx.model.document import CreationInfo, Document
-    from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
-    from spdx_tools.spdx.model.file import File, FileType
-    from spdx_tools.spdx.model.package import (
-        ExternalPackageRef,
-        ExternalPackageRefCategory,
-        Package,
-        PackagePurpose,
-        PackageVerificationCode,
-    )
-    from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
-    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+    from spdx_tools.spdx.model.document import Document
 
     where = IMAGE_SPDX_WHERE
     _check_records(records, epoch, where)
     licences = _ImageLicences.of(records, own_license=own_license, where=where)
     texts = require_license_texts(licences.refs, license_texts or {}, where=where)
-
-    def concluded(expression: str | None) -> Any:
-        return SpdxNoAssertion() if expression is None else parse_license(expression)
-
-    def notices(*texts: str | None) -> Any:
-        lines = sorted({line for t in texts if t for line in t.splitlines() if line.strip()})
-        return "\n".join(lines) if lines else SpdxNoAssertion()
-
     base_notices = [p.copyright for p in records.base_packages]
-
-    final: dict[str, tuple[Any, ImageLayerRecord]] = {}
-    for layer in records.layers:
-        if not layer.from_base:
-            for f in layer.files:
-                final[f.path] = (f, layer)  # a later layer's file replaces an earlier one's
-    listed = sorted(final.items())
-    file_records = [FileRecord(path=p, size=f.size, sha1=f.sha1, sha256=f.sha256) for p, (f, _) in listed]
-    namespace = spdx_namespace(
-        namespace_base=namespace_base or f"https://{records.image}/spdx",
-        package_name=_repo_name(records.image),
-        release_id=f"{records.version}-{records.manifest_digest}",
-        files=file_records,
-    )
+    listed = _listed_files(records)
+    file_records = [
+        FileRecord(path=x.path, size=x.file.size, sha1=x.file.sha1, sha256=x.file.sha256) for x in listed
+    ]
+    namespace = _image_namespace(records, namespace_base, file_records)
     image_id = f"SPDXRef-Package-image-{sanitize_id_part(_repo_name(records.image))}"
     base_id = f"SPDXRef-Package-base-{sanitize_id_part(_repo_name(records.base_name or 'base'))}"
-    files = []
-    ids: dict[str, str] = {}
-    for path, (f, layer) in listed:
-        file_id = spdx_file_id(path)
-        if file_id in ids:
-            raise IntegrityError(
-                problems=[
-                    Problem(
-                        file=where,
-                        field=f"files[{path}]",
-                        message=f"SPDXID {file_id} collides with {ids[file_id]}",
-                    )
-                ]
-            )
-        ids[file_id] = path
-        files.append(
-            File(
-                name=f"./{path}",
-                spdx_id=file_id,
-                checksums=[
-                    Checksum(ChecksumAlgorithm.SHA1, f.sha1),
-                    Checksum(ChecksumAlgorithm.SHA256, f.sha256),
-                ],
-                file_types=[FileType[_spdx_file_type(path, f.mode)]],
-                license_concluded=SpdxNoAssertion(),
-                copyright_text=SpdxNoAssertion(),
-                comment=f"layer {layer.name} {layer.digest}; mode {f.mode:04o}; from {f.origin}",
-            )
-        )
-    image = Package(
+    files = _spdx_files(listed, where=where)
+    image = _spdx_image_package(
+        records,
         spdx_id=image_id,
-        name=records.image,
-        download_location=SpdxNoAssertion(),
-        version=records.version,
-        supplier=Actor(ActorType.ORGANIZATION, supplier),
-        files_analyzed=True,
-        verification_code=PackageVerificationCode(
-            value=package_verification_code([r.sha1 for r in file_records])
-        ),
-        checksums=[
-            Checksum(
-                ChecksumAlgorithm.SHA256, _hex(records.manifest_digest, where=where, field="manifest_digest")
-            )
-        ],
-        license_concluded=concluded(licences.image),
-        license_declared=SpdxNoAssertion(),
-        copyright_text=notices(*base_notices, own_copyright),
-        comment=(
-            f"OCI image {records.reference} (config {records.config_digest}, revision {records.revision}). "
-            "The checksum is the image manifest digest. Files listed: those the image's own layers add; "
-            "the base image's files are not inventoried (see the base package)."
-        ),
-        external_references=[
-            ExternalPackageRef(
-                ExternalPackageRefCategory.PACKAGE_MANAGER,
-                "purl",
-                image_purl(records.image, records.manifest_digest, tag=records.version),
-            )
-        ],
-        primary_package_purpose=PackagePurpose.CONTAINER,
-        built_date=datetime_utc(epoch).replace(tzinfo=None),
+        supplier=supplier,
+        file_records=file_records,
+        licence=licences.image,
+        copyright_text=_notices(*base_notices, own_copyright),
+        epoch=epoch,
+        where=where,
     )
-    base = Package(
-        spdx_id=base_id,
-        name=records.base_name or "base",
-        download_location=SpdxNoAssertion(),
-        version=records.base_digest,
-        supplier=Actor(ActorType.ORGANIZATION, records.base_supplier) if records.base_supplier else None,
-        files_analyzed=False,
-        checksums=[
-            Checksum(ChecksumAlgorithm.SHA256, _hex(records.base_digest, where=where, field="base_digest"))
-        ],
-        license_concluded=concluded(licences.base),
-        license_declared=SpdxNoAssertion(),
-        copyright_text=notices(*base_notices),
-        comment=(
-            "The base image, by its manifest digest; its files are not inventoried here, the software "
-            "read from its layers is (CONTAINS)."
-        ),
-        external_references=[
-            ExternalPackageRef(
-                ExternalPackageRefCategory.PACKAGE_MANAGER,
-                "purl",
-                image_purl(records.base_name, records.base_digest),
-            )
-        ],
-        primary_package_purpose=PackagePurpose.CONTAINER,
+    base = _spdx_base_package(
+        records, spdx_id=base_id, licence=licences.base, copyright_text=_notices(*base_notices), where=where
     )
-    creation = CreationInfo(
-        spdx_version="SPDX-2.3",
-        spdx_id="SPDXRef-DOCUMENT",
-        name=f"{records.image}:{records.version}",
-        document_namespace=namespace,
-        creators=[Actor(ActorType.TOOL, creator_tool), Actor(ActorType.ORGANIZATION, supplier)],
-        created=datetime_utc(epoch).replace(tzinfo=None),
-        data_license="CC0-1.0",
-        document_comment=IMAGE_SBOM_TYPE,
+    creation = _spdx_creation(
+        records, namespace=namespace, creator_tool=creator_tool, supplier=supplier, epoch=epoch
     )
-    found = [
-        Package(
-            spdx_id=f"SPDXRef-Package-base-{sanitize_id_part(p.name)}-{sha256_bytes(_base_package_ref(p).encode())[:8]}",
-            name=p.name,
-            download_location=SpdxNoAssertion(),
-            version=p.version,
-            supplier=Actor(ActorType.ORGANIZATION, p.supplier),
-            files_analyzed=False,
-            checksums=[Checksum(ChecksumAlgorithm.SHA256, p.sha256)]
-            if p.path != "var/lib/dpkg/status"
-            else [],
-            license_concluded=concluded(licences.base_packages[i]),
-            license_declared=SpdxNoAssertion(),
-            copyright_text=notices(p.copyright),
-            comment=f"Found at {p.path} in base layer {p.layer_digest}; build version {p.build}.",
-            external_references=[
-                ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", _base_package_purl(p))
-            ],
-            primary_package_purpose=PackagePurpose.APPLICATION,
-        )
-        for i, p in enumerate(records.base_packages)
-    ]
-    relationships = [
-        Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, image_id),
-        Relationship(image_id, RelationshipType.DESCENDANT_OF, base_id),
-        # The image carries the base's layers, so it contains the base (and what was found in it).
-        Relationship(image_id, RelationshipType.CONTAINS, base_id),
-    ]
-    relationships += [Relationship(image_id, RelationshipType.CONTAINS, f.spdx_id) for f in files]
-    relationships += [Relationship(base_id, RelationshipType.CONTAINS, p.spdx_id) for p in found]
-    extracted = [
-        ExtractedLicensingInfo(
-            license_id=ref, extracted_text=text, license_name=ref.removeprefix("LicenseRef-")
-        )
-        for ref, text in texts.items()
-    ]
+    found = [_spdx_found_package(p, licences.base_packages[i]) for i, p in enumerate(records.base_packages)]
     document = Document(
         creation_info=creation,
         packages=[image, base, *found],
         files=files,
-        relationships=relationships,
-        extracted_licensing_info=extracted,
+        relationships=_spdx_relationships(image_id, base_id, files, found),
+        extracted_licensing_info=_spdx_extracted(texts),
     )
     _validate_model(document)
     data = _write(document)
