@@ -35,6 +35,7 @@ TOP_HELP = (
     "  publish          Publish a sealed 11-file set as one immutable OCI...\n"
     "  receipt          Qualification receipts: a template bound to a draft...\n"
     "  samples          Sample inputs: staged engine builds for the native...\n"
+    "  sbom             SBOMs beside a sealed set or an image build: the SPDX...\n"
     "  sign             Sign a local set: Sigstore bundles (DSSE) of its...\n"
     "  supersede        Record MANIFEST's superseded tags (e.g. beta.1) in...\n"
     "  verify           Verify an asset set: a directory,...\n"

@@ -1250,6 +1250,35 @@ def image_carry(
     emit(ctx, {"ok": True, **record.as_json()}, [f"carried {lane} {record.image}", f"  {where}"])
 
 
+# --- sbom (documents beside a set or an image) ---------------------------------------------------
+
+
+@cli.group()
+def sbom() -> None:
+    """SBOMs beside a sealed set or an image build: the SPDX 3.0.1 document (outside the 11 files)."""
+
+
+@sbom.command(
+    "spdx3",
+    example="ninfer-release sbom spdx3 out/v0.13.1/rtx4090 --out ninfer-rtx4090.spdx3.json\n"
+    "ninfer-release sbom spdx3 out/image-rtx5090 --out image.spdx3.json --json",
+)
+@click.argument("directory", metavar="DIR", type=_InputPath(file_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="File to write.")
+@click.pass_obj
+def sbom_spdx3(ctx: Context, directory: str, out: str) -> None:
+    """Verify DIR (a sealed set, or an image build output) and write its SPDX 3.0.1 JSON-LD to --out.
+
+    The same facts as DIR's SPDX 2.3 and CycloneDX documents, with SHA-512 of the verified bytes;
+    it passes ntia-conformance-checker's ntia, fsct3-min and bsi profiles (docs/sbom.md). Exit 0
+    written, 4 DIR is neither kind or --out is inside the set, 5 DIR does not verify.
+    """
+    from ninfer_release.sbom import write_spdx3
+
+    written = write_spdx3(Path(directory), Path(out))
+    emit(ctx, {"ok": True, **written.as_json()}, [f"wrote {out}: SPDX 3.0.1 of {written.kind} {directory}"])
+
+
 # --- lock / receipt (drafting the release engineer's inputs) -----------------------------------
 
 

@@ -17,6 +17,8 @@ Outputs are exact bytes:
   layers by digest and the components our layers add (engine config with its semantic digest);
   SPDX 2.3 inventory of the files our layers add. Written as ``sbom.cdx.json`` / ``sbom.spdx.json``
   beside the image build's ``image.json``.
+* :func:`write_spdx3` — the SPDX 3.0.1 JSON-LD of a sealed set or an image build output, written
+  beside it (``sbom spdx3``), from the documents it holds after verifying them (issue 14).
 * :func:`draft_lock` — a ``dependencies.lock.json`` draft from a staged tree's PE files and the
   curated catalog, with ``TODO(lock init)`` markers for what neither says (``lock init``).
 
@@ -96,6 +98,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         spdx_namespace,
         validate_spdx_bytes,
     )
+    from ninfer_release.sbom._spdx3_write import Spdx3Written, write_spdx3
 
 _EXPORTS = {
     "._catalog": (
@@ -168,6 +171,10 @@ _EXPORTS = {
         "PeInfo",
         "ShippedFile",
     ),
+    "._spdx3_write": (
+        "Spdx3Written",
+        "write_spdx3",
+    ),
     "._spdx": (
         "cross_check_spdx",
         "package_verification_code",
@@ -193,6 +200,7 @@ __all__ = [
     "NormalizedLicense",
     "PeInfo",
     "ShippedFile",
+    "Spdx3Written",
     "apply_catalog",
     "canonical_purl",
     "check_against_catalog",
@@ -238,4 +246,5 @@ __all__ = [
     "validate_cyclonedx_bytes",
     "validate_spdx_bytes",
     "vendored_bom_ref",
+    "write_spdx3",
 ]
