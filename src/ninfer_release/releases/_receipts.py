@@ -451,50 +451,83 @@ def read_receipts(receipts_dir: Path, *, lanes: Collection[str]) -> tuple[Loaded
             (:meth:`Receipt.parse`); a receipt naming no lane, or a lane other than its directory's;
             two receipts of one lane with the same file name; the same receipt bytes twice.
     """
+    _require_directory(receipts_dir)
+    known = ", ".join(sorted(lanes))
+    out: list[LoadedReceipt] = []
+    seen: set[tuple[str, str]] = set()
+    by_digest: dict[str, Path] = {}
+    for path, dir_lane in _receipt_paths(receipts_dir, lanes, known):
+        loaded = _load_receipt(path, receipts_dir, by_digest)
+        _check_receipt_lane(path, loaded.receipt.lane, dir_lane, lanes, known)
+        if (loaded.receipt.lane, path.name) in seen:
+            raise _refuse(path, f"a second receipt named {path.name} for lane {loaded.receipt.lane}")
+        seen.add((loaded.receipt.lane, path.name))
+        out.append(loaded)
+    return tuple(out)
+
+
+def _require_directory(receipts_dir: Path) -> None:
+    """``--receipts`` must name an existing directory (InputError, exit 4)."""
     if not receipts_dir.is_dir():
         if receipts_dir.exists():
             raise _refuse(receipts_dir, "not a directory (--receipts names a directory of receipts)")
         raise _refuse(receipts_dir, "receipts directory not found")
-    known = ", ".join(sorted(lanes))
+
+
+def _visible(directory: Path) -> list[Path]:
+    """The entries of ``directory`` by name, hidden ones (``.name``) left out."""
+    return [p for p in sorted(directory.iterdir(), key=lambda p: p.name) if not p.name.startswith(".")]
+
+
+def _receipt_paths(receipts_dir: Path, lanes: Collection[str], known: str) -> list[tuple[Path, str | None]]:
+    """Every receipt file with the lane its directory names (None for ``DIR/*.json``), in name order.
+
+    Raises:
+        InputError: a sub-directory naming no lane; an entry that is not ``*.json`` (exit 4).
+    """
     found: list[tuple[Path, str | None]] = []
-    for entry in sorted(receipts_dir.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith("."):
-            continue
+    for entry in _visible(receipts_dir):
         if entry.is_dir() and not entry.is_symlink():
-            if entry.name not in lanes:
-                raise _refuse(entry, f"directory names no lane of the release that takes receipts ({known})")
-            for inner in sorted(entry.iterdir(), key=lambda p: p.name):
-                if inner.name.startswith("."):
-                    continue
-                if not inner.name.endswith(".json"):
-                    raise _refuse(inner, "not a receipt (*.json)")
-                found.append((inner, entry.name))
+            found += _lane_directory(entry, lanes, known)
         elif entry.name.endswith(".json"):
             found.append((entry, None))
         else:
             raise _refuse(entry, "not a receipt (*.json) or a lane directory")
-    out: list[LoadedReceipt] = []
-    seen: set[tuple[str, str]] = set()
-    by_digest: dict[str, Path] = {}
-    for path, dir_lane in found:
-        raw = read_receipt_file(path, root=receipts_dir)
-        digest = sha256_bytes(raw)
-        if digest in by_digest:
-            # One run counted twice (a copy, a link to it) would inflate the evidence.
-            raise _refuse(path, f"the same receipt as {by_digest[digest]} (one run is one receipt)")
-        by_digest[digest] = path
-        rec = Receipt.parse(raw, source=str(path))
-        if rec.lane not in lanes:
-            raise _refuse(
-                path, f"{rec.lane!r} is not a lane of this release that takes receipts ({known})", "lane"
-            )
-        if dir_lane is not None and rec.lane != dir_lane:
-            raise _refuse(path, f"{rec.lane!r} disagrees with its directory {dir_lane}/", "lane")
-        if (rec.lane, path.name) in seen:
-            raise _refuse(path, f"a second receipt named {path.name} for lane {rec.lane}")
-        seen.add((rec.lane, path.name))
-        out.append(LoadedReceipt(path=str(path), name=path.name, sha256=digest, receipt=rec))
-    return tuple(out)
+    return found
+
+
+def _lane_directory(entry: Path, lanes: Collection[str], known: str) -> list[tuple[Path, str | None]]:
+    """The receipts of ``DIR/<lane>/``; the directory must name a lane that takes receipts."""
+    if entry.name not in lanes:
+        raise _refuse(entry, f"directory names no lane of the release that takes receipts ({known})")
+    found: list[tuple[Path, str | None]] = []
+    for inner in _visible(entry):
+        if not inner.name.endswith(".json"):
+            raise _refuse(inner, "not a receipt (*.json)")
+        found.append((inner, entry.name))
+    return found
+
+
+def _load_receipt(path: Path, receipts_dir: Path, by_digest: dict[str, Path]) -> LoadedReceipt:
+    """Read and parse one receipt; ``by_digest`` (digest -> first path) refuses the same bytes twice."""
+    raw = read_receipt_file(path, root=receipts_dir)
+    digest = sha256_bytes(raw)
+    if digest in by_digest:
+        # One run counted twice (a copy, a link to it) would inflate the evidence.
+        raise _refuse(path, f"the same receipt as {by_digest[digest]} (one run is one receipt)")
+    by_digest[digest] = path
+    rec = Receipt.parse(raw, source=str(path))
+    return LoadedReceipt(path=str(path), name=path.name, sha256=digest, receipt=rec)
+
+
+def _check_receipt_lane(
+    path: Path, lane: str, dir_lane: str | None, lanes: Collection[str], known: str
+) -> None:
+    """The receipt's lane takes receipts and agrees with its directory (InputError on field ``lane``)."""
+    if lane not in lanes:
+        raise _refuse(path, f"{lane!r} is not a lane of this release that takes receipts ({known})", "lane")
+    if dir_lane is not None and lane != dir_lane:
+        raise _refuse(path, f"{lane!r} disagrees with its directory {dir_lane}/", "lane")
 
 
 # --- binding receipts to the bytes a build produced ---------------------------------------------
@@ -628,70 +661,87 @@ def bind_receipts(receipts: Iterable[LoadedReceipt], binding: Binding) -> Qualif
     """
     bad: list[Problem] = []
     bound: list[BoundReceipt] = []
-
-    def differs(loaded: LoadedReceipt, where: str, got: str, want: str) -> None:
-        bad.append(
-            Problem(
-                file=loaded.path,
-                field=where,
-                message=f"names {got!r}, but this build has {want!r}; "
-                "a receipt is never relabelled onto other bytes",
-            )
-        )
-
-    mine = sorted((r for r in receipts if r.receipt.lane == binding.lane), key=lambda r: r.name)
-    for loaded in mine:
-        r = loaded.receipt
-        before = len(bad)
-        if not r.gates:
-            # An unfilled template (`receipt new` without --gate) names the right bytes but carries
-            # no evidence; sealing it would read `qualified` with no hardware run behind it.
-            bad.append(Problem(file=loaded.path, field="gates", message=NO_GATES))
-        for where, got, want in (
-            ("source_commit", r.source_commit, binding.source_commit),
-            ("profile_id", r.profile_id, binding.profile_id),
-        ):
-            if got != want:
-                differs(loaded, where, got, want)
-        if r.scratch is None:
-            for where, got, want in (
-                ("config_sha256", r.config_sha256, binding.config_sha256),
-                ("package_sha256", r.package_sha256, binding.package_sha256),
-            ):
-                if got != want:
-                    differs(loaded, where, got, want)
-        elif (r.config_sha256, r.package_sha256) == (binding.config_sha256, binding.package_sha256):
-            bad.append(
-                Problem(
-                    file=loaded.path,
-                    field="scratch",
-                    message="names the public package's own bytes; a scratch run names its own",
-                )
-            )
-        elif r.scratch.equivalence is None:
-            bad.append(
-                Problem(
-                    file=loaded.path,
-                    field="scratch.equivalence",
-                    message=f"a scratch run ({r.scratch.variant}) measured other bytes; it qualifies the "
-                    "public package only with equivalence evidence naming it",
-                )
-            )
-        else:
-            eq = r.scratch.equivalence
-            for where, got, want in (
-                ("scratch.equivalence.config_sha256", eq.config_sha256, binding.config_sha256),
-                ("scratch.equivalence.package_sha256", eq.package_sha256, binding.package_sha256),
-            ):
-                if got != want:
-                    differs(loaded, where, got, want)
-        if len(bad) == before:
-            bound.append(
-                BoundReceipt(loaded=loaded, kind="public" if r.scratch is None else "scratch_equivalence")
-            )
+    for loaded in sorted((r for r in receipts if r.receipt.lane == binding.lane), key=lambda r: r.name):
+        problems = _binding_problems(loaded, binding)
+        bad += problems
+        if not problems:
+            kind: BindingKind = "public" if loaded.receipt.scratch is None else "scratch_equivalence"
+            bound.append(BoundReceipt(loaded=loaded, kind=kind))
     if bad:
         raise IntegrityError(problems=bad)
     return Qualification(receipts=tuple(bound), ledger=merge_gates(b.loaded.receipt.gates for b in bound))
+
+
+def _differences(loaded: LoadedReceipt, pairs: Iterable[tuple[str, str, str]]) -> list[Problem]:
+    """One problem per ``(field, receipt's value, this build's value)`` that differs."""
+    return [
+        Problem(
+            file=loaded.path,
+            field=where,
+            message=f"names {got!r}, but this build has {want!r}; "
+            "a receipt is never relabelled onto other bytes",
+        )
+        for where, got, want in pairs
+        if got != want
+    ]
+
+
+def _binding_problems(loaded: LoadedReceipt, binding: Binding) -> list[Problem]:
+    """Why one receipt of the lane does not qualify ``binding``'s bytes (empty: it binds them)."""
+    r = loaded.receipt
+    bad: list[Problem] = []
+    if not r.gates:
+        # An unfilled template (`receipt new` without --gate) names the right bytes but carries
+        # no evidence; sealing it would read `qualified` with no hardware run behind it.
+        bad.append(Problem(file=loaded.path, field="gates", message=NO_GATES))
+    bad += _differences(
+        loaded,
+        (
+            ("source_commit", r.source_commit, binding.source_commit),
+            ("profile_id", r.profile_id, binding.profile_id),
+        ),
+    )
+    if r.scratch is None:
+        bad += _differences(
+            loaded,
+            (
+                ("config_sha256", r.config_sha256, binding.config_sha256),
+                ("package_sha256", r.package_sha256, binding.package_sha256),
+            ),
+        )
+    else:
+        bad += _scratch_problems(loaded, r.scratch, binding)
+    return bad
+
+
+def _scratch_problems(loaded: LoadedReceipt, scratch: Scratch, binding: Binding) -> list[Problem]:
+    """A scratch receipt names its own bytes and binds the public ones only through equivalence."""
+    r = loaded.receipt
+    if (r.config_sha256, r.package_sha256) == (binding.config_sha256, binding.package_sha256):
+        return [
+            Problem(
+                file=loaded.path,
+                field="scratch",
+                message="names the public package's own bytes; a scratch run names its own",
+            )
+        ]
+    eq = scratch.equivalence
+    if eq is None:
+        return [
+            Problem(
+                file=loaded.path,
+                field="scratch.equivalence",
+                message=f"a scratch run ({scratch.variant}) measured other bytes; it qualifies the "
+                "public package only with equivalence evidence naming it",
+            )
+        ]
+    return _differences(
+        loaded,
+        (
+            ("scratch.equivalence.config_sha256", eq.config_sha256, binding.config_sha256),
+            ("scratch.equivalence.package_sha256", eq.package_sha256, binding.package_sha256),
+        ),
+    )
 
 
 # --- a receipt template from a draft set --------------------------------------------------------
