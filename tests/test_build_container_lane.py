@@ -23,6 +23,7 @@ from flow_support import cli, ok
 from ninfer_release.build import OUTPUT_MARKER, build_lane
 from ninfer_release.containers import make_sample_base_layout, stand_in_commit
 from ninfer_release.errors import InputError
+from ninfer_release.manifests import ImageLaneEntry
 from ninfer_release.sbom import IMAGE_CDX_NAME, IMAGE_SPDX_NAME
 
 REPO = Path(__file__).resolve().parent.parent
@@ -232,7 +233,8 @@ def test_source_date_epoch_from_env_reaches_the_image_and_sboms(
         out=tmp_path / "o",
         env={"SOURCE_DATE_EPOCH": "1795219200"},
     )
-    assert outcome.result.entry["created"] == "2026-11-21T00:00:00Z"
+    assert isinstance(outcome.result.entry, ImageLaneEntry)
+    assert outcome.result.entry.created == "2026-11-21T00:00:00Z"
     cdx = _json(tmp_path / "o" / "rtx5090" / IMAGE_CDX_NAME)
     assert cdx["metadata"]["timestamp"] == "2026-11-21T00:00:00+00:00"
     spdx = _json(tmp_path / "o" / "rtx5090" / IMAGE_SPDX_NAME)

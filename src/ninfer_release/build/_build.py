@@ -22,7 +22,7 @@ from ninfer_release import __version__, containers, manifests, packaging, profil
 from ninfer_release.atomic import check_target, staged_directory, write_bytes
 from ninfer_release.build._inputs import check_release_inputs, lane_staged_dir
 from ninfer_release.errors import DefinitionError, InputError, Problem
-from ninfer_release.hashing import sha256_bytes, sha256_file
+from ninfer_release.hashing import sha256_bytes
 from ninfer_release.manifests import LaneResult, assemble_release_manifest, lane_result_name
 from ninfer_release.releases import (
     LoadedReceipt,
@@ -69,7 +69,7 @@ class LaneOutcome:
     def summary(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"lane": self.lane_id, "mode": self.mode, "lane_result": str(self.result_path)}
         if self.image_dir is not None:
-            doc.update(self.result.entry)
+            doc.update(self.result.entry.to_json())
             doc["image_dir"] = str(self.image_dir)
         elif self.sealed is not None:
             doc.update(
@@ -83,7 +83,7 @@ class LaneOutcome:
                 path_budget=self.sealed.path_budget.as_dict(),
             )
         else:
-            doc.update(self.result.entry)
+            doc.update(self.result.entry.to_json())
         return doc
 
 
@@ -105,37 +105,9 @@ class ReleaseOutcome:
         }
 
 
-def release_facts(release: manifests.Release) -> dict[str, Any]:
+def release_facts(release: manifests.Release) -> manifests.ReleaseFacts:
     """The release-level block every lane result of ``release`` carries (identical across lanes)."""
-    repo = release.repo_root
-    try:
-        rel_path = release.path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        rel_path = release.path.name
-    return {
-        "product": release.product,
-        "version": release.version,
-        "state": release.state,
-        "published_product_version": release.published_product_version,
-        "candidate_commit": release.candidate_commit,
-        "definition": {"path": rel_path, "sha256": sha256_file(release.path)},
-        "source_date_epoch": release.source_date_epoch,
-        "publication_base_url": release.publication_base_url,
-        "components": {
-            "model": release.model.as_dict(),
-            "client": {
-                "name": release.client.name,
-                "version": release.client.version,
-                "source": release.client.source,
-                "mode": release.client.mode,
-            },
-        },
-        "upstream_base": release.upstream_base,
-        "superseded": [
-            {"tag": s.tag, "source": s.source, "successor": s.successor} for s in release.superseded
-        ],
-        "lane_ids": sorted(release.lanes),
-    }
+    return manifests.ReleaseFacts.of(release)
 
 
 def _native_inputs(
@@ -183,7 +155,7 @@ def _native_lane(
         recipe=recipe,
         out=out / lane.id,
         receipts=receipts,
-        definition_sha256=facts["definition"]["sha256"],
+        definition_sha256=facts.definition.sha256,
         repo_root=release.repo_root,
         workers=workers,
         progress=(lambda phase, n: progress(lane_phase(lane.id, phase), n)) if progress else None,
@@ -205,10 +177,10 @@ def _native_lane(
         release, lane.id, sealed.directory / names_for_tag(lane.component_tag).route
     )
     if documented is not None:
-        entry = {**entry, "documented_routes": documented}
+        entry = dataclasses.replace(entry, documented_routes=documented)
     result = LaneResult(lane_id=lane.id, release=facts, entry=entry)
     path = out / lane_result_name(lane.id)
-    write_bytes(path, result.as_bytes(), overwrite=False)
+    write_bytes(path, result.to_bytes(), overwrite=False)
     return LaneOutcome(
         lane_id=lane.id, mode=lane.mode, result=result, result_path=path, sealed=sealed, verified=verified
     )
@@ -218,7 +190,9 @@ def _native_lane(
 _NAMED_CHANGES = 12
 
 
-def documented_route(release: manifests.Release, lane_id: str, route_file: Path) -> dict[str, Any] | None:
+def documented_route(
+    release: manifests.Release, lane_id: str, route_file: Path
+) -> manifests.DocumentedRoutes | None:
     """The ``documented_routes`` record of a lane whose predecessor published a route block.
 
     ``None`` when the definition names no ``predecessor`` or it holds no ``<lane>.route.json``
@@ -257,11 +231,11 @@ def documented_route(release: manifests.Release, lane_id: str, route_file: Path)
                 )
             ]
         )
-    return {
-        "predecessor": f"{release.predecessor}/{lane_id}.route.json",
-        "changed": changed,
-        "document_change": text,
-    }
+    return manifests.DocumentedRoutes(
+        predecessor=f"{release.predecessor}/{lane_id}.route.json",
+        changed=tuple(changed),
+        document_change=text,
+    )
 
 
 def _carried_lane(
@@ -284,28 +258,30 @@ def _carried_lane(
         )
     record = containers.carry_image(lane.carried, registry=registry, offline=offline)
     carried = lane.carried
-    entry = {
-        "component_tag": lane.component_tag,
-        "kind": lane.kind,
-        "mode": lane.mode,
-        "profile_id": lane.profile_id,
-        "source_commit": lane.source_commit,
-        "carried_from": carried.release,
-        "image": carried.image,
-        "image_digest": record.digest,
-        "bindings": {
-            "server": carried.server,
-            "archive": carried.archive,
-            "base_image": carried.base_image,
-            "strict_origin_config": carried.strict_origin_config,
-            "checkpoint_mount": carried.checkpoint_mount,
-        },
-        "config": {"hash_kind": "semantic", "strict_origin_config": carried.strict_origin_config},
-        "verification": record.status,
-    }
+    entry = manifests.CarriedLaneEntry(
+        component_tag=lane.component_tag,
+        kind=lane.kind,
+        mode=lane.mode,
+        profile_id=lane.profile_id,
+        source_commit=lane.source_commit,
+        carried_from=carried.release,
+        image=carried.image,
+        image_digest=record.digest,
+        bindings=manifests.CarriedBindings(
+            server=carried.server,
+            archive=carried.archive,
+            base_image=carried.base_image,
+            strict_origin_config=carried.strict_origin_config,
+            checkpoint_mount=carried.checkpoint_mount,
+        ),
+        config=manifests.CarriedConfig(
+            hash_kind="semantic", strict_origin_config=carried.strict_origin_config
+        ),
+        verification=record.status,
+    )
     result = LaneResult(lane_id=lane.id, release=release_facts(release), entry=entry)
     path = out / lane_result_name(lane.id)
-    write_bytes(path, result.as_bytes(), overwrite=False)
+    write_bytes(path, result.to_bytes(), overwrite=False)
     return LaneOutcome(
         lane_id=lane.id, mode=lane.mode, result=result, result_path=path, verified=record.verified
     )
@@ -480,45 +456,45 @@ def _built_image_lane(
     result = built.result
     bindings = {b.name: b.sha256 for b in result.bound_inputs}
 
-    def file_ref(name: str, sha256: str, size: int) -> dict[str, Any]:
-        return {"path": f"{lane.id}/{name}", "sha256": sha256, "size": size}
+    def file_ref(name: str, sha256: str, size: int) -> manifests.OutputRef:
+        return manifests.OutputRef(path=f"{lane.id}/{name}", sha256=sha256, size=size)
 
     record = result.as_bytes()
-    entry = {
-        "component_tag": lane.component_tag,
-        "kind": lane.kind,
-        "mode": lane.mode,
-        "profile_id": lane.profile_id,
-        "source_commit": lane.source_commit,
-        "image": result.image,
-        "image_reference": result.reference,
-        "image_digest": result.manifest_digest,
-        "image_config_digest": result.config_digest,
-        "base_image": {"name": result.base_name, "digest": result.base_digest},
-        "base_digest": result.base_digest,
-        "version": result.version,
-        "revision": result.revision,
-        "created": result.created,
-        "layers": [layer.digest for layer in result.layers],
-        "bindings": {
+    entry = manifests.ImageLaneEntry(
+        component_tag=lane.component_tag,
+        kind=lane.kind,
+        mode=lane.mode,
+        profile_id=lane.profile_id,
+        source_commit=lane.source_commit,
+        image=result.image,
+        image_reference=result.reference,
+        image_digest=result.manifest_digest,
+        image_config_digest=result.config_digest,
+        base_image=manifests.BaseImageRef(name=result.base_name, digest=result.base_digest),
+        base_digest=result.base_digest,
+        version=result.version,
+        revision=result.revision,
+        created=result.created,
+        layers=tuple(layer.digest for layer in result.layers),
+        bindings={
             **bindings,
             "base_image": result.base_digest,
             "checkpoint_mount": recipe.checkpoint_mount,
         },
-        "config": {"hash_kind": "semantic", "sha256": result.config_semantic_sha256},
-        "outputs": {
-            "archive": file_ref("image.tar", result.archive_sha256, result.archive_size),
-            "record": file_ref("image.json", sha256_bytes(record), len(record)),
-            "sbom": {
-                "cyclonedx": file_ref(sbom.IMAGE_CDX_NAME, **built.sbom_files[sbom.IMAGE_CDX_NAME]),
-                "spdx": file_ref(sbom.IMAGE_SPDX_NAME, **built.sbom_files[sbom.IMAGE_SPDX_NAME]),
-            },
-        },
-        "stand_in": info.stand_in,
-    }
+        config=manifests.ConfigHash(hash_kind="semantic", sha256=result.config_semantic_sha256),
+        outputs=manifests.ImageOutputs(
+            archive=file_ref("image.tar", result.archive_sha256, result.archive_size),
+            record=file_ref("image.json", sha256_bytes(record), len(record)),
+            sbom=manifests.SbomOutputs(
+                cyclonedx=file_ref(sbom.IMAGE_CDX_NAME, **built.sbom_files[sbom.IMAGE_CDX_NAME]),
+                spdx=file_ref(sbom.IMAGE_SPDX_NAME, **built.sbom_files[sbom.IMAGE_SPDX_NAME]),
+            ),
+        ),
+        stand_in=info.stand_in,
+    )
     lane_result = LaneResult(lane_id=lane.id, release=release_facts(release), entry=entry)
     path = out / lane_result_name(lane.id)
-    write_bytes(path, lane_result.as_bytes(), overwrite=False)
+    write_bytes(path, lane_result.to_bytes(), overwrite=False)
     return LaneOutcome(
         lane_id=lane.id, mode=lane.mode, result=lane_result, result_path=path, image_dir=result.out
     )

@@ -7,7 +7,12 @@ they name and the records of carried containers (``releases/<version>/<lane>.yam
 ``releases`` (``packaging``, ``containers``, ``sbom``) use its types, so this stage sits just above
 ``profiles`` (docs/architecture.md).
 
-The release manifest: every config hash and component binding of a release.
+The release manifest: every config hash and component binding of a release. Its records
+(:class:`ReleaseManifest`, the lane entries, :class:`LaneResult`) are typed (``_records.py``),
+each with one ``to_bytes()`` and one strict ``parse()``.
+
+Exports load lazily (:mod:`ninfer_release.lazyexports`): ``verify`` reads the records without
+loading the definition loader (YAML, Jinja2).
 
 Inputs: lane results (``<lane>.lane.json``), one per lane, written by ``build lane`` (native
 lanes) or by carrying/building the container lane. Output: ``release-manifest.json`` — the release
@@ -18,6 +23,9 @@ SHA-256 for native lanes, semantic SHA-256 for the container lane, never mixed) 
 Invariant: assembling the same lane results gives the same bytes, whatever process built them.
 """
 
+from typing import TYPE_CHECKING
+
+from ninfer_release.lazyexports import lazy_exports
 from ninfer_release.manifests._assemble import (
     LANE_RESULT_KIND,
     MANIFEST_KIND,
@@ -27,37 +35,130 @@ from ninfer_release.manifests._assemble import (
     lane_result_name,
     load_lane_result,
 )
-from ninfer_release.manifests._definition import (
-    DEFAULT_ASSET_BUDGET,
-    CarriedImage,
-    ClientBinding,
-    Lane,
-    ModelBinding,
-    Release,
-    Superseded,
-    check_base_url,
-    load_carried_record,
-    load_release,
-    render_release,
-)
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.manifests._assemble import (
+        MAX_RELEASE_MANIFEST_BYTES,
+        assemble_release_manifest,
+        lane_result_name,
+        load_lane_result,
+    )
+    from ninfer_release.manifests._definition import (
+        DEFAULT_ASSET_BUDGET,
+        CarriedImage,
+        ClientBinding,
+        Lane,
+        ModelBinding,
+        Release,
+        Superseded,
+        check_base_url,
+        load_carried_record,
+        load_release,
+        render_release,
+    )
+    from ninfer_release.manifests._records import (
+        LANE_RESULT_KIND,
+        MANIFEST_KIND,
+        BaseImageRef,
+        CarriedBindings,
+        CarriedConfig,
+        CarriedLaneEntry,
+        ConfigHash,
+        DocumentedRoutes,
+        FileRef,
+        ImageLaneEntry,
+        ImageOutputs,
+        LaneEntry,
+        LaneResult,
+        NativeLaneEntry,
+        OutputRef,
+        ReleaseFacts,
+        ReleaseManifest,
+        Rollback,
+        SbomOutputs,
+        lane_entry_type,
+    )
+
+_EXPORTS = {
+    "._assemble": (
+        "MAX_RELEASE_MANIFEST_BYTES",
+        "assemble_release_manifest",
+        "lane_result_name",
+        "load_lane_result",
+    ),
+    "._definition": (
+        "DEFAULT_ASSET_BUDGET",
+        "CarriedImage",
+        "ClientBinding",
+        "Lane",
+        "ModelBinding",
+        "Release",
+        "Superseded",
+        "check_base_url",
+        "load_carried_record",
+        "load_release",
+        "render_release",
+    ),
+    "._records": (
+        "BaseImageRef",
+        "CarriedBindings",
+        "CarriedConfig",
+        "ImageOutputs",
+        "OutputRef",
+        "SbomOutputs",
+        "LANE_RESULT_KIND",
+        "MANIFEST_KIND",
+        "CarriedLaneEntry",
+        "ConfigHash",
+        "DocumentedRoutes",
+        "FileRef",
+        "ImageLaneEntry",
+        "LaneEntry",
+        "LaneResult",
+        "NativeLaneEntry",
+        "ReleaseFacts",
+        "ReleaseManifest",
+        "Rollback",
+        "lane_entry_type",
+    ),
+}
 
 __all__ = [
     "DEFAULT_ASSET_BUDGET",
     "LANE_RESULT_KIND",
     "MANIFEST_KIND",
     "MAX_RELEASE_MANIFEST_BYTES",
+    "BaseImageRef",
+    "CarriedBindings",
+    "CarriedConfig",
     "CarriedImage",
+    "CarriedLaneEntry",
     "ClientBinding",
+    "ConfigHash",
+    "DocumentedRoutes",
+    "FileRef",
+    "ImageLaneEntry",
+    "ImageOutputs",
     "Lane",
+    "LaneEntry",
     "LaneResult",
     "ModelBinding",
+    "NativeLaneEntry",
+    "OutputRef",
     "Release",
+    "ReleaseFacts",
+    "ReleaseManifest",
+    "Rollback",
+    "SbomOutputs",
     "Superseded",
     "assemble_release_manifest",
     "check_base_url",
+    "lane_entry_type",
     "lane_result_name",
     "load_carried_record",
     "load_lane_result",
     "load_release",
     "render_release",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

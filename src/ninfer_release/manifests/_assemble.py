@@ -10,43 +10,25 @@ same bytes (DESIGN.md §8).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ninfer_release import strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.jsonbytes import dumps_stable
+from ninfer_release.manifests._records import (
+    LANE_RESULT_KIND,
+    MANIFEST_KIND,
+    LaneResult,
+    ReleaseManifest,
+)
 
-LANE_RESULT_KIND = "ninfer-release/lane-result"
-MANIFEST_KIND = "ninfer-release/release-manifest"
+__all__ = ["LANE_RESULT_KIND", "MANIFEST_KIND", "LaneResult"]
+
 #: A lane result is a few KiB (facts + 10 asset names and hashes); 1 MiB is a generous bound
 #: checked before reading (docs/reliability.md).
 MAX_LANE_RESULT_BYTES = 1 << 20
 #: A release manifest holds a few lanes of a few KiB each; same bound (docs/reliability.md).
 MAX_RELEASE_MANIFEST_BYTES = 1 << 20
-
-
-@dataclass(frozen=True, kw_only=True)
-class LaneResult:
-    """One lane's result: the release facts it was built against and its manifest entry."""
-
-    lane_id: str
-    release: Mapping[str, Any]
-    entry: Mapping[str, Any]
-
-    def as_bytes(self) -> bytes:
-        """Stable JSON bytes of the lane result file."""
-        return dumps_stable(
-            {
-                "schema": 1,
-                "kind": LANE_RESULT_KIND,
-                "lane_id": self.lane_id,
-                "release": dict(self.release),
-                "entry": dict(self.entry),
-            }
-        )
 
 
 def lane_result_name(lane_id: str) -> str:
@@ -55,10 +37,11 @@ def lane_result_name(lane_id: str) -> str:
 
 
 def load_lane_result(path: Path) -> LaneResult:
-    """Read a lane result file.
+    """Read a lane result file strictly (:meth:`LaneResult.parse`).
 
     Raises:
-        InputError: unreadable, not JSON, or not a lane result (exit 4).
+        InputError: unreadable, not JSON, not a lane result, or a field missing, unknown or of
+            the wrong type, naming the file and the field (exit 4).
     """
     doc = strictjson.read(path, limit=MAX_LANE_RESULT_BYTES)
     if not isinstance(doc, dict) or doc.get("kind") != LANE_RESULT_KIND:
@@ -69,32 +52,19 @@ def load_lane_result(path: Path) -> LaneResult:
                 )
             ]
         )
-    missing = [k for k in ("lane_id", "release", "entry") if not isinstance(doc.get(k), str | dict)]
-    if missing:
-        raise InputError(problems=[Problem(file=str(path), field=k, message="missing") for k in missing])
-    return LaneResult(lane_id=doc["lane_id"], release=doc["release"], entry=doc["entry"])
+    return LaneResult.parse_doc(doc, source=str(path), error=InputError)
 
 
-def assemble_release_manifest(results: Sequence[tuple[str, LaneResult]]) -> bytes:
-    """Render ``release-manifest.json`` from ``(source name, lane result)`` pairs.
-
-    Output: stable JSON (sorted keys, LF, trailing newline) with the release facts once
-    (``components.model`` once, the client, the candidate), and ``lanes.<id>`` for every lane.
-
-    Raises:
-        IntegrityError: lane results of different releases (different definition digest or
-            facts), a lane given twice, or a lane of the release missing (exit 5).
-    """
+def _release_problems(results: Sequence[tuple[str, LaneResult]]) -> list[Problem]:
+    """Each lane result that belongs to another release than the first, or repeats a lane."""
     problems: list[Problem] = []
-    if not results:
-        raise InputError("no lane results given")
     first_src, first = results[0]
-    by_lane: dict[str, LaneResult] = {}
+    first_facts = first.release.to_json()
+    seen: set[str] = set()
     for src, res in results:
-        if res.release != first.release:
-            diff = sorted(
-                k for k in set(res.release) | set(first.release) if res.release.get(k) != first.release.get(k)
-            )
+        facts = res.release.to_json()
+        if facts != first_facts:
+            diff = sorted(k for k in set(facts) | set(first_facts) if facts.get(k) != first_facts.get(k))
             problems.append(
                 Problem(
                     file=src,
@@ -102,32 +72,47 @@ def assemble_release_manifest(results: Sequence[tuple[str, LaneResult]]) -> byte
                     message=f"belongs to another release than {first_src} (differs in {', '.join(diff)})",
                 )
             )
-        if res.lane_id in by_lane:
+        if res.lane_id in seen:
             problems.append(Problem(file=src, field="lane_id", message=f"lane {res.lane_id!r} given twice"))
-        by_lane[res.lane_id] = res
-    expected = list(first.release.get("lane_ids", []))
-    for lane in expected:
-        if lane not in by_lane:
-            problems.append(
-                Problem(file=first_src, field="release.lane_ids", message=f"no result for lane {lane!r}")
-            )
-    for lane in by_lane:
-        if lane not in expected:
-            problems.append(
-                Problem(
-                    file=first_src,
-                    field="release.lane_ids",
-                    message=f"lane {lane!r} is not a lane of this release",
-                )
-            )
+        seen.add(res.lane_id)
+    return problems
+
+
+def _coverage_problems(first_src: str, expected: Sequence[str], given: Sequence[str]) -> list[Problem]:
+    """Every lane of the release has a result, and no result is of another lane."""
+    missing = [
+        Problem(file=first_src, field="release.lane_ids", message=f"no result for lane {lane!r}")
+        for lane in expected
+        if lane not in given
+    ]
+    extra = [
+        Problem(
+            file=first_src, field="release.lane_ids", message=f"lane {lane!r} is not a lane of this release"
+        )
+        for lane in given
+        if lane not in expected
+    ]
+    return missing + extra
+
+
+def assemble_release_manifest(results: Sequence[tuple[str, LaneResult]]) -> bytes:
+    """Render ``release-manifest.json`` from ``(source name, lane result)`` pairs.
+
+    Output: :meth:`ReleaseManifest.to_bytes` — the release facts once (``components.model``
+    once, the client, the candidate), and ``lanes.<id>`` for every lane.
+
+    Raises:
+        IntegrityError: lane results of different releases (different definition digest or
+            facts), a lane given twice, or a lane of the release missing (exit 5).
+    """
+    if not results:
+        raise InputError("no lane results given")
+    first_src, first = results[0]
+    by_lane = {res.lane_id: res for _, res in results}
+    problems = _release_problems(results) + _coverage_problems(
+        first_src, first.release.lane_ids, list(by_lane)
+    )
     if problems:
         raise IntegrityError(problems=problems)
-    release = dict(first.release)
-    release.pop("lane_ids", None)
-    doc = {
-        "schema": 1,
-        "kind": MANIFEST_KIND,
-        **release,
-        "lanes": {lane: dict(by_lane[lane].entry) for lane in sorted(by_lane)},
-    }
-    return dumps_stable(doc)
+    manifest = ReleaseManifest.of(first.release, {lane: res.entry for lane, res in by_lane.items()})
+    return manifest.to_bytes()

@@ -1,4 +1,17 @@
-"""The native asset contract (DESIGN.md §4, *ours*): names and order of the 11 files of a set."""
+"""The native asset contract (DESIGN.md §4, *ours*): names and order of the 11 files of a set,
+and which of them each binding record names.
+
+Every record of a set can only bind files that exist before it is written, so the order of the
+table is the order of sealing and the sets below follow from it:
+
+* :data:`PROVENANCE_SUBJECTS` — the provenance statement (entry 8) names entries 1–7 as its
+  in-toto subjects: the package, its two SBOMs, the config, profile, model and qualification
+  records. It cannot name itself, nor the route block (9) and component manifest (10), which are
+  written after it (the component manifest binds the provenance's digest in turn).
+* :data:`COMPONENT_MANIFEST_ENTRIES` — the component manifest (entry 10) lists the size and
+  SHA-256 of entries 1–9 (DESIGN.md §4 table: "size + SHA-256 of entries 1–9").
+* :data:`SUMS_ENTRIES` — ``SHA256SUMS`` lists entries 1–10 (DESIGN.md §4: "over entries 1–10").
+"""
 
 from __future__ import annotations
 
@@ -21,6 +34,21 @@ ENTRY_SUFFIXES: tuple[str, ...] = (
     ".route.json",
     ".manifest.json",
 )
+
+#: Entries the provenance statement's ``subject`` lists, by suffix, in contract order (1–7).
+PROVENANCE_SUBJECTS: tuple[str, ...] = (
+    ".zip",
+    ".spdx.json",
+    ".cdx.json",
+    ".config.toml",
+    ".profile.json",
+    ".model.json",
+    ".qualification.json",
+)
+#: Entries the component manifest's ``entries`` lists, by suffix, in contract order (1–9).
+COMPONENT_MANIFEST_ENTRIES: tuple[str, ...] = (*PROVENANCE_SUBJECTS, ".provenance.json", ".route.json")
+#: Entries ``SHA256SUMS`` lists, by suffix (all 10).
+SUMS_ENTRIES: tuple[str, ...] = ENTRY_SUFFIXES
 
 #: Where the package keeps its copy of the config: the install layout's ``config`` (one source).
 ZIP_CONFIG_PATH = CONFIG_PATH
@@ -51,6 +79,16 @@ class AssetNames:
     def entries(self) -> tuple[str, ...]:
         """The 10 hashed entries, in contract order."""
         return tuple(self.stem + s for s in ENTRY_SUFFIXES)
+
+    @property
+    def provenance_subjects(self) -> tuple[str, ...]:
+        """The files the provenance names as subjects (:data:`PROVENANCE_SUBJECTS`)."""
+        return tuple(self.stem + s for s in PROVENANCE_SUBJECTS)
+
+    @property
+    def component_manifest_entries(self) -> tuple[str, ...]:
+        """The files the component manifest lists (:data:`COMPONENT_MANIFEST_ENTRIES`)."""
+        return tuple(self.stem + s for s in COMPONENT_MANIFEST_ENTRIES)
 
     @property
     def all(self) -> tuple[str, ...]:

@@ -13,14 +13,12 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ninfer_release import __version__, packaging, sbom
 from ninfer_release.atomic import staged_directory
 from ninfer_release.checksums import render_sha256sums
 from ninfer_release.hashing import sha256_bytes, sha256_file
-from ninfer_release.jsonbytes import dumps_stable
-from ninfer_release.manifests import Lane, Release
+from ninfer_release.manifests import ConfigHash, Lane, NativeLaneEntry, Release, Rollback
 from ninfer_release.profiles import (
     PathBudget,
     Profile,
@@ -42,6 +40,7 @@ from ninfer_release.releases._records import (
     LaneFacts,
     component_manifest,
     model_record,
+    profile_asset_record,
     provenance_statement,
     qualification_record,
     release_instance_id,
@@ -73,27 +72,24 @@ class SealedSet:
     cuda_runtime_version: str | None
     path_budget: PathBudget
 
-    def manifest_entry(self, lane: Lane) -> dict[str, Any]:
+    def manifest_entry(self, lane: Lane) -> NativeLaneEntry:
         """This lane's entry of the release manifest."""
-        return {
-            "component_tag": self.component_tag,
-            "kind": lane.kind,
-            "mode": lane.mode,
-            "profile_id": lane.profile_id,
-            "source_commit": lane.source_commit,
-            "cuda_arch": lane.cuda_arch,
-            "cuda_version": lane.cuda_version,
-            "cuda_runtime_version": self.cuda_runtime_version,
-            "config": {"hash_kind": "bytes", "sha256": self.config_bytes_sha256},
-            "release_instance_id": self.release_instance_id,
-            "qualification": self.qualification,
-            "rollback": {
-                "state": lane.rollback,
-                "directions": 0 if lane.rollback == "not_applicable" else None,
-            },
-            "sha256sums": self.sums.as_dict(),
-            "entries": [e.as_dict() for e in self.entries],
-        }
+        return NativeLaneEntry(
+            component_tag=self.component_tag,
+            kind=lane.kind,
+            mode=lane.mode,
+            profile_id=lane.profile_id,
+            source_commit=lane.source_commit,
+            cuda_arch=lane.cuda_arch,
+            cuda_version=lane.cuda_version,
+            cuda_runtime_version=self.cuda_runtime_version,
+            config=ConfigHash(hash_kind="bytes", sha256=self.config_bytes_sha256),
+            release_instance_id=self.release_instance_id,
+            qualification=self.qualification,
+            rollback=Rollback.of(lane.rollback),
+            sha256sums=self.sums,
+            entries=self.entries,
+        )
 
 
 def profile_asset(profile: Profile, rendered: RenderedConfig) -> bytes:
@@ -101,9 +97,9 @@ def profile_asset(profile: Profile, rendered: RenderedConfig) -> bytes:
 
     Native lanes bind the *bytes* SHA-256 of the config (reference: "Rules that come with them").
     """
-    doc = profile.public_dict()
-    doc["config"] = {"path": ZIP_CONFIG_PATH, "hash_kind": "bytes", "bytes_sha256": rendered.bytes_sha256}
-    return dumps_stable(doc)
+    return profile_asset_record(
+        profile, config_path=ZIP_CONFIG_PATH, config_bytes_sha256=rendered.bytes_sha256
+    ).to_bytes()
 
 
 def _lane_facts(release: Release, lane: Lane, profile: Profile) -> LaneFacts:
@@ -498,10 +494,10 @@ def build_native_set(
             names.cdx: cdx_bytes,
             names.config: rendered.data,
             names.profile: profile_bytes,
-            names.model: dumps_stable(model_record(release.model.as_dict())),
-            names.qualification: dumps_stable(
-                qualification_record(facts, qualification=qualification, binding=binding)
-            ),
+            names.model: model_record(release.model).to_bytes(),
+            names.qualification: qualification_record(
+                facts, qualification=qualification, binding=binding
+            ).to_bytes(),
         }
 
         def ref(name: str) -> FileRef:
@@ -521,10 +517,10 @@ def build_native_set(
             )
 
         staged_inputs = {f.path: sha_of[f.path] for f in staged.files if f.path in sha_of}
-        blobs[names.provenance] = dumps_stable(
+        blobs[names.provenance] = (
             provenance_statement(
                 facts,
-                subjects=[ref(n) for n in names.entries[:7]],
+                subjects=[ref(n) for n in names.provenance_subjects],
                 staged_inputs=staged_inputs,
                 definition_sha256=definition_sha256,
                 config_bytes_sha256=rendered.bytes_sha256,
@@ -533,12 +529,12 @@ def build_native_set(
                 build_inputs=_build_inputs(release, profile, rendered, recipe, staged, definition_sha256),
                 tool=[(d.name, d.version) for d in resolved_dependencies()],
             )
-        )
-        blobs[names.route] = dumps_stable(
+        ).to_bytes()
+        blobs[names.route] = (
             route_record(
                 facts,
                 package=ref(names.zip),
-                model=release.model.as_dict(),
+                model=release.model,
                 config_bytes_sha256=rendered.bytes_sha256,
                 layout=layout,
                 path_budget=budget,
@@ -546,18 +542,18 @@ def build_native_set(
                 instance_id=instance,
                 stand_ins=_stand_in_paths(staged, zip_name_of),
             )
-        )
-        blobs[names.manifest] = dumps_stable(
+        ).to_bytes()
+        blobs[names.manifest] = (
             component_manifest(
                 facts,
-                entries=[ref(n) for n in names.entries[:9]],
+                entries=[ref(n) for n in names.component_manifest_entries],
                 config_bytes_sha256=rendered.bytes_sha256,
                 instance_id=instance,
                 qualification_status=receipts_status,
                 cuda_runtime_version=cuda_runtime,
                 path_budget=budget,
             )
-        )
+        ).to_bytes()
         entries = tuple(ref(n) for n in names.entries)
         sums = render_sha256sums({e.name: e.sha256 for e in entries})
         blobs[SUMS_NAME] = sums

@@ -488,7 +488,7 @@ def _check_bindings(
 
     if manifest is not None:
         entries = _get(manifest, "entries")
-        want = list(names.entries[:9])
+        want = list(names.component_manifest_entries)
         got = [e.get("name") for e in entries] if isinstance(entries, list) else None
         if run.expect(
             got == want,
@@ -507,7 +507,7 @@ def _check_bindings(
             for s in provenance.get("subject", [])
             if isinstance(s, dict)
         }
-        want_subj = {n: digests.get(n) for n in names.entries[:7]}
+        want_subj = {n: digests.get(n) for n in names.provenance_subjects}
         run.expect(
             subj == want_subj,
             names.provenance,
