@@ -31,7 +31,7 @@ from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.reproducible import datetime_utc, iso8601
 from ninfer_release.sbom._cyclonedx import PROP_STAND_IN, validate_cyclonedx_bytes, with_compositions
-from ninfer_release.sbom._ids import sanitize_id_part, spdx_file_id, uuid5_url
+from ninfer_release.sbom._ids import sanitize_id_part, uuid5_url
 from ninfer_release.sbom._license import (
     combine_licenses,
     license_refs_of,
@@ -45,7 +45,10 @@ from ninfer_release.sbom._spdx import (
     _file_type,
     _validate_model,
     _write,
+    claim_file_id,
     package_verification_code,
+    spdx_creation_info,
+    spdx_extracted_licenses,
     spdx_namespace,
     validate_spdx_bytes,
 )
@@ -721,22 +724,10 @@ def _spdx_files(listed: Sequence[_ListedFile], *, where: str) -> list[Any]:
     ids: dict[str, str] = {}
     for item in listed:
         path, f, layer = item.path, item.file, item.layer
-        file_id = spdx_file_id(path)
-        if file_id in ids:
-            raise IntegrityError(
-                problems=[
-                    Problem(
-                        file=where,
-                        field=f"files[{path}]",
-                        message=f"SPDXID {file_id} collides with {ids[file_id]}",
-                    )
-                ]
-            )
-        ids[file_id] = path
         files.append(
             File(
                 name=f"./{path}",
-                spdx_id=file_id,
+                spdx_id=claim_file_id(ids, path, where=where),
                 checksums=[
                     Checksum(ChecksumAlgorithm.SHA1, f.sha1),
                     Checksum(ChecksumAlgorithm.SHA256, f.sha256),
@@ -899,25 +890,6 @@ def _image_namespace(
     )
 
 
-def _spdx_creation(
-    records: ImageSbomRecords, *, namespace: str, creator_tool: str, supplier: str, epoch: int
-) -> Any:
-    """The document's creation info: name ``<image>:<version>``, ``created`` = ``epoch`` (UTC)."""
-    from spdx_tools.spdx.model.actor import Actor, ActorType
-    from spdx_tools.spdx.model.document import CreationInfo
-
-    return CreationInfo(
-        spdx_version="SPDX-2.3",
-        spdx_id="SPDXRef-DOCUMENT",
-        name=f"{records.image}:{records.version}",
-        document_namespace=namespace,
-        creators=[Actor(ActorType.TOOL, creator_tool), Actor(ActorType.ORGANIZATION, supplier)],
-        created=datetime_utc(epoch).replace(tzinfo=None),
-        data_license="CC0-1.0",
-        document_comment=IMAGE_SBOM_TYPE,
-    )
-
-
 def _spdx_relationships(image_id: str, base_id: str, files: Sequence[Any], found: Sequence[Any]) -> list[Any]:
     """DESCRIBES the image; image DESCENDANT_OF and CONTAINS base; image CONTAINS each file; base
     CONTAINS each package found in it."""
@@ -932,18 +904,6 @@ def _spdx_relationships(image_id: str, base_id: str, files: Sequence[Any], found
     relationships += [Relationship(image_id, RelationshipType.CONTAINS, f.spdx_id) for f in files]
     relationships += [Relationship(base_id, RelationshipType.CONTAINS, p.spdx_id) for p in found]
     return relationships
-
-
-def _spdx_extracted(texts: Mapping[str, str]) -> list[Any]:
-    """``hasExtractedLicensingInfos``: one entry per ``LicenseRef-`` with its text."""
-    from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
-
-    return [
-        ExtractedLicensingInfo(
-            license_id=ref, extracted_text=text, license_name=ref.removeprefix("LicenseRef-")
-        )
-        for ref, text in texts.items()
-    ]
 
 
 def image_spdx(
@@ -1007,8 +967,13 @@ def image_spdx(
     base = _spdx_base_package(
         records, spdx_id=base_id, licence=licences.base, copyright_text=_notices(*base_notices), where=where
     )
-    creation = _spdx_creation(
-        records, namespace=namespace, creator_tool=creator_tool, supplier=supplier, epoch=epoch
+    creation = spdx_creation_info(
+        name=f"{records.image}:{records.version}",
+        namespace=namespace,
+        creator_tool=creator_tool,
+        supplier=supplier,
+        epoch=epoch,
+        comment=IMAGE_SBOM_TYPE,
     )
     found = [_spdx_found_package(p, licences.base_packages[i]) for i, p in enumerate(records.base_packages)]
     document = Document(
@@ -1016,8 +981,17 @@ def image_spdx(
         packages=[image, base, *found],
         files=files,
         relationships=_spdx_relationships(image_id, base_id, files, found),
-        extracted_licensing_info=_spdx_extracted(texts),
+        extracted_licensing_info=spdx_extracted_licenses(texts),
     )
+    return _checked_spdx_bytes(document, where=where)
+
+
+def _checked_spdx_bytes(document: Any, *, where: str) -> bytes:
+    """``document`` validated as a model, written, and its bytes validated again (as verify reads them).
+
+    Raises:
+        IntegrityError: either validation reports anything (all messages).
+    """
     _validate_model(document)
     data = _write(document)
     messages = validate_spdx_bytes(data)

@@ -170,6 +170,167 @@ def _normalize_all(
     return _Licenses(expressions=expressions, refs=refs)
 
 
+class _LicenseParser:
+    """Concluded/declared licence objects by original text: one parse per distinct expression
+    (100k files share a few); ``None`` is NOASSERTION."""
+
+    def __init__(self, licenses: _Licenses) -> None:
+        self._licenses = licenses
+        self._parsed: dict[str, Any] = {}
+
+    def __call__(self, text: str | None) -> Any:
+        from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+        if text is None:
+            return SpdxNoAssertion()
+        if text not in self._parsed:
+            self._parsed[text] = parse_license(self._licenses.expressions[text])
+        return self._parsed[text]
+
+
+def claim_file_id(ids: dict[str, str], path: str, *, where: str) -> str:
+    """The SPDXID of ``path`` (C27), recorded in ``ids`` (SPDXID → path).
+
+    Raises:
+        IntegrityError: another path already has that SPDXID (a SHA-256 prefix collision: refused,
+            never guessed).
+    """
+    file_id = spdx_file_id(path)
+    if file_id in ids:
+        raise IntegrityError(
+            problems=[
+                Problem(
+                    file=where,
+                    field=f"files[{path}]",
+                    message=f"SPDXID {file_id} collides with {ids[file_id]}",
+                )
+            ]
+        )
+    ids[file_id] = path
+    return file_id
+
+
+def _inventory_files(kept: Sequence[FileRecord], license_of: _LicenseParser) -> list[Any]:
+    """One SPDX File per record: ``./<path>``, SHA1 + SHA256, type from the name (SPDX 2.3 §8).
+
+    Raises:
+        IntegrityError: two paths would share an SPDXID.
+    """
+    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
+    from spdx_tools.spdx.model.file import File, FileType
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    ids: dict[str, str] = {}
+    return [
+        File(
+            name=f"./{record.path}",
+            spdx_id=claim_file_id(ids, record.path, where=SPDX_WHERE),
+            checksums=[
+                Checksum(ChecksumAlgorithm.SHA1, record.sha1),
+                Checksum(ChecksumAlgorithm.SHA256, record.sha256),
+            ],
+            file_types=[FileType[_file_type(record.path)]],
+            license_concluded=license_of(record.license),
+            copyright_text=record.copyright if record.copyright is not None else SpdxNoAssertion(),
+            comment=record.comment,
+        )
+        for record in kept
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _InventoryFields:
+    """The scalar arguments of :func:`spdx_file_inventory`, resolved once (see its docstring)."""
+
+    package_name: str
+    package_version: str
+    package_file_name: str
+    supplier: str
+    download_location: str | None
+    spdx_file_path: str
+    namespace_base: str
+    document_name: str
+    epoch: int
+    creator_tool: str
+    declared_license: str | None
+    release_id: str | None
+    package_purl: str | None
+    homepage: str | None
+    package_comment: str | None
+    concluded_license: str | None
+    package_copyright: str | None
+    document_comment: str | None
+
+
+def _inventory_package(
+    fields: _InventoryFields, *, spdx_id: str, verification: Any, license_of: _LicenseParser
+) -> Any:
+    """The one Package (purpose APPLICATION, files analyzed, built at the epoch, purl when given)."""
+    from spdx_tools.spdx.model.actor import Actor, ActorType
+    from spdx_tools.spdx.model.package import (
+        ExternalPackageRef,
+        ExternalPackageRefCategory,
+        Package,
+        PackagePurpose,
+    )
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+
+    external_refs = []
+    if fields.package_purl is not None:
+        external_refs.append(
+            ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", fields.package_purl)
+        )
+    return Package(
+        spdx_id=spdx_id,
+        name=fields.package_name,
+        download_location=fields.download_location if fields.download_location else SpdxNoAssertion(),
+        version=fields.package_version,
+        file_name=fields.package_file_name,
+        supplier=Actor(ActorType.ORGANIZATION, fields.supplier),
+        files_analyzed=True,
+        verification_code=verification,
+        homepage=fields.homepage,
+        license_concluded=license_of(fields.concluded_license),
+        license_declared=license_of(fields.declared_license),
+        copyright_text=fields.package_copyright if fields.package_copyright else SpdxNoAssertion(),
+        comment=fields.package_comment,
+        external_references=external_refs,
+        primary_package_purpose=PackagePurpose.APPLICATION,
+        built_date=datetime_utc(fields.epoch).replace(tzinfo=None),
+    )
+
+
+def spdx_creation_info(
+    *, name: str, namespace: str, creator_tool: str, supplier: str, epoch: int, comment: str | None
+) -> Any:
+    """SPDX 2.3 creation info: tool and organisation creators, ``created`` = ``epoch`` (seconds, UTC)."""
+    from spdx_tools.spdx.model.actor import Actor, ActorType
+    from spdx_tools.spdx.model.document import CreationInfo
+
+    return CreationInfo(
+        spdx_version="SPDX-2.3",
+        spdx_id="SPDXRef-DOCUMENT",
+        name=name,
+        document_namespace=namespace,
+        creators=[Actor(ActorType.TOOL, creator_tool), Actor(ActorType.ORGANIZATION, supplier)],
+        created=datetime_utc(epoch).replace(tzinfo=None),
+        data_license="CC0-1.0",
+        document_comment=comment,
+    )
+
+
+def spdx_extracted_licenses(texts: Mapping[str, str]) -> list[Any]:
+    """``hasExtractedLicensingInfos`` (SPDX 2.3 §10): one entry per ``LicenseRef-`` id with its text."""
+    from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
+
+    return [
+        ExtractedLicensingInfo(
+            license_id=ref, extracted_text=text, license_name=ref.removeprefix("LicenseRef-")
+        )
+        for ref, text in texts.items()
+    ]
+
+
 def spdx_file_inventory(
     *,
     package_name: str,
@@ -214,121 +375,77 @@ def spdx_file_inventory(
         InputError: a path, digest or licence expression is invalid, or a LicenseRef has no text.
         IntegrityError: spdx-tools' full validation reports anything (all messages listed).
     """
-    from spdx_tools.spdx.model.actor import Actor, ActorType
-    from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
-    from spdx_tools.spdx.model.document import CreationInfo, Document
-    from spdx_tools.spdx.model.extracted_licensing_info import ExtractedLicensingInfo
-    from spdx_tools.spdx.model.file import File, FileType
-    from spdx_tools.spdx.model.package import (
-        ExternalPackageRef,
-        ExternalPackageRefCategory,
-        Package,
-        PackagePurpose,
-        PackageVerificationCode,
-    )
-    from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
-    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
 
     kept = _check_files(files, spdx_file_path)
     licenses = _normalize_all(kept, declared_license, concluded_license)
     texts = require_license_texts(licenses.refs, extracted_licenses, where=SPDX_WHERE)
-    namespace = spdx_namespace(
-        namespace_base=namespace_base,
+    fields = _InventoryFields(
         package_name=package_name,
-        release_id=release_id if release_id is not None else package_version,
+        package_version=package_version,
+        package_file_name=package_file_name,
+        supplier=supplier,
+        download_location=download_location,
+        spdx_file_path=spdx_file_path,
+        namespace_base=namespace_base,
+        document_name=document_name,
+        epoch=epoch,
+        creator_tool=creator_tool,
+        declared_license=declared_license,
+        release_id=release_id,
+        package_purl=package_purl,
+        homepage=homepage,
+        package_comment=package_comment,
+        concluded_license=concluded_license,
+        package_copyright=package_copyright,
+        document_comment=document_comment,
+    )
+    return _inventory_document(fields, kept, licenses, texts)
+
+
+def _inventory_document(
+    fields: _InventoryFields, kept: Sequence[FileRecord], licenses: _Licenses, texts: Mapping[str, str]
+) -> bytes:
+    """The checked, path-sorted records ``kept`` as one SPDX document: namespace, files, package,
+    creation info, DESCRIBES/CONTAINS, licence texts; validated, then written.
+
+    Raises:
+        DefinitionError: ``namespace_base`` is not an absolute http(s) URI without fragment.
+        IntegrityError: two paths would share an SPDXID, or spdx-tools' validation reports anything.
+    """
+    from spdx_tools.spdx.model.document import Document
+    from spdx_tools.spdx.model.package import PackageVerificationCode
+    from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
+
+    namespace = spdx_namespace(
+        namespace_base=fields.namespace_base,
+        package_name=fields.package_name,
+        release_id=fields.release_id if fields.release_id is not None else fields.package_version,
         files=kept,
     )
-
-    parsed: dict[str, Any] = {}  # one parse per distinct expression (100k files share a few)
-
-    def license_of(text: str | None) -> Any:
-        if text is None:
-            return SpdxNoAssertion()
-        if text not in parsed:
-            parsed[text] = parse_license(licenses.expressions[text])
-        return parsed[text]
-
-    package_id = spdx_package_id(package_name)
-    spdx_files = []
-    ids: dict[str, str] = {}
-    for record in kept:
-        file_id = spdx_file_id(record.path)
-        if file_id in ids:  # a SHA-256 prefix collision between two paths: refuse, never guess
-            raise IntegrityError(
-                problems=[
-                    Problem(
-                        file=SPDX_WHERE,
-                        field=f"files[{record.path}]",
-                        message=f"SPDXID {file_id} collides with {ids[file_id]}",
-                    )
-                ]
-            )
-        ids[file_id] = record.path
-        spdx_files.append(
-            File(
-                name=f"./{record.path}",
-                spdx_id=file_id,
-                checksums=[
-                    Checksum(ChecksumAlgorithm.SHA1, record.sha1),
-                    Checksum(ChecksumAlgorithm.SHA256, record.sha256),
-                ],
-                file_types=[FileType[_file_type(record.path)]],
-                license_concluded=license_of(record.license),
-                copyright_text=record.copyright if record.copyright is not None else SpdxNoAssertion(),
-                comment=record.comment,
-            )
-        )
+    license_of = _LicenseParser(licenses)
+    package_id = spdx_package_id(fields.package_name)
+    spdx_files = _inventory_files(kept, license_of)
     verification = PackageVerificationCode(
         value=package_verification_code([r.sha1 for r in kept]),
-        excluded_files=[f"./{spdx_file_path}"],
+        excluded_files=[f"./{fields.spdx_file_path}"],
     )
-    external_refs = []
-    if package_purl is not None:
-        external_refs.append(
-            ExternalPackageRef(ExternalPackageRefCategory.PACKAGE_MANAGER, "purl", package_purl)
-        )
-    package = Package(
-        spdx_id=package_id,
-        name=package_name,
-        download_location=download_location if download_location else SpdxNoAssertion(),
-        version=package_version,
-        file_name=package_file_name,
-        supplier=Actor(ActorType.ORGANIZATION, supplier),
-        files_analyzed=True,
-        verification_code=verification,
-        homepage=homepage,
-        license_concluded=license_of(concluded_license),
-        license_declared=license_of(declared_license),
-        copyright_text=package_copyright if package_copyright else SpdxNoAssertion(),
-        comment=package_comment,
-        external_references=external_refs,
-        primary_package_purpose=PackagePurpose.APPLICATION,
-        built_date=datetime_utc(epoch).replace(tzinfo=None),
-    )
-    creation = CreationInfo(
-        spdx_version="SPDX-2.3",
-        spdx_id="SPDXRef-DOCUMENT",
-        name=document_name,
-        document_namespace=namespace,
-        creators=[Actor(ActorType.TOOL, creator_tool), Actor(ActorType.ORGANIZATION, supplier)],
-        created=datetime_utc(epoch).replace(tzinfo=None),
-        data_license="CC0-1.0",
-        document_comment=document_comment,
+    package = _inventory_package(fields, spdx_id=package_id, verification=verification, license_of=license_of)
+    creation = spdx_creation_info(
+        name=fields.document_name,
+        namespace=namespace,
+        creator_tool=fields.creator_tool,
+        supplier=fields.supplier,
+        epoch=fields.epoch,
+        comment=fields.document_comment,
     )
     relationships = [Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, package_id)]
     relationships += [Relationship(package_id, RelationshipType.CONTAINS, f.spdx_id) for f in spdx_files]
-    extracted = [
-        ExtractedLicensingInfo(
-            license_id=ref, extracted_text=text, license_name=ref.removeprefix("LicenseRef-")
-        )
-        for ref, text in texts.items()
-    ]
     document = Document(
         creation_info=creation,
         packages=[package],
         files=spdx_files,
         relationships=relationships,
-        extracted_licensing_info=extracted,
+        extracted_licensing_info=spdx_extracted_licenses(texts),
     )
     _validate_model(document)
     return _write(document)
