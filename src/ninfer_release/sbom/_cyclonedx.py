@@ -210,6 +210,125 @@ def _purl_version(dep: DependencyRecord) -> str:
     return dep.version
 
 
+class _Ledger:
+    """What :func:`_plan` has seen so far: bom-refs, purls and shipped files by owner, and the
+    problems found (``problems``: malformed input, exit 4; ``integrity``: contradictions, exit 5)."""
+
+    def __init__(self) -> None:
+        self.owners: dict[str, str] = {}
+        self.purls: dict[str, str] = {}
+        self.owner_of_file: dict[str, str] = {}
+        self.problems: list[Problem] = []
+        self.integrity: list[Problem] = []
+
+    def claim(self, ref: str, owner: str) -> None:
+        """Take bom-ref ``ref`` for ``owner``; a second owner is a problem (the library would rename it)."""
+        if ref in self.owners:
+            message = f"bom-ref {ref!r} is also used by {self.owners[ref]}"
+            self.integrity.append(Problem(file=CDX_WHERE, field=owner, message=message))
+        else:
+            self.owners[ref] = owner
+
+    def claim_purl(self, purl: str, owner: str) -> None:
+        """One component per package identity: a purl (canonical form) names one record."""
+        key = str(parse_purl(purl).to_string())
+        if key in self.purls:
+            message = f"purl {purl!r} is also the purl of {self.purls[key]}"
+            self.integrity.append(Problem(file=CDX_WHERE, field=f"{owner}.purl", message=message))
+        self.purls.setdefault(key, owner)
+
+    def claim_file(self, path: str, owner: str) -> None:
+        """A shipped file is evidence of one component, under bom-ref ``file:<path>``."""
+        if path in self.owner_of_file:
+            message = f"also shipped by {self.owner_of_file[path]}; a file is evidence of one component"
+            self.integrity.append(Problem(file=path, field=f"{owner}.files", message=message))
+        self.owner_of_file.setdefault(path, owner)
+        self.claim(file_bom_ref(path), f"{owner}.files[{path}]")
+
+    def check_pe(self, path: str, dep: DependencyRecord, pe_infos: Mapping[str, PeInfo]) -> None:
+        """A shipped PE file needs its PE information; a redistributable's must match the lock."""
+        if not _is_pe(path):
+            return
+        pe = pe_infos.get(path)
+        if pe is None:
+            self.problems.append(
+                Problem(file=path, field="pe_infos", message="shipped PE file has no PE information")
+            )
+            return
+        if pe_component_version(pe, group=dep.group) is None:
+            log.warning("%s has no usable version resource: its version is left unknown", path)
+        if dep.kind == "redistributable":
+            self.integrity += check_pe_against_lock(
+                path=path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
+            )
+
+
+def _check_plan_inputs(
+    dependencies: Sequence[DependencyRecord],
+    package_files: Sequence[ShippedFile] | None,
+    component_license: str | None,
+) -> dict[str, str]:
+    """The records' own checks; returns the normalized licences (text as given → expression).
+
+    Raises:
+        InputError: every malformed record, file or licence at once.
+    """
+    problems = _check_records(dependencies)
+    problems += _file_problems(package_files or (), "package_files")
+    licences, more = _normalize_licences(dependencies, component_license)
+    problems += more
+    if problems:
+        raise InputError(problems=problems)
+    return licences
+
+
+def _claim_nodes(
+    dependencies: Sequence[DependencyRecord], pe_infos: Mapping[str, PeInfo], ledger: _Ledger
+) -> list[_Node]:
+    """One node per record (bom-ref ``vendored:…`` or ``<kind>:…``), its purl and files claimed."""
+    nodes: list[_Node] = []
+    for i, dep in enumerate(dependencies):
+        owner = f"dependencies[{i}:{dep.name}]"
+        ref = package_bom_ref(dep) if dep.kind != "vendored" else vendored_bom_ref(dep.name, dep.version)
+        ledger.claim(ref, owner)
+        if dep.purl is not None:
+            ledger.claim_purl(dep.purl, owner)
+        nodes.append(_Node(ref=ref, record=dep, version=_purl_version(dep)))
+        for f in dep.files:
+            ledger.claim_file(f.path, owner)
+            ledger.check_pe(f.path, dep, pe_infos)
+    return nodes
+
+
+def _root_files(
+    package_files: Sequence[ShippedFile] | None, shipped: Mapping[str, str], ledger: _Ledger
+) -> list[ShippedFile]:
+    """The package members no dependency ships (path order); every shipped file must be a member."""
+    if package_files is None:
+        return []
+    members = {f.path: f.sha256 for f in package_files}
+    for path, sha in sorted(shipped.items()):
+        if members.get(path) != sha:
+            why = "is not a package member" if path not in members else "has another SHA-256 in the package"
+            ledger.integrity.append(Problem(file=path, field="package_files", message=f"shipped file {why}"))
+    root_files: list[ShippedFile] = []
+    for f in sorted(package_files, key=lambda f: f.path):
+        if f.path not in shipped:
+            ledger.claim(file_bom_ref(f.path), f"package_files[{f.path}]")
+            root_files.append(f)
+    return root_files
+
+
+def _root_targets(nodes: Sequence[_Node], graph: Mapping[str, set[str]]) -> set[str]:
+    """What the root depends on: the engine (else the vendored sources) and every package no
+    import reaches."""
+    refs = [n.ref for n in nodes if n.record.kind != "vendored"]
+    engine_refs = {n.ref for n in nodes if n.record.kind == "engine"}
+    vendored_refs = {n.ref for n in nodes if n.record.kind == "vendored"}
+    top = engine_refs if engine_refs else set(vendored_refs)
+    return top | _unreached_roots(top, refs, graph)
+
+
 def _plan(
     *,
     dependencies: Sequence[DependencyRecord],
@@ -219,89 +338,31 @@ def _plan(
     root_ref: str,
     tool_ref: str,
 ) -> _Plan:
-    """Check the records, assign bom-refs, cross-check PE versions and derive the graph (pure)."""
-    problems = _check_records(dependencies)
-    problems += _file_problems(package_files or (), "package_files")
-    licences, more = _normalize_licences(dependencies, component_license)
-    problems += more
-    if problems:
-        raise InputError(problems=problems)
+    """Check the records, assign bom-refs, cross-check PE versions and derive the graph (pure).
 
-    nodes: list[_Node] = []
-    owners: dict[str, str] = {}
-    integrity: list[Problem] = []
-    owner_of_file: dict[str, str] = {}
-    purls: dict[str, str] = {}
-
-    def claim(ref: str, owner: str) -> None:
-        if ref in owners:
-            message = f"bom-ref {ref!r} is also used by {owners[ref]}"
-            integrity.append(Problem(file=CDX_WHERE, field=owner, message=message))
-        else:
-            owners[ref] = owner
-
-    claim(root_ref, "metadata.component")
-    claim(tool_ref, "metadata.tools")
-    for i, dep in enumerate(dependencies):
-        owner = f"dependencies[{i}:{dep.name}]"
-        ref = package_bom_ref(dep) if dep.kind != "vendored" else vendored_bom_ref(dep.name, dep.version)
-        claim(ref, owner)
-        if dep.purl is not None:
-            key = str(parse_purl(dep.purl).to_string())
-            if key in purls:  # one component per package identity
-                message = f"purl {dep.purl!r} is also the purl of {purls[key]}"
-                integrity.append(Problem(file=CDX_WHERE, field=f"{owner}.purl", message=message))
-            purls.setdefault(key, owner)
-        nodes.append(_Node(ref=ref, record=dep, version=_purl_version(dep)))
-        for f in dep.files:
-            if f.path in owner_of_file:
-                message = f"also shipped by {owner_of_file[f.path]}; a file is evidence of one component"
-                integrity.append(Problem(file=f.path, field=f"{owner}.files", message=message))
-            owner_of_file.setdefault(f.path, owner)
-            claim(file_bom_ref(f.path), f"{owner}.files[{f.path}]")
-            pe = pe_infos.get(f.path)
-            if not _is_pe(f.path):
-                continue
-            if pe is None:
-                message = "shipped PE file has no PE information"
-                problems.append(Problem(file=f.path, field="pe_infos", message=message))
-            elif pe_component_version(pe, group=dep.group) is None:
-                log.warning("%s has no usable version resource: its version is left unknown", f.path)
-            if pe is not None and dep.kind == "redistributable":
-                integrity += check_pe_against_lock(
-                    path=f.path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
-                )
+    Raises:
+        InputError: malformed records, missing PE information, PE information for no shipped file.
+        IntegrityError: bom-ref, purl or file clashes, package-member mismatches, PE versions that
+            disagree with the lock, ambiguous imports.
+    """
+    licences = _check_plan_inputs(dependencies, package_files, component_license)
+    ledger = _Ledger()
+    ledger.claim(root_ref, "metadata.component")
+    ledger.claim(tool_ref, "metadata.tools")
+    nodes = _claim_nodes(dependencies, pe_infos, ledger)
     shipped = {f.path: f.sha256 for n in nodes for f in n.record.files}
     message = "PE file is not a shipped file of any dependency"
-    problems += [
+    ledger.problems += [
         Problem(file=path, field="pe_infos", message=message) for path in sorted(set(pe_infos) - set(shipped))
     ]
-    root_files: list[ShippedFile] = []
-    if package_files is not None:
-        members = {f.path: f.sha256 for f in package_files}
-        for path, sha in sorted(shipped.items()):
-            if members.get(path) != sha:
-                why = (
-                    "is not a package member" if path not in members else "has another SHA-256 in the package"
-                )
-                integrity.append(Problem(file=path, field="package_files", message=f"shipped file {why}"))
-        for f in sorted(package_files, key=lambda f: f.path):
-            if f.path not in shipped:
-                claim(file_bom_ref(f.path), f"package_files[{f.path}]")
-                root_files.append(f)
-    if problems:
-        raise InputError(problems=problems)
-
+    root_files = _root_files(package_files, shipped, ledger)
+    if ledger.problems:
+        raise InputError(problems=ledger.problems)
     graph, completeness, more = _package_graph(nodes, pe_infos)
-    integrity += more
-    if integrity:
-        raise IntegrityError(problems=integrity)
-    refs = [n.ref for n in nodes if n.record.kind != "vendored"]
-    engine_refs = {n.ref for n in nodes if n.record.kind == "engine"}
-    vendored_refs = {n.ref for n in nodes if n.record.kind == "vendored"}
-    top = engine_refs if engine_refs else set(vendored_refs)
-    top |= _unreached_roots(top, refs, graph)
-    graph[root_ref] = top
+    ledger.integrity += more
+    if ledger.integrity:
+        raise IntegrityError(problems=ledger.integrity)
+    graph[root_ref] = _root_targets(nodes, graph)
     completeness[root_ref] = "complete" if package_files is not None else "unknown"
     root_license = combine_licenses([licences[d.license] for d in dependencies if d.license is not None])
     return _Plan(
@@ -346,6 +407,98 @@ def _package_graph(
     return graph, completeness, problems
 
 
+def tool_component(ref: str, *, name: str, version: str, vendor: str) -> Any:
+    """``metadata.tools.components[0]``: this tool (type application, made by ``vendor``)."""
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.contact import OrganizationalEntity
+
+    return Component(
+        type=ComponentType.APPLICATION,
+        name=name,
+        version=version,
+        bom_ref=ref,
+        manufacturer=OrganizationalEntity(name=vendor),
+    )
+
+
+def new_bom(root: Any, *, tool: Any, serial_identity: str, epoch: int, supplier: str) -> Any:
+    """A BOM with the 1.6 metadata every document here has (C33, C34): serial ``urn:uuid:`` +
+    UUIDv5 of ``serial_identity``, ``timestamp`` = ``epoch`` (seconds), the tool, manufacturer and
+    supplier ``supplier``, lifecycle ``build``; ``root`` is ``metadata.component``."""
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.contact import OrganizationalEntity
+    from cyclonedx.model.lifecycle import LifecyclePhase, PredefinedLifecycle
+    from cyclonedx.model.tool import ToolRepository
+
+    return Bom(
+        serial_number=uuid5_url(serial_identity),
+        metadata=BomMetaData(
+            component=root,
+            timestamp=datetime_utc(epoch),
+            tools=ToolRepository(components=[tool]),
+            manufacturer=OrganizationalEntity(name=supplier),
+            supplier=OrganizationalEntity(name=supplier),
+            lifecycles=[PredefinedLifecycle(LifecyclePhase.BUILD)],
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RootFields:
+    """What the caller says about the package (the zip), ``metadata.component``."""
+
+    name: str
+    version: str
+    purl: str | None
+    supplier: str
+    authors: Sequence[str]
+    description: str | None
+    sha256: str | None
+
+
+def _lane_root(fields: _RootFields, plan: _Plan) -> Any:
+    """The package component: purl, supplier, licence, SHA-256, and the members no dependency ships.
+
+    Raises:
+        InputError: ``fields.purl`` is not a valid purl.
+    """
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
+
+    return Component(
+        type=ComponentType.APPLICATION,
+        name=fields.name,
+        version=fields.version,
+        bom_ref=plan.root_ref,
+        purl=parse_purl(fields.purl, where=f"{CDX_WHERE}: component_purl") if fields.purl else None,
+        supplier=OrganizationalEntity(name=fields.supplier),
+        manufacturer=OrganizationalEntity(name=fields.supplier),
+        authors=[OrganizationalContact(name=a) for a in fields.authors],
+        licenses=_licence_list(plan.root_license),
+        description=fields.description,
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=fields.sha256)] if fields.sha256 else [],
+        evidence=_evidence(plan.root_files),
+    )
+
+
+def _set_graph(bom: Any, plan: _Plan, everything: Mapping[str, Any]) -> None:
+    """``bom.dependencies`` from ``plan.graph``, all at once.
+
+    ``Bom.register_dependency`` scans every registered dependency per call (O(n) each, O(n^2) in
+    all). ``plan.graph`` has every component as a key, so this is the set register_dependency would
+    build.
+    """
+    from cyclonedx.model.dependency import Dependency
+
+    bom.dependencies = [
+        Dependency(
+            ref=everything[ref].bom_ref, dependencies=[Dependency(ref=everything[t].bom_ref) for t in targets]
+        )
+        for ref, targets in plan.graph.items()
+    ]
+
+
 def cyclonedx_dependency_inventory(
     *,
     component_name: str,
@@ -387,14 +540,6 @@ def cyclonedx_dependency_inventory(
             a bom-ref or a purl, a file is shipped twice or is not the package member it claims,
             an import is ambiguous, or the schema validator reports anything.
     """
-    from cyclonedx.model import HashAlgorithm, HashType
-    from cyclonedx.model.bom import Bom, BomMetaData
-    from cyclonedx.model.component import Component, ComponentType
-    from cyclonedx.model.contact import OrganizationalContact, OrganizationalEntity
-    from cyclonedx.model.dependency import Dependency
-    from cyclonedx.model.lifecycle import LifecyclePhase, PredefinedLifecycle
-    from cyclonedx.model.tool import ToolRepository
-
     plan = _plan(
         dependencies=dependencies,
         pe_infos=pe_infos,
@@ -404,49 +549,20 @@ def cyclonedx_dependency_inventory(
         tool_ref=f"tool:{tool_name}@{tool_version}",
     )
     components = {node.ref: _package_component(node, pe_infos, plan.licences) for node in plan.nodes}
-    root = Component(
-        type=ComponentType.APPLICATION,
+    fields = _RootFields(
         name=component_name,
         version=component_version,
-        bom_ref=plan.root_ref,
-        purl=parse_purl(component_purl, where=f"{CDX_WHERE}: component_purl") if component_purl else None,
-        supplier=OrganizationalEntity(name=supplier),
-        manufacturer=OrganizationalEntity(name=supplier),
-        authors=[OrganizationalContact(name=a) for a in component_authors],
-        licenses=_licence_list(plan.root_license),
+        purl=component_purl,
+        supplier=supplier,
+        authors=component_authors,
         description=component_description,
-        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=component_sha256)] if component_sha256 else [],
-        evidence=_evidence(plan.root_files),
+        sha256=component_sha256,
     )
-    tool = Component(
-        type=ComponentType.APPLICATION,
-        name=tool_name,
-        version=tool_version,
-        bom_ref=plan.tool_ref,
-        manufacturer=OrganizationalEntity(name=tool_vendor),
-    )
-    bom = Bom(
-        serial_number=uuid5_url(serial_identity),
-        metadata=BomMetaData(
-            component=root,
-            timestamp=datetime_utc(epoch),
-            tools=ToolRepository(components=[tool]),
-            manufacturer=OrganizationalEntity(name=supplier),
-            supplier=OrganizationalEntity(name=supplier),
-            lifecycles=[PredefinedLifecycle(LifecyclePhase.BUILD)],
-        ),
-    )
+    root = _lane_root(fields, plan)
+    tool = tool_component(plan.tool_ref, name=tool_name, version=tool_version, vendor=tool_vendor)
+    bom = new_bom(root, tool=tool, serial_identity=serial_identity, epoch=epoch, supplier=supplier)
     bom.components.update(components.values())
-    everything = {**components, plan.root_ref: root}
-    # The whole graph at once: ``Bom.register_dependency`` scans every registered dependency per
-    # call (O(n) each, O(n^2) in all). ``plan.graph`` has every component as a key, so this is
-    # the set register_dependency would build.
-    bom.dependencies = [
-        Dependency(
-            ref=everything[ref].bom_ref, dependencies=[Dependency(ref=everything[t].bom_ref) for t in targets]
-        )
-        for ref, targets in plan.graph.items()
-    ]
+    _set_graph(bom, plan, {**components, plan.root_ref: root})
     text: str = _json_v1_6()(bom).output_as_string(indent=2)
     data = with_compositions(text, _lane_compositions(plan.root_ref, plan.completeness))
     messages = validate_cyclonedx_bytes(data)

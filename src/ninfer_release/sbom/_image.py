@@ -30,8 +30,14 @@ from typing import TYPE_CHECKING, Any
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.reproducible import datetime_utc, iso8601
-from ninfer_release.sbom._cyclonedx import PROP_STAND_IN, validate_cyclonedx_bytes, with_compositions
-from ninfer_release.sbom._ids import sanitize_id_part, uuid5_url
+from ninfer_release.sbom._cyclonedx import (
+    PROP_STAND_IN,
+    new_bom,
+    tool_component,
+    validate_cyclonedx_bytes,
+    with_compositions,
+)
+from ninfer_release.sbom._ids import sanitize_id_part
 from ninfer_release.sbom._license import (
     combine_licenses,
     license_refs_of,
@@ -393,44 +399,6 @@ def _cdx_compositions(refs: _CdxRefs) -> list[dict[str, Any]]:
     return compositions
 
 
-def _cdx_bom(
-    root: Any, *, serial: str, epoch: int, supplier: str, tool: Any, components: Mapping[str, Any]
-) -> Any:
-    """The BOM: serial, ``metadata`` (image, timestamp = ``epoch``, tool, lifecycle build), components."""
-    from cyclonedx.model.bom import Bom, BomMetaData
-    from cyclonedx.model.contact import OrganizationalEntity
-    from cyclonedx.model.lifecycle import LifecyclePhase, PredefinedLifecycle
-    from cyclonedx.model.tool import ToolRepository
-
-    bom = Bom(
-        serial_number=uuid5_url(serial),
-        metadata=BomMetaData(
-            component=root,
-            timestamp=datetime_utc(epoch),
-            tools=ToolRepository(components=[tool]),
-            manufacturer=OrganizationalEntity(name=supplier),
-            supplier=OrganizationalEntity(name=supplier),
-            lifecycles=[PredefinedLifecycle(LifecyclePhase.BUILD)],
-        ),
-    )
-    bom.components.update(components.values())
-    return bom
-
-
-def _cdx_tool(refs: _CdxRefs, *, tool_name: str, tool_version: str, tool_vendor: str) -> Any:
-    """``metadata.tools``: this tool as an application component."""
-    from cyclonedx.model.component import Component, ComponentType
-    from cyclonedx.model.contact import OrganizationalEntity
-
-    return Component(
-        type=ComponentType.APPLICATION,
-        name=tool_name,
-        version=tool_version,
-        bom_ref=refs.tool,
-        manufacturer=OrganizationalEntity(name=tool_vendor),
-    )
-
-
 def image_cyclonedx(
     records: ImageSbomRecords,
     *,
@@ -475,9 +443,10 @@ def image_cyclonedx(
     refs = _CdxRefs.of(records, tool_name=tool_name, tool_version=tool_version)
     root = _cdx_image(records, refs, supplier=supplier, licence=licences.image)
     components = _cdx_components(records, refs, licences, supplier=supplier, stand_in=stand_in, where=where)
-    tool = _cdx_tool(refs, tool_name=tool_name, tool_version=tool_version, tool_vendor=tool_vendor)
+    tool = tool_component(refs.tool, name=tool_name, version=tool_version, vendor=tool_vendor)
     serial = serial_identity if serial_identity is not None else records.reference
-    bom = _cdx_bom(root, serial=serial, epoch=epoch, supplier=supplier, tool=tool, components=components)
+    bom = new_bom(root, tool=tool, serial_identity=serial, epoch=epoch, supplier=supplier)
+    bom.components.update(components.values())
     everything = {**components, refs.image: root}
     for ref, targets in sorted(_cdx_graph(records, refs).items()):
         bom.register_dependency(everything[ref], [everything[t] for t in sorted(set(targets))])
