@@ -37,6 +37,8 @@ from conftest import _free_port, _stop, need_tool, unavailable
 
 USER = "ci-bot"
 PASSWORD = "s3cr3t-Pa55w0rd-never-printed"
+#: The OAuth2 refresh token the token issuer accepts (what ``docker login`` stores as identitytoken).
+REFRESH_TOKEN = "r3fr3sh-t0k3n-never-printed"
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,8 @@ class _TokenIssuer:
         self.issuer = issuer
         self.lifetime = lifetime
         self.issued = 0
+        #: Tokens handed out for an OAuth2 refresh-token grant (``POST``, docker's identitytoken).
+        self.refreshed = 0
         key_pem = ca.key.read_bytes()
         self._key = serialization.load_pem_private_key(key_pem, password=None)
         cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
@@ -198,6 +202,9 @@ class _TokenIssuer:
 
             def do_GET(self) -> None:
                 issuer_self._answer(self)
+
+            def do_POST(self) -> None:
+                issuer_self._answer_oauth(self)
 
         self.port = _free_port()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
@@ -221,8 +228,37 @@ class _TokenIssuer:
             req.end_headers()
             return
         query = parse_qs(urlsplit(req.path).query)
+        token = self._sign(query.get("scope", []))
+        self.issued += 1
+        self._send(req, {"token": token, "expires_in": self.lifetime})
+
+    def _answer_oauth(self, req: http.server.BaseHTTPRequestHandler) -> None:
+        """distribution's OAuth2 token spec: a form with ``grant_type=refresh_token``, the refresh
+        token, ``service``, ``client_id`` and space-separated ``scope``; answers ``access_token``."""
+        from urllib.parse import parse_qs
+
+        length = int(req.headers.get("Content-Length") or 0)
+        form = {k: v[0] for k, v in parse_qs(req.rfile.read(length).decode()).items()}
+        good = (
+            req.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded")
+            and form.get("grant_type") == "refresh_token"
+            and form.get("refresh_token") == REFRESH_TOKEN
+            and form.get("service") == self.service
+            and bool(form.get("client_id"))
+        )
+        if not good:
+            req.send_response(401)
+            req.send_header("Content-Length", "0")
+            req.end_headers()
+            return
+        token = self._sign(form.get("scope", "").split())
+        self.issued += 1
+        self.refreshed += 1
+        self._send(req, {"access_token": token, "expires_in": self.lifetime, "scope": form.get("scope", "")})
+
+    def _sign(self, scopes: list[str]) -> str:
         access = []
-        for scope in query.get("scope", []):
+        for scope in scopes:
             kind, _, rest = scope.partition(":")
             name, _, actions = rest.rpartition(":")
             access.append({"type": kind, "name": name, "actions": actions.split(",")})
@@ -237,9 +273,11 @@ class _TokenIssuer:
             "jti": uuid.uuid4().hex,
             "access": access,
         }
-        token = self._jwt.encode(claims, self._key, algorithm="RS256", headers={"x5c": self._x5c})
-        self.issued += 1
-        body = json.dumps({"token": token, "expires_in": self.lifetime}).encode()
+        token: str = self._jwt.encode(claims, self._key, algorithm="RS256", headers={"x5c": self._x5c})
+        return token
+
+    def _send(self, req: http.server.BaseHTTPRequestHandler, answer: dict[str, object]) -> None:
+        body = json.dumps(answer).encode()
         req.send_response(200)
         req.send_header("Content-Type", "application/json")
         req.send_header("Content-Length", str(len(body)))
@@ -372,6 +410,15 @@ def write_docker_config(directory: Path, hosts: list[str], *, password: str = PA
     auth = base64.b64encode(f"{USER}:{password}".encode()).decode()
     (directory / "config.json").write_text(
         json.dumps({"auths": {h: {"auth": auth} for h in hosts}}, indent=2)
+    )
+    return directory
+
+
+def write_identity_token_config(directory: Path, hosts: list[str], *, token: str = REFRESH_TOKEN) -> Path:
+    """``directory/config.json`` with an ``auths.<host>.identitytoken`` (no password) for ``hosts``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(
+        json.dumps({"auths": {h: {"auth": "", "identitytoken": token} for h in hosts}}, indent=2)
     )
     return directory
 

@@ -16,12 +16,14 @@ from ninfer_release.registry import RegistryClient, RegistryError, RegistryOptio
 from ninfer_release.releases._oci_publisher import OciPublisher
 from registry_fixtures import (
     PASSWORD,
+    REFRESH_TOKEN,
     USER,
     LoopbackCA,
     Registry,
     TokenRegistry,
     write_credential_helper,
     write_docker_config,
+    write_identity_token_config,
 )
 from test_publish import ENGINE, make_set, request_for
 
@@ -156,6 +158,65 @@ def test_token_auth_publish_pull_and_refresh(
         )
     assert pub.resolve("v1.0.0-beta.1") is not None
     assert token_registry.issuer.issued > before
+
+
+def test_an_identity_token_is_exchanged_as_an_oauth2_refresh_token(
+    token_registry: TokenRegistry, test_ca: LoopbackCA, tmp_path: Path
+) -> None:
+    """docker's ``auths.<host>.identitytoken`` (no password): POSTed to the token service with
+    ``grant_type=refresh_token`` (distribution's OAuth2 spec), never sent as a Basic password."""
+    config = write_identity_token_config(tmp_path / "docker", [token_registry.host])
+    cred = find_credential(token_registry.host, {"DOCKER_CONFIG": str(config)})
+    assert cred is not None and cred.is_identity_token and cred.secret == REFRESH_TOKEN
+    assert REFRESH_TOKEN not in f"{cred} {cred!r}"
+    options = RegistryOptions(ca_file=test_ca.ca, environ={"DOCKER_CONFIG": str(config)})
+    before = token_registry.issuer.refreshed
+    _publish_and_pull(
+        OciPublisher(host=token_registry.host, repository="auth/identity", options=options), tmp_path
+    )
+    assert token_registry.issuer.refreshed > before
+
+
+def test_a_wrong_identity_token_is_one_line_without_the_secret(
+    token_registry: TokenRegistry, test_ca: LoopbackCA, tmp_path: Path
+) -> None:
+    wrong = "WRONG-" + REFRESH_TOKEN
+    config = write_identity_token_config(tmp_path / "docker", [token_registry.host], token=wrong)
+    options = RegistryOptions(ca_file=test_ca.ca, environ={"DOCKER_CONFIG": str(config)})
+    names = make_set(tmp_path / "set", ENGINE)
+    pub = OciPublisher(host=token_registry.host, repository="auth/identity-wrong", options=options)
+    with pytest.raises(
+        PublishError, match=r"login refused by the token service .* as an identity token"
+    ) as info:
+        pub.publish(request_for(tmp_path / "set", names))
+    assert len(info.value.lines) == 1 and wrong not in str(info.value)
+
+
+def test_a_helper_answering_the_token_user_gives_an_identity_token(tmp_path: Path) -> None:
+    """docker's credential helpers answer ``Username: <token>`` for an identity token."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "docker-credential-tok"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport json\n"
+        f"print(json.dumps({{'Username': '<token>', 'Secret': {REFRESH_TOKEN!r}}}))\n"
+    )
+    script.chmod(0o755)
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "config.json").write_text(json.dumps({"credsStore": "tok"}))
+    env = {"DOCKER_CONFIG": str(tmp_path / "docker"), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    cred = find_credential("registry.example:5000", env)
+    assert cred is not None and cred.is_identity_token and REFRESH_TOKEN not in str(cred)
+
+
+def test_an_identity_token_cannot_answer_a_basic_challenge(
+    tls_registry: Registry, test_ca: LoopbackCA, tmp_path: Path
+) -> None:
+    config = write_identity_token_config(tmp_path / "docker", [tls_registry.host])
+    options = RegistryOptions(ca_file=test_ca.ca, environ={"DOCKER_CONFIG": str(config)})
+    with pytest.raises(RegistryError, match="requires a login and only an identity token was found") as info:
+        RegistryClient(tls_registry.host, options=options).get_manifest("auth/x", "v1")
+    assert REFRESH_TOKEN not in str(info.value)
 
 
 def test_token_auth_wrong_password_is_one_line_without_the_secret(

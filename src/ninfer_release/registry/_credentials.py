@@ -8,7 +8,9 @@ Order (the first that answers wins):
 3. docker's ``config.json`` (``$DOCKER_CONFIG/config.json``, else ``~/.docker/config.json``):
    ``credHelpers[HOST]``, then ``credsStore`` — both run ``docker-credential-NAME get`` with the
    server on stdin, answering ``{"Username": …, "Secret": …}`` — then ``auths[HOST].auth``
-   (base64 ``user:password``) or ``auths[HOST].username``/``password``.
+   (base64 ``user:password``) or ``auths[HOST].username``/``password``, else
+   ``auths[HOST].identitytoken`` (an OAuth2 refresh token, as ``docker login`` stores one for
+   registries whose token service speaks OAuth2: exchanged with ``grant_type=refresh_token``).
 
 Source of the formats: docker/cli ``cli/config/configfile`` and docker/docker-credential-helpers.
 """
@@ -32,6 +34,9 @@ _MAX_CONFIG = 1 << 20  # a docker config.json is a few KiB; refuse anything absu
 _MAX_HELPER_ANSWER = 64 * 1024
 _HELPER_TIMEOUT = 30.0
 _NOT_FOUND = "credentials not found"
+#: The user name docker's credential helpers answer for an identity token (docker/cli
+#: ``credentials/native_store.go``: ``tokenUsername``); a ``config.json`` ``identitytoken`` too.
+IDENTITY_TOKEN_USER = "<token>"  # noqa: S105 - a marker user name, not a secret
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +51,16 @@ class Credential:
     source: str
 
     def __str__(self) -> str:
+        if self.is_identity_token:
+            return f"an identity token (from {self.source})"
         return f"{self.username} (from {self.source})"
+
+    @property
+    def is_identity_token(self) -> bool:
+        """An OAuth2 refresh token (docker's ``identitytoken``, or a helper answering the user name
+        ``<token>``): exchanged at the token service with ``grant_type=refresh_token``, never sent
+        as a Basic password."""
+        return self.username == IDENTITY_TOKEN_USER
 
     def basic(self) -> str:
         """The ``Authorization: Basic …`` header value (RFC 7617)."""
@@ -105,6 +119,36 @@ def _server_keys(host: str) -> tuple[str, ...]:
 
 
 def _from_docker_config(host: str, path: Path, environ: Mapping[str, str]) -> Credential | None:
+    """The credential docker's ``config.json`` at ``path`` gives ``host``: its ``credHelpers``
+    entry, else ``credsStore``, else its ``auths`` entry (docker/cli ``configfile``)."""
+    doc = _read_docker_config(path)
+    if doc is None:
+        return None
+    keys = _server_keys(host)
+    helpers = _object_field(doc, "credHelpers", path)
+    for key in keys:
+        name = helpers.get(key)
+        if isinstance(name, str) and name:
+            return _from_helper(name, key, path, environ)
+    store = doc.get("credsStore")
+    if isinstance(store, str) and store:
+        found = _from_helper(store, keys[0], path, environ)
+        if found is not None:
+            return found
+    auths = _object_field(doc, "auths", path)
+    for key in keys:
+        entry = auths.get(key)
+        if isinstance(entry, dict):
+            return _from_auth_entry(entry, key, path)
+    return None
+
+
+def _read_docker_config(path: Path) -> dict[str, Any] | None:
+    """The JSON object at ``path`` (at most :data:`_MAX_CONFIG` bytes), ``None`` when absent.
+
+    Raises:
+        InputError: unreadable, too large, not JSON or not an object (one line).
+    """
     try:
         with path.open("rb") as f:
             data = f.read(_MAX_CONFIG + 1)
@@ -120,27 +164,19 @@ def _from_docker_config(host: str, path: Path, environ: Mapping[str, str]) -> Cr
         raise InputError(problems=[Problem(file=str(path), message=f"not JSON ({exc})")]) from exc
     if not isinstance(doc, dict):
         raise InputError(problems=[Problem(file=str(path), message="not a JSON object")])
-    keys = _server_keys(host)
-    helpers = doc.get("credHelpers") or {}
-    if not isinstance(helpers, dict):
-        raise InputError(problems=[Problem(file=str(path), field="credHelpers", message="not an object")])
-    for key in keys:
-        name = helpers.get(key)
-        if isinstance(name, str) and name:
-            return _from_helper(name, key, path, environ)
-    store = doc.get("credsStore")
-    if isinstance(store, str) and store:
-        found = _from_helper(store, keys[0], path, environ)
-        if found is not None:
-            return found
-    auths = doc.get("auths") or {}
-    if not isinstance(auths, dict):
-        raise InputError(problems=[Problem(file=str(path), field="auths", message="not an object")])
-    for key in keys:
-        entry = auths.get(key)
-        if isinstance(entry, dict):
-            return _from_auth_entry(entry, key, path)
-    return None
+    return doc
+
+
+def _object_field(doc: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    """``doc[key]`` when it is an object, ``{}`` when absent or null.
+
+    Raises:
+        InputError: present but not an object.
+    """
+    value = doc.get(key) or {}
+    if not isinstance(value, dict):
+        raise InputError(problems=[Problem(file=str(path), field=key, message="not an object")])
+    return value
 
 
 def _from_auth_entry(entry: dict[str, Any], key: str, path: Path) -> Credential | None:
@@ -161,7 +197,11 @@ def _from_auth_entry(entry: dict[str, Any], key: str, path: Path) -> Credential 
     name, password = entry.get("username"), entry.get("password")
     if isinstance(name, str) and isinstance(password, str) and name:
         return Credential(username=name, secret=password, source=f"{path} {where}")
-    return None  # e.g. only an identitytoken: not supported, anonymous access is tried
+    token = entry.get("identitytoken")
+    if isinstance(token, str) and token:
+        # What ``docker login`` stores for an OAuth2 login: a refresh token for the token service.
+        return Credential(username=IDENTITY_TOKEN_USER, secret=token, source=f"{path} {where}.identitytoken")
+    return None
 
 
 def _from_helper(name: str, server: str, path: Path, environ: Mapping[str, str]) -> Credential | None:

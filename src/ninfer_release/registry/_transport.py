@@ -173,6 +173,71 @@ class _Token:
     scopes: frozenset[str]
 
 
+@dataclass(kw_only=True)
+class _Attempts:
+    """What one :meth:`Transport.request` has used up: retries, the one re-authorization, hops."""
+
+    retries: int = 0
+    authed: bool = False
+    hops: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class _TokenRequest:
+    """One request to a token service: ``GET`` with a query, or ``POST`` of an OAuth2 form."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    form: Mapping[str, str] | None = None
+
+
+#: The ``client_id`` sent with an OAuth2 token request (distribution's spec requires one).
+CLIENT_ID = "ninfer-release"
+
+
+def _token_request(
+    realm: str, challenge: Challenge, scopes: frozenset[str], cred: Credential | None
+) -> _TokenRequest:
+    """The token request for ``cred``: an identity token is POSTed as an OAuth2 refresh-token
+    grant; a user name and password (or nothing) asks by GET with Basic auth (or anonymously)."""
+    service = challenge.params.get("service", "")
+    if cred is not None and cred.is_identity_token:
+        form = {"grant_type": "refresh_token", "refresh_token": cred.secret, "client_id": CLIENT_ID}
+        if service:
+            form["service"] = service
+        if scopes:
+            form["scope"] = " ".join(sorted(scopes))
+        return _TokenRequest(method="POST", url=realm, headers={}, form=form)
+    query: list[tuple[str, str]] = [("service", service)] if service else []
+    query.extend(("scope", s) for s in sorted(scopes))
+    url = realm + ("&" if "?" in realm else "?") + urlencode(query)
+    return _TokenRequest(
+        method="GET", url=url, headers={"Authorization": cred.basic()} if cred is not None else {}
+    )
+
+
+def _parse_token_answer(data: bytes, who: str) -> tuple[str, float]:
+    """``(token, lifetime in seconds)`` of a token service's JSON answer (``token`` or OAuth2's
+    ``access_token``; ``expires_in``, 60 s when absent as distribution's token spec says).
+
+    Raises:
+        RegistryError: no token in it (``who`` names the service).
+    """
+    import json
+
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
+    if not isinstance(token, str) or not token:
+        raise RegistryError(f"{who} gave no token", kind="protocol")
+    expires = doc.get("expires_in") if isinstance(doc, dict) else None
+    # Renewed 10 s early by the caller so a token never dies in flight.
+    return token, (float(expires) if isinstance(expires, int | float) and expires > 0 else 60.0)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Body:
     """A request body that can be produced again for a retry: ``make()`` returns bytes or a stream."""
@@ -328,9 +393,12 @@ class Transport:
         challenge = Challenge.parse(header)
         cred = self.credential()
         if challenge.scheme == "basic":
-            if cred is None:
+            if cred is None or cred.is_identity_token:
+                found = (
+                    "only an identity token was found" if cred is not None else "no credentials were found"
+                )
                 raise RegistryError(
-                    f"{self.host}: the registry requires a login and no credentials were found "
+                    f"{self.host}: the registry requires a login and {found} "
                     "(docker config.json, NINFER_REGISTRY_USERNAME/PASSWORD)",
                     kind="auth",
                     status=401,
@@ -346,9 +414,8 @@ class Transport:
             scopes.add(f"repository:{repo}:{actions}")
         self._fetch_token(challenge, frozenset(scopes), repo, cred)
 
-    def _fetch_token(
-        self, challenge: Challenge, scopes: frozenset[str], repo: str | None, cred: Credential | None
-    ) -> None:
+    def _token_realm(self, challenge: Challenge) -> str:
+        """The challenge's ``realm``: an https URL (http only for loopback or insecure hosts)."""
         realm = challenge.params.get("realm", "")
         parts = urlsplit(realm)
         if parts.scheme not in ("https", "http") or not parts.netloc:
@@ -357,17 +424,48 @@ class Transport:
             is_loopback_host(parts.netloc) or parts.netloc in self.options.insecure_hosts
         ):
             raise RegistryError(f"{self.host}: token realm {realm!r} is not https", kind="protocol")
-        query: list[tuple[str, str]] = []
-        if challenge.params.get("service"):
-            query.append(("service", challenge.params["service"]))
-        query.extend(("scope", s) for s in sorted(scopes))
-        url = realm + ("&" if "?" in realm else "?") + urlencode(query)
-        headers = {"Authorization": cred.basic()} if cred is not None else {}
+        return realm
+
+    def _fetch_token(
+        self, challenge: Challenge, scopes: frozenset[str], repo: str | None, cred: Credential | None
+    ) -> None:
+        """Ask the token service for a token of ``scopes`` and keep it for ``repo``.
+
+        A user name and password: ``GET realm?service=…&scope=…`` with Basic auth (distribution's
+        token spec). An identity token: ``POST realm`` with the form ``grant_type=refresh_token``,
+        ``refresh_token``, ``service``, ``client_id`` and the space-separated ``scope``
+        (distribution's OAuth2 token spec, ``docs/spec/auth/oauth.md``; RFC 6749 §6).
+        """
+        realm = self._token_realm(challenge)
+        netloc = urlsplit(realm).netloc
+        request = _token_request(realm, challenge, scopes, cred)
+        status, data = self._token_exchange(realm, netloc, request)
+        if status in (401, 403):
+            who = f"as {cred}" if cred is not None else "anonymously (no credentials found)"
+            raise RegistryError(
+                f"{self.host}: login refused by the token service {netloc} {who}",
+                kind="auth",
+                status=status,
+            )
+        if status != 200:
+            raise RegistryError(
+                f"{self.host}: token service {netloc} answered HTTP {status}", kind="auth", status=status
+            )
+        token, lifetime = _parse_token_answer(data, f"{self.host}: token service {netloc}")
+        if repo is not None:
+            self._tokens[repo] = _Token(
+                value=token, expires_at=time.monotonic() + max(lifetime - 10.0, 1.0), scopes=scopes
+            )
+
+    def _token_exchange(self, realm: str, netloc: str, request: _TokenRequest) -> tuple[int, bytes]:
+        """``(status, capped body)`` of one request to the token service."""
         try:
             with self.watch() as watch:
-                resp = self._session.get(
-                    url,
-                    headers=headers,
+                resp = self._session.request(
+                    request.method,
+                    request.url,
+                    headers=dict(request.headers),
+                    data=request.form,
                     timeout=self._timeouts(),
                     verify=self._verify,
                     allow_redirects=False,
@@ -375,42 +473,14 @@ class Transport:
                 )
                 try:
                     status = resp.status_code
-                    data = read_capped(resp, self.options.max_token, what=f"token answer of {parts.netloc}")
+                    data = read_capped(resp, self.options.max_token, what=f"token answer of {netloc}")
                 finally:
                     resp.close()
         except requests.RequestException as exc:
             if watch.fired:
-                raise self.deadline_error("GET", realm) from None
-            raise self._transport_error("GET", realm, exc) from None
-        if status in (401, 403):
-            who = f"as {cred}" if cred is not None else "anonymously (no credentials found)"
-            raise RegistryError(
-                f"{self.host}: login refused by the token service {parts.netloc} {who}",
-                kind="auth",
-                status=status,
-            )
-        if status != 200:
-            raise RegistryError(
-                f"{self.host}: token service {parts.netloc} answered HTTP {status}",
-                kind="auth",
-                status=status,
-            )
-        import json
-
-        try:
-            doc = json.loads(data)
-        except ValueError:
-            doc = None
-        token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
-        if not isinstance(token, str) or not token:
-            raise RegistryError(f"{self.host}: token service {parts.netloc} gave no token", kind="protocol")
-        expires = doc.get("expires_in") if isinstance(doc, dict) else None
-        # distribution's token spec: 60 s when absent; renew 10 s early so a token never dies in flight.
-        lifetime = float(expires) if isinstance(expires, int | float) and expires > 0 else 60.0
-        if repo is not None:
-            self._tokens[repo] = _Token(
-                value=token, expires_at=time.monotonic() + max(lifetime - 10.0, 1.0), scopes=scopes
-            )
+                raise self.deadline_error(request.method, realm) from None
+            raise self._transport_error(request.method, realm, exc) from None
+        return status, data
 
     # -- one exchange ----------------------------------------------------------------------------
 
@@ -439,62 +509,86 @@ class Transport:
         if params:
             url += ("&" if "?" in url else "?") + urlencode(dict(params))
         actions = "pull,push" if push else "pull"
-        attempt = 0
-        authed = False
-        hops = 0
+        state = _Attempts()
         while True:
             sent = {**(headers or {})}
             self._authorize(sent, repo, url)
             try:
-                resp = self._session.request(
-                    method,
-                    url,
-                    headers=sent,
-                    data=body.make() if body is not None else None,
-                    timeout=self._timeouts(),
-                    verify=self._verify,
-                    allow_redirects=False,
-                    stream=True,
-                )
+                resp = self._send(method, url, sent, body)
             except requests.RequestException as exc:
-                if retry and not _watch_fired() and self._may_retry(attempt, None):
-                    attempt += 1
-                    self._sleep(attempt, None)
+                if retry and not _watch_fired() and self._may_retry(state.retries, None):
+                    state.retries += 1
+                    self._sleep(state.retries, None)
                     continue
                 raise self._transport_error(method, url, exc) from None
             status = resp.status_code
             if status == 401:
-                challenge = resp.headers.get("WWW-Authenticate", "")
-                resp.close()
-                if authed or not challenge:
-                    cred = self.credential()
-                    who = f"as {cred}" if cred is not None else "without credentials"
-                    raise RegistryError(
-                        f"{method} {_public(url)}: HTTP 401 unauthorized {who}", kind="auth", status=401
-                    )
-                authed = True
-                self._tokens.pop(repo or "", None)  # expired or too narrow: ask again
-                self._answer(challenge, repo, actions)
-                continue
-            if status in REDIRECTS and method in ("GET", "HEAD"):
-                location = resp.headers.get("Location", "")
-                resp.close()
-                hops += 1
-                if not location or hops > MAX_REDIRECTS:
-                    raise RegistryError(
-                        f"{method} {_public(url)}: more than {MAX_REDIRECTS} redirects",
-                        kind="protocol",
-                        status=status,
-                    )
-                url = urljoin(url, location)
-                continue
-            if status in RETRY_STATUS and retry and self._may_retry(attempt, resp):
-                attempt += 1
+                self._reauthorize(resp, method, url, (repo, actions), state)
+            elif status in REDIRECTS and method in ("GET", "HEAD"):
+                url = self._redirected(resp, method, url, state)
+            elif status in RETRY_STATUS and retry and self._may_retry(state.retries, resp):
+                state.retries += 1
                 wait = _retry_after(resp)
                 resp.close()
-                self._sleep(attempt, wait)
-                continue
-            return resp
+                self._sleep(state.retries, wait)
+            else:
+                return resp
+
+    def _send(self, method: str, url: str, headers: dict[str, str], body: Body | None) -> requests.Response:
+        return self._session.request(
+            method,
+            url,
+            headers=headers,
+            data=body.make() if body is not None else None,
+            timeout=self._timeouts(),
+            verify=self._verify,
+            allow_redirects=False,
+            stream=True,
+        )
+
+    def _reauthorize(
+        self,
+        resp: requests.Response,
+        method: str,
+        url: str,
+        scope: tuple[str | None, str],
+        state: _Attempts,
+    ) -> None:
+        """Answer a 401's challenge once per request (``scope``: repository and actions).
+
+        Raises:
+            RegistryError: a second 401, or one without a challenge (the credentials are refused).
+        """
+        repo, actions = scope
+        challenge = resp.headers.get("WWW-Authenticate", "")
+        resp.close()
+        if state.authed or not challenge:
+            cred = self.credential()
+            who = f"as {cred}" if cred is not None else "without credentials"
+            raise RegistryError(
+                f"{method} {_public(url)}: HTTP 401 unauthorized {who}", kind="auth", status=401
+            )
+        state.authed = True
+        self._tokens.pop(repo or "", None)  # expired or too narrow: ask again
+        self._answer(challenge, repo, actions)
+
+    def _redirected(self, resp: requests.Response, method: str, url: str, state: _Attempts) -> str:
+        """Where a redirect points (at most :data:`MAX_REDIRECTS` per request).
+
+        Raises:
+            RegistryError: no ``Location``, or too many hops.
+        """
+        location = resp.headers.get("Location", "")
+        status = resp.status_code
+        resp.close()
+        state.hops += 1
+        if not location or state.hops > MAX_REDIRECTS:
+            raise RegistryError(
+                f"{method} {_public(url)}: more than {MAX_REDIRECTS} redirects",
+                kind="protocol",
+                status=status,
+            )
+        return urljoin(url, location)
 
     def _may_retry(self, attempt: int, resp: requests.Response | None) -> bool:
         return attempt < self.options.retries and self.remaining() > 0

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -179,81 +179,14 @@ def fetch_set(
     out.mkdir(parents=True, exist_ok=True)
     partials = out / PARTIALS_DIR
     added: list[Path] = []
-    fetched: list[Fetched] = []
     with HttpFetcher(policy, progress=progress) as http:
-        sums_url = join_url(base, SUMS_NAME)
-        sums, sums_final = http.read_capped(sums_url, cap=MAX_SUMS_BYTES, name=SUMS_NAME)
-        sums_sha = hashing.sha256_bytes(sums)
-        if expected_sums_sha256 is not None and sums_sha != expected_sums_sha256.lower():
-            raise IntegrityError(
-                problems=[
-                    Problem(
-                        file=sums_url, message=f"digest {sums_sha} is not the bound {expected_sums_sha256}"
-                    )
-                ]
-            )
-        names, listed = _plan(base, sums)
-        man_url = join_url(base, names.manifest)
-        man_bytes, man_final = http.read_capped(man_url, cap=MAX_MANIFEST_BYTES, name=names.manifest)
-        man_sha = hashing.sha256_bytes(man_bytes)
-        if man_sha != listed[names.manifest]:
-            raise IntegrityError(
-                problems=[
-                    Problem(
-                        file=man_url,
-                        field=names.manifest,
-                        message=f"wrong digest: SHA-256 is {man_sha}, "
-                        f"SHA256SUMS lists {listed[names.manifest]}",
-                    )
-                ]
-            )
-        manifest = strictjson.parse_object(man_bytes, source=man_url, error=IntegrityError)
-        sizes = _sizes(manifest, man_url)
-        wanted: list[Wanted] = []
-        for name in sorted(listed):
-            if name == names.manifest:
-                continue
-            if name not in sizes:
-                raise IntegrityError(
-                    problems=[
-                        Problem(
-                            file=sums_url,
-                            field=name,
-                            message=f"listed, but {names.manifest} records no size for it; "
-                            "cannot fetch it completely",
-                        )
-                    ]
-                )
-            wanted.append(
-                Wanted(
-                    name=name,
-                    url=join_url(base, name),
-                    size=sizes[name],
-                    sha256=listed[name],
-                    listed_by=f"{SUMS_NAME} lists",
-                )
-            )
+        sums = _read_sums(http, base, expected_sums_sha256)
+        names, listed = _plan(base, sums.data)
+        manifest = _read_manifest(http, base, names, listed)
+        wanted = _wanted(base, names, listed, _sizes(manifest.record, manifest.url))
         if progress is not None:
-            progress("total", "", len(sums) + len(man_bytes) + sum(w.size for w in wanted))
-        for name, data, final in ((SUMS_NAME, sums, sums_final), (names.manifest, man_bytes, man_final)):
-            present = (out / name).is_file()
-            _place(out / name, data)
-            if not present:
-                added.append(out / name)
-            sha = hashing.sha256_bytes(data)
-            fetched.append(
-                Fetched(
-                    name=name,
-                    url=join_url(base, name),
-                    final_url=final,
-                    size=len(data),
-                    sha256=sha,
-                    status="present" if present else "downloaded",
-                )
-            )
-            if progress is not None:
-                progress("start", name, len(data))
-                progress("advance", name, len(data))
+            progress("total", "", len(sums.data) + len(manifest.data) + sum(w.size for w in wanted))
+        fetched = [_place_read(out, read, added, progress) for read in (sums, manifest)]
         for w in wanted:
             got = http.fetch(w, dest=out / w.name, partials=partials)
             if got.status == "downloaded":
@@ -265,6 +198,100 @@ def fetch_set(
     with contextlib.suppress(OSError):
         partials.rmdir()  # only when empty: a partial of another artifact is left alone
     return FetchReport(url=base, out=str(out), files=tuple(fetched), report=report)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Read:
+    """A file read whole before the others (``SHA256SUMS``, the component manifest): its bare
+    ``name``, the URL asked for and the one that answered, its bytes and (manifest) record."""
+
+    name: str
+    url: str
+    final_url: str
+    data: bytes
+    record: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _read_sums(http: HttpFetcher, base: str, expected: str | None) -> _Read:
+    """``{base}SHA256SUMS``, capped; its digest must be ``expected`` when given.
+
+    Raises:
+        IntegrityError: it is not ``expected``.
+    """
+    url = join_url(base, SUMS_NAME)
+    data, final = http.read_capped(url, cap=MAX_SUMS_BYTES, name=SUMS_NAME)
+    sha = hashing.sha256_bytes(data)
+    if expected is not None and sha != expected.lower():
+        raise IntegrityError(
+            problems=[Problem(file=url, message=f"digest {sha} is not the bound {expected}")]
+        )
+    return _Read(name=SUMS_NAME, url=url, final_url=final, data=data)
+
+
+def _read_manifest(http: HttpFetcher, base: str, names: AssetNames, listed: Mapping[str, str]) -> _Read:
+    """The component manifest, capped, hashing to what ``SHA256SUMS`` lists, as strict JSON.
+
+    Raises:
+        IntegrityError: another digest, or not a JSON object.
+    """
+    url = join_url(base, names.manifest)
+    data, final = http.read_capped(url, cap=MAX_MANIFEST_BYTES, name=names.manifest)
+    sha = hashing.sha256_bytes(data)
+    if sha != listed[names.manifest]:
+        message = f"wrong digest: SHA-256 is {sha}, SHA256SUMS lists {listed[names.manifest]}"
+        raise IntegrityError(problems=[Problem(file=url, field=names.manifest, message=message)])
+    record = strictjson.parse_object(data, source=url, error=IntegrityError)
+    return _Read(name=names.manifest, url=url, final_url=final, data=data, record=record)
+
+
+def _wanted(
+    base: str, names: AssetNames, listed: Mapping[str, str], sizes: Mapping[str, int]
+) -> list[Wanted]:
+    """Every listed file but the component manifest, with the size it records, in name order.
+
+    Raises:
+        IntegrityError: a listed file whose size the manifest does not record (it could not be
+            fetched completely).
+    """
+    wanted: list[Wanted] = []
+    for name in sorted(listed):
+        if name == names.manifest:
+            continue
+        if name not in sizes:
+            message = f"listed, but {names.manifest} records no size for it; cannot fetch it completely"
+            raise IntegrityError(
+                problems=[Problem(file=join_url(base, SUMS_NAME), field=name, message=message)]
+            )
+        wanted.append(
+            Wanted(
+                name=name,
+                url=join_url(base, name),
+                size=sizes[name],
+                sha256=listed[name],
+                listed_by=f"{SUMS_NAME} lists",
+            )
+        )
+    return wanted
+
+
+def _place_read(out: Path, read: _Read, added: list[Path], progress: FetchProgress | None) -> Fetched:
+    """Put a file read whole into ``out`` (noting it in ``added`` when new) and report it."""
+    dest = out / read.name
+    present = dest.is_file()
+    _place(dest, read.data)
+    if not present:
+        added.append(dest)
+    if progress is not None:
+        progress("start", read.name, len(read.data))
+        progress("advance", read.name, len(read.data))
+    return Fetched(
+        name=read.name,
+        url=read.url,
+        final_url=read.final_url,
+        size=len(read.data),
+        sha256=hashing.sha256_bytes(read.data),
+        status="present" if present else "downloaded",
+    )
 
 
 def verify_view(

@@ -374,27 +374,9 @@ def render_manifest(
 
 
 def _check_request(request: PublishRequest) -> list[Problem]:
+    """Every problem of ``request`` at once: its tag, epoch, files, media types and annotations."""
     where = str(request.set_dir)
-    problems: list[Problem] = []
-    tag = request.tag
-    if not is_valid_tag(tag):
-        problems.append(Problem(file=where, field="tag", message=f"{tag!r} is not a valid OCI tag"))
-    elif len(tag) > MAX_TAG_LENGTH:
-        problems.append(
-            Problem(
-                file=where,
-                field="tag",
-                message=f"longer than {MAX_TAG_LENGTH} (room for '{SUPERSEDED_SUFFIX}')",
-            )
-        )
-    elif tag == LATEST_TAG or tag.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX)):
-        problems.append(
-            Problem(
-                file=where,
-                field="tag",
-                message=f"{tag!r} is reserved ('latest', '*{DRAFT_SUFFIX}', '*{SUPERSEDED_SUFFIX}')",
-            )
-        )
+    problems = _tag_problems(request.tag, where)
     if request.epoch < 0:
         problems.append(Problem(file=where, field="epoch", message=f"{request.epoch} is negative"))
     if isinstance(request.files, str):
@@ -407,34 +389,52 @@ def _check_request(request: PublishRequest) -> list[Problem]:
         if name in seen:
             problems.append(Problem(file=where, field="files", message=f"{name!r} is listed twice"))
         seen.add(name)
-        if not is_bare_name(name):
-            problems.append(
-                Problem(
-                    file=where,
-                    field="files",
-                    message=f"{name!r} is not a bare file name (C41: titles are names)",
-                )
-            )
-            continue
-        path = request.set_dir / name
-        if path.is_symlink() or not path.is_file():
-            problems.append(Problem(file=str(path), message="not a regular file in the set directory"))
-        if request.media_types.get(name, default_media_type(name)) is None:
-            problems.append(
-                Problem(file=str(path), field="media_types", message="no media type known; give one")
-            )
+        problems.extend(_file_problems(request, name, where))
     for name in request.media_types:
         if name not in seen:
             problems.append(Problem(file=where, field=f"media_types.{name}", message="not one of the files"))
-    for key, value in request.annotations.items():
+    problems.extend(_annotation_problems(request.annotations, where))
+    return problems
+
+
+def _tag_problems(tag: str, where: str) -> list[Problem]:
+    """Why ``tag`` cannot name a publication: invalid, too long for its markers, or reserved."""
+    if not is_valid_tag(tag):
+        return [Problem(file=where, field="tag", message=f"{tag!r} is not a valid OCI tag")]
+    if len(tag) > MAX_TAG_LENGTH:
+        message = f"longer than {MAX_TAG_LENGTH} (room for '{SUPERSEDED_SUFFIX}')"
+        return [Problem(file=where, field="tag", message=message)]
+    if tag == LATEST_TAG or tag.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX)):
+        message = f"{tag!r} is reserved ('latest', '*{DRAFT_SUFFIX}', '*{SUPERSEDED_SUFFIX}')"
+        return [Problem(file=where, field="tag", message=message)]
+    return []
+
+
+def _file_problems(request: PublishRequest, name: str, where: str) -> list[Problem]:
+    """Why the listed ``name`` cannot be published: not a bare name, not a regular file of the
+    set directory, or of no known media type."""
+    if not is_bare_name(name):
+        message = f"{name!r} is not a bare file name (C41: titles are names)"
+        return [Problem(file=where, field="files", message=message)]
+    problems = []
+    path = request.set_dir / name
+    if path.is_symlink() or not path.is_file():
+        problems.append(Problem(file=str(path), message="not a regular file in the set directory"))
+    if request.media_types.get(name, default_media_type(name)) is None:
+        problems.append(Problem(file=str(path), field="media_types", message="no media type known; give one"))
+    return problems
+
+
+def _annotation_problems(annotations: Mapping[str, str], where: str) -> list[Problem]:
+    """Annotations publishing computes itself, and keys or values that are not strings."""
+    problems = []
+    for key, value in annotations.items():
         if key in _RESERVED_ANNOTATIONS:
-            problems.append(
-                Problem(file=where, field=f"annotations.{key}", message="reserved; computed on publish")
-            )
+            message = "reserved; computed on publish"
+            problems.append(Problem(file=where, field=f"annotations.{key}", message=message))
         elif not key or not isinstance(value, str):
-            problems.append(
-                Problem(file=where, field=f"annotations.{key}", message="keys and values must be strings")
-            )
+            message = "keys and values must be strings"
+            problems.append(Problem(file=where, field=f"annotations.{key}", message=message))
     return problems
 
 
@@ -608,48 +608,15 @@ def parse_manifest(data: bytes, *, ref: str, expect_type: str = ARTIFACT_TYPE) -
             Problem(file=ref, field="artifactType", message=f"{artifact_type!r} is not {expect_type}")
         )
     raw_layers = doc.get("layers")
-    layers: list[Blob] = []
     if not isinstance(raw_layers, list):
         problems.append(Problem(file=ref, field="layers", message="missing"))
         raw_layers = []
+    layers: list[Blob] = []
     titles: set[str] = set()
     for i, layer in enumerate(raw_layers):
-        fld = f"layers[{i}]"
-        if not isinstance(layer, dict):
-            problems.append(Problem(file=ref, field=fld, message="not an object"))
-            continue
-        digest, size, media_type = layer.get("digest"), layer.get("size"), layer.get("mediaType")
-        raw_ann = layer.get("annotations")
-        ann: dict[str, Any] = raw_ann if isinstance(raw_ann, dict) else {}
-        title = ann.get(ANN_TITLE)
-        ok = True
-        if not is_digest(digest):
-            problems.append(
-                Problem(file=ref, field=f"{fld}.digest", message=f"{digest!r} is not a sha256 digest")
-            )
-            ok = False
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            problems.append(Problem(file=ref, field=f"{fld}.size", message=f"{size!r} is not a size"))
-            ok = False
-        if not isinstance(media_type, str):
-            problems.append(Problem(file=ref, field=f"{fld}.mediaType", message="missing"))
-            ok = False
-        if not isinstance(title, str) or not is_bare_name(title):
-            problems.append(
-                Problem(
-                    file=ref,
-                    field=f"{fld}.title",
-                    message=f"{title!r} is not a bare file name (C41); refused",
-                )
-            )
-            ok = False
-        elif title in titles:
-            problems.append(Problem(file=ref, field=f"{fld}.title", message=f"{title} appears twice"))
-            ok = False
-        if ok:
-            assert isinstance(title, str) and isinstance(digest, str) and isinstance(size, int)
-            titles.add(title)
-            layers.append(Blob(media_type=str(media_type), digest=digest, size=size, title=title))
+        blob = _layer(layer, f"layers[{i}]", ref, titles, problems)
+        if blob is not None:
+            layers.append(blob)
     annotations = doc.get("annotations") or {}
     if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
         problems.append(Problem(file=ref, field="annotations", message="not a string map"))
@@ -657,6 +624,35 @@ def parse_manifest(data: bytes, *, ref: str, expect_type: str = ARTIFACT_TYPE) -
     if problems:
         raise IntegrityError(problems=problems)
     return ParsedManifest(layers=tuple(layers), annotations=annotations, artifact_type=str(artifact_type))
+
+
+def _layer(layer: object, fld: str, ref: str, titles: set[str], problems: list[Problem]) -> Blob | None:
+    """The layer descriptor ``layer`` as a blob, or None with its problems appended to ``problems``
+    (digest, size, media type, a bare title not in ``titles``; the title is then added to it)."""
+    if not isinstance(layer, dict):
+        problems.append(Problem(file=ref, field=fld, message="not an object"))
+        return None
+    digest, size, media_type = layer.get("digest"), layer.get("size"), layer.get("mediaType")
+    raw_ann = layer.get("annotations")
+    title = (raw_ann if isinstance(raw_ann, dict) else {}).get(ANN_TITLE)
+    found: list[Problem] = []
+    if not is_digest(digest):
+        found.append(Problem(file=ref, field=f"{fld}.digest", message=f"{digest!r} is not a sha256 digest"))
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        found.append(Problem(file=ref, field=f"{fld}.size", message=f"{size!r} is not a size"))
+    if not isinstance(media_type, str):
+        found.append(Problem(file=ref, field=f"{fld}.mediaType", message="missing"))
+    if not isinstance(title, str) or not is_bare_name(title):
+        message = f"{title!r} is not a bare file name (C41); refused"
+        found.append(Problem(file=ref, field=f"{fld}.title", message=message))
+    elif title in titles:
+        found.append(Problem(file=ref, field=f"{fld}.title", message=f"{title} appears twice"))
+    problems.extend(found)
+    if found:
+        return None
+    assert isinstance(title, str) and isinstance(digest, str) and isinstance(size, int)
+    titles.add(title)
+    return Blob(media_type=str(media_type), digest=digest, size=size, title=title)
 
 
 # --- target parsing ---------------------------------------------------------------------------
@@ -682,30 +678,39 @@ def parse_target(url: str) -> Target:
     Raises:
         InputError: malformed URL, one line naming what is wrong (exit 4).
     """
-    usage = "expected oci://HOST[:PORT]/REPO[:TAG], dir://PATH[:TAG] or files://PATH"
 
     def bad(message: str) -> InputError:
         return InputError(problems=[Problem(file=url, field="target", message=message)])
 
     scheme, sep, rest = url.partition("://")
     if not sep or scheme not in {"oci", "dir", "files"}:
-        raise bad(usage)
+        raise bad(_TARGET_USAGE)
     base, tag, digest = _split_ref(rest)
     if tag is not None and not is_valid_tag(tag):
         raise bad(f"{tag!r} is not a valid OCI tag")
     if digest is not None and not is_digest(digest):
         raise bad(f"{digest!r} is not sha256:<64 lowercase hex>")
-    if scheme in {"dir", "files"}:
-        if not base:
-            raise bad(f"missing PATH ({usage})")
-        if scheme == "files":
-            if digest is not None:
-                raise bad("a files:// store is addressed by tag, not by digest")
-            return FilesTarget(path=Path(base), tag=tag)
+    if scheme == "oci":
+        return _oci_target(base, tag, digest, bad)
+    if not base:
+        raise bad(f"missing PATH ({_TARGET_USAGE})")
+    if scheme == "dir":
         return DirTarget(path=Path(base), tag=tag, digest=digest)
+    if digest is not None:
+        raise bad("a files:// store is addressed by tag, not by digest")
+    return FilesTarget(path=Path(base), tag=tag)
+
+
+_TARGET_USAGE = "expected oci://HOST[:PORT]/REPO[:TAG], dir://PATH[:TAG] or files://PATH"
+
+
+def _oci_target(
+    base: str, tag: str | None, digest: str | None, bad: Callable[[str], InputError]
+) -> OciTarget:
+    """``HOST[:PORT]/REPO`` of an ``oci://`` target, checked; ``bad`` makes the one-line error."""
     host, slash, repo = base.partition("/")
     if not slash or not host or not repo:
-        raise bad(f"missing HOST or REPO ({usage})")
+        raise bad(f"missing HOST or REPO ({_TARGET_USAGE})")
     if _HOST_RE.fullmatch(host) is None:
         raise bad(f"{host!r} is not HOST[:PORT]")
     port = host.rsplit(":", 1)[1] if ":" in host and not host.endswith("]") else None
