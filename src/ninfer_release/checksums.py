@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, Problem
@@ -161,8 +160,18 @@ def _unescape_gnu(raw: bytes) -> bytes | None:
     return bytes(out)
 
 
-def _parse_line(body: bytes) -> tuple[str, bytes, bytes] | str:
-    """Split one line into (form, digest, raw name), or return why it is not a checksum line."""
+@dataclass(frozen=True, kw_only=True)
+class _ListedLine:
+    """One checksum line split: ``form`` (``gnu-text``, ``gnu-binary``, ``bsd-tag``), the hex
+    ``digest`` as written (64 characters, any case) and the raw ``name`` bytes (GNU escapes undone)."""
+
+    form: str
+    digest: bytes
+    name: bytes
+
+
+def _parse_line(body: bytes) -> _ListedLine | str:
+    """Split one line into its form, digest and raw name, or return why it is not a checksum line."""
     escaped = body.startswith(b"\\")
     if escaped:
         body = body[1:]
@@ -188,7 +197,15 @@ def _parse_line(body: bytes) -> tuple[str, bytes, bytes] | str:
         if unescaped is None:
             return "bad escape sequence in the name"
         name = unescaped
-    return form, digest, name
+    return _ListedLine(form=form, digest=digest, name=name)
+
+
+@dataclass(slots=True)
+class _Seen:
+    """A distinct message's first ``where`` (``line N``) and how many lines gave it."""
+
+    first: str
+    count: int
 
 
 class _Aggregated:
@@ -200,25 +217,26 @@ class _Aggregated:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self._seen: dict[str, list[Any]] = {}  # message -> [first field, count]
+        self._seen: dict[str, _Seen] = {}  # message -> where first, how often
 
     def add(self, where: str, message: str) -> None:
+        """Count ``message`` at ``where`` (remembered only the first time)."""
         slot = self._seen.get(message)
         if slot is None:
-            self._seen[message] = [where, 1]
+            self._seen[message] = _Seen(first=where, count=1)
         else:
-            slot[1] += 1
+            slot.count += 1
 
-    def counts(self) -> list[tuple[int, str]]:
-        """``(count, first field)`` per distinct message, in first-seen order."""
-        return [(int(n), str(first)) for first, n in self._seen.values()]
+    def seen(self) -> list[_Seen]:
+        """First place and count per distinct message, in first-seen order."""
+        return list(self._seen.values())
 
     def problems(self) -> list[Problem]:
         """One :class:`Problem` per distinct message; repeats say how many more lines follow."""
         out: list[Problem] = []
-        for message, (first, n) in self._seen.items():
-            more = f" (and {n - 1} more line(s) like it)" if n > 1 else ""
-            out.append(Problem(file=self.source, field=first, message=message + more))
+        for message, slot in self._seen.items():
+            more = f" (and {slot.count - 1} more line(s) like it)" if slot.count > 1 else ""
+            out.append(Problem(file=self.source, field=slot.first, message=message + more))
         return out
 
 
@@ -274,7 +292,7 @@ class _SumsReader:
         if isinstance(parsed, str):
             self.errors.add(where, parsed)
             return None
-        form, digest_b, name_b = parsed
+        form, digest_b, name_b = parsed.form, parsed.digest, parsed.name
         try:
             spelling = name_b.decode("utf-8")
         except UnicodeDecodeError:
@@ -317,11 +335,12 @@ class _SumsReader:
             Problem(
                 file=self.source,
                 message=(
-                    f"CRLF line endings on {count} line(s) (first: {first}); the CR is not part of the "
-                    "name, but the file is not portable: perl shasum and BusyBox sha256sum fail on it (C01)"
+                    f"CRLF line endings on {seen.count} line(s) (first: {seen.first}); "
+                    "the CR is not part of the name, but the file is not portable: "
+                    "perl shasum and BusyBox sha256sum fail on it (C01)"
                 ),
             )
-            for count, first in self.crlf.counts()
+            for seen in self.crlf.seen()
         ]
         return ParsedSums(
             source=self.source,

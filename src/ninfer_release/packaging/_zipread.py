@@ -124,8 +124,23 @@ def _dos(date: int, time: int) -> tuple[int, int, int, int, int, int]:
     return (1980 + (date >> 9), (date >> 5) & 15, date & 31, time >> 11, (time >> 5) & 63, (time & 31) * 2)
 
 
-def _end_of_central_directory(f: BinaryIO, path: Path, file_size: int) -> tuple[int, int, int]:
-    """(entry count, central directory offset, size) from the (zip64) end records."""
+@dataclass(frozen=True, kw_only=True)
+class _EndRecords:
+    """What the (zip64) end records say: ``count`` entries, the central directory's ``cd_offset``
+    and ``cd_size`` in bytes (APPNOTE 4.3.14-4.3.16)."""
+
+    count: int
+    cd_offset: int
+    cd_size: int
+
+
+def _end_of_central_directory(f: BinaryIO, path: Path, file_size: int) -> _EndRecords:
+    """The entry count, central directory offset and size from the (zip64) end records.
+
+    Raises:
+        IntegrityError: no end record, a multi-disk archive, a zip64 locator pointing at garbage,
+            or 32-bit fields saturated without a zip64 locator.
+    """
     tail_len = min(file_size, EOCD_FMT.size + LIMIT16)
     tail = _read_at(f, file_size - tail_len, tail_len)
     pos = -1
@@ -152,11 +167,10 @@ def _end_of_central_directory(f: BinaryIO, path: Path, file_size: int) -> tuple[
             if len(rec) != ZIP64_EOCD_FMT.size or ZIP64_EOCD_FMT.unpack(rec)[0] != ZIP64_EOCD_SIG:
                 raise _fail(path, "zip64 end-of-central-directory locator points at garbage")
             fields = ZIP64_EOCD_FMT.unpack(rec)
-            n_total, cd_size, cd_offset = fields[7], fields[8], fields[9]
-            return n_total, cd_offset, cd_size
+            return _EndRecords(count=fields[7], cd_offset=fields[9], cd_size=fields[8])
     if n_total == LIMIT16 or cd_size == LIMIT32 or cd_offset == LIMIT32:
         raise _fail(path, "end record needs zip64 values but there is no zip64 locator")
-    return n_total, cd_offset, cd_size
+    return _EndRecords(count=n_total, cd_offset=cd_offset, cd_size=cd_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,7 +214,8 @@ def _read_central_directory(f: BinaryIO, path: Path) -> _CentralDirectory:
     """
     f.seek(0, 2)
     file_size = f.tell()
-    count, cd_offset, cd_size = _end_of_central_directory(f, path, file_size)
+    end = _end_of_central_directory(f, path, file_size)
+    count, cd_offset, cd_size = end.count, end.cd_offset, end.cd_size
     if cd_size > MAX_CENTRAL_DIRECTORY or cd_offset + cd_size > file_size:
         raise _fail(
             path, f"central directory ({cd_size} bytes at {cd_offset}) is outside the archive or too big"

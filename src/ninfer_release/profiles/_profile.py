@@ -427,7 +427,7 @@ def _engine(c: Checker, d: dict[str, Any], native: bool) -> _Engine:
 
 def _host(c: Checker, d: dict[str, Any], native: bool) -> _Host:
     """The shared host budget (two exact forms), admission headroom, keep-warm, vision, limits."""
-    budget, budget_mib = _budget(c, d, native)
+    budget = _budget(c, d, native)
     headroom = c.get_int(
         d, "", "admission_headroom_mib", required=native, minimum=1, maximum=65536, unit="MiB"
     )
@@ -436,8 +436,8 @@ def _host(c: Checker, d: dict[str, Any], native: bool) -> _Host:
     floor = c.get_int(d, "", "host_memory_floor_mib", required=False, minimum=1, unit="MiB")
     power = c.get_int(d, "", "gpu_power_limit_w", required=False, minimum=1, maximum=2000, unit="W")
     return _Host(
-        shared_host_budget_bytes=budget,
-        shared_host_budget_mib=budget_mib,
+        shared_host_budget_bytes=budget.in_bytes,
+        shared_host_budget_mib=budget.in_mib,
         admission_headroom_mib=headroom,
         keep_warm_ms=keep_warm,
         vision=vision,
@@ -548,7 +548,16 @@ def _speculation(c: Checker, d: dict[str, Any], native: bool) -> Speculation | N
     return Speculation(mode=mode, lm_head_draft=draft, dflash2=dflash2)
 
 
-def _budget(c: Checker, d: dict[str, Any], native: bool) -> tuple[int | None, Decimal | None]:
+@dataclass(frozen=True, kw_only=True)
+class _Budget:
+    """The shared host budget in its two forms: whole bytes and exact MiB (``None``: bad or absent)."""
+
+    in_bytes: int | None
+    in_mib: Decimal | None
+
+
+def _budget(c: Checker, d: dict[str, Any], native: bool) -> _Budget:
+    """Both forms of the shared host budget, which must agree exactly (1 MiB = 1,048,576 bytes; reference)."""
     raw = d.get("shared_host_budget_bytes")
     if isinstance(raw, float):
         c.add("shared_host_budget_bytes", f"{raw!r} is not an exact whole number of bytes (write an integer)")
@@ -568,7 +577,7 @@ def _budget(c: Checker, d: dict[str, Any], native: bool) -> tuple[int | None, De
             "shared_host_budget_mib",
             "give both shared_host_budget_bytes and shared_host_budget_mib, or neither",
         )
-    return budget, mib
+    return _Budget(in_bytes=budget, in_mib=mib)
 
 
 def _endpoint(c: Checker, d: dict[str, Any]) -> Endpoint | None:
