@@ -84,6 +84,94 @@ def _cpe_quote(value: str) -> str:
     return "".join(c if _CPE_PLAIN.match(c) else f"\\{c}" for c in value.lower())
 
 
+def _read_catalog(path: Path) -> list[object]:
+    """The ``entries`` list of the catalog file ``path`` (``{"schema": 1, "entries": [...]}``).
+
+    Raises:
+        InputError: the file is missing, not UTF-8 JSON, or not of that shape.
+    """
+    where = str(path)
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise InputError(problems=[Problem(file=where, message="missing")]) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(problems=[Problem(file=where, message=f"not UTF-8 JSON: {exc}")]) from None
+    if (
+        not isinstance(raw, dict)
+        or not strictjson.json_equal(raw.get("schema"), 1)
+        or not isinstance(raw.get("entries"), list)
+    ):
+        raise InputError(problems=[Problem(file=where, message="expected {'schema': 1, 'entries': [...]}")])
+    return list(raw["entries"])
+
+
+def _parse_entry(item: object, field: str, problems: list[Problem], where: str) -> CatalogEntry | None:
+    """``entries[i]`` as a :class:`CatalogEntry` when its keys and value types are right, else None
+    (the problem recorded): known keys only, the five required ones, strings, ``files`` a list of names."""
+    if not isinstance(item, dict):
+        problems.append(Problem(file=where, field=field, message="not an object"))
+        return None
+    unknown = sorted(set(item) - _FIELDS)
+    if unknown:
+        problems.append(Problem(file=where, field=field, message=f"unknown keys {unknown}"))
+        return None
+    missing = sorted({"name", "kind", "supplier", "license", "purl_type"} - set(item))
+    files = item.get("files", [])
+    bad = sorted(k for k, v in item.items() if k != "files" and not isinstance(v, str))
+    if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
+        bad.append("files")
+    if missing or bad:
+        problems.append(Problem(file=where, field=field, message=f"missing keys {missing}, non-string {bad}"))
+        return None
+    return CatalogEntry(
+        name=item["name"],
+        kind=item["kind"],
+        supplier=item["supplier"],
+        license=item["license"],
+        purl_type=item["purl_type"],
+        group=item.get("group"),
+        purl_namespace=item.get("purl_namespace"),
+        homepage=item.get("homepage"),
+        description=item.get("description"),
+        files=tuple(files),
+        cpe_vendor=item.get("cpe_vendor"),
+        cpe_product=item.get("cpe_product"),
+    )
+
+
+def _entry_problems(entry: CatalogEntry, seen: Mapping[str, CatalogEntry], where: str) -> list[Problem]:
+    """An entry's own rules: CPE vendor and product together, a known kind and group, listed once."""
+    field = f"entries[{entry.name}]"
+    problems: list[Problem] = []
+    if (entry.cpe_vendor is None) != (entry.cpe_product is None):
+        problems.append(Problem(file=where, field=field, message="cpe_vendor and cpe_product go together"))
+    if entry.kind not in DEPENDENCY_KINDS:
+        problems.append(Problem(file=where, field=f"{field}.kind", message=f"unknown kind {entry.kind!r}"))
+    if entry.group is not None and entry.group not in REDIST_GROUPS:
+        problems.append(Problem(file=where, field=f"{field}.group", message=f"unknown group {entry.group!r}"))
+    if entry.name in seen:
+        problems.append(Problem(file=where, field=field, message="listed twice"))
+    return problems
+
+
+def _licence_problems(entry: CatalogEntry, sbom_dir: Path, where: str) -> list[Problem]:
+    """The entry's licence must be written normalized (C29) and every ``LicenseRef-`` it uses needs
+    a text in ``<sbom_dir>/licenses/``."""
+    field = f"entries[{entry.name}].license"
+    try:
+        normalized = normalize_license_expression(entry.license, where=where, field=field)
+    except InputError as exc:
+        return list(exc.problems)
+    problems: list[Problem] = []
+    if normalized.expression != entry.license:
+        problems.append(Problem(file=where, field=field, message=f"write it as {normalized.expression!r}"))
+    for ref in normalized.license_refs:
+        if not license_text_path(sbom_dir / "licenses", ref).is_file():
+            problems.append(Problem(file=where, field=field, message=f"no text for {ref} in licenses/"))
+    return problems
+
+
 def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
     """Read ``<sbom_dir>/catalog.json`` into name → entry, checking every entry.
 
@@ -95,92 +183,63 @@ def load_catalog(sbom_dir: Path) -> dict[str, CatalogEntry]:
     """
     path = sbom_dir / CATALOG_FILE
     where = str(path)
-    try:
-        raw = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise InputError(problems=[Problem(file=where, message="missing")]) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(problems=[Problem(file=where, message=f"not UTF-8 JSON: {exc}")]) from None
+    entries = _read_catalog(path)
     problems: list[Problem] = []
-    if (
-        not isinstance(raw, dict)
-        or not strictjson.json_equal(raw.get("schema"), 1)
-        or not isinstance(raw.get("entries"), list)
-    ):
-        raise InputError(problems=[Problem(file=where, message="expected {'schema': 1, 'entries': [...]}")])
     out: dict[str, CatalogEntry] = {}
-    for i, item in enumerate(raw["entries"]):
-        field = f"entries[{i}]"
-        if not isinstance(item, dict):
-            problems.append(Problem(file=where, field=field, message="not an object"))
+    for i, item in enumerate(entries):
+        entry = _parse_entry(item, f"entries[{i}]", problems, where)
+        if entry is None:
             continue
-        unknown = sorted(set(item) - _FIELDS)
-        if unknown:
-            problems.append(Problem(file=where, field=field, message=f"unknown keys {unknown}"))
-            continue
-        missing = sorted({"name", "kind", "supplier", "license", "purl_type"} - set(item))
-        files = item.get("files", [])
-        bad = sorted(k for k, v in item.items() if k != "files" and not isinstance(v, str))
-        if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
-            bad.append("files")
-        if missing or bad:
-            problems.append(
-                Problem(file=where, field=field, message=f"missing keys {missing}, non-string {bad}")
-            )
-            continue
-        entry = CatalogEntry(
-            name=item["name"],
-            kind=item["kind"],
-            supplier=item["supplier"],
-            license=item["license"],
-            purl_type=item["purl_type"],
-            group=item.get("group"),
-            purl_namespace=item.get("purl_namespace"),
-            homepage=item.get("homepage"),
-            description=item.get("description"),
-            files=tuple(files),
-            cpe_vendor=item.get("cpe_vendor"),
-            cpe_product=item.get("cpe_product"),
-        )
-        field = f"entries[{entry.name}]"
-        if (entry.cpe_vendor is None) != (entry.cpe_product is None):
-            problems.append(
-                Problem(file=where, field=field, message="cpe_vendor and cpe_product go together")
-            )
-        if entry.kind not in DEPENDENCY_KINDS:
-            problems.append(
-                Problem(file=where, field=f"{field}.kind", message=f"unknown kind {entry.kind!r}")
-            )
-        if entry.group is not None and entry.group not in REDIST_GROUPS:
-            problems.append(
-                Problem(file=where, field=f"{field}.group", message=f"unknown group {entry.group!r}")
-            )
-        if entry.name in out:
-            problems.append(Problem(file=where, field=field, message="listed twice"))
-        try:
-            normalized = normalize_license_expression(entry.license, where=where, field=f"{field}.license")
-        except InputError as exc:
-            problems.extend(exc.problems)
-        else:
-            if normalized.expression != entry.license:
-                problems.append(
-                    Problem(
-                        file=where,
-                        field=f"{field}.license",
-                        message=f"write it as {normalized.expression!r}",
-                    )
-                )
-            for ref in normalized.license_refs:
-                if not license_text_path(sbom_dir / "licenses", ref).is_file():
-                    problems.append(
-                        Problem(
-                            file=where, field=f"{field}.license", message=f"no text for {ref} in licenses/"
-                        )
-                    )
+        problems += _entry_problems(entry, out, where)
+        problems += _licence_problems(entry, sbom_dir, where)
         out[entry.name] = entry
     if problems:
         raise InputError(problems=problems)
     return out
+
+
+def _catalog_mismatches(dep: DependencyRecord, entry: CatalogEntry, *, where: str) -> list[Problem]:
+    """Where ``dep`` disagrees with its curated ``entry``: kind, group, supplier, licence, purl type
+    and namespace (a field the lock leaves out is not a disagreement)."""
+    field = f"{dep.kind}[{dep.name}]"
+    problems: list[Problem] = []
+
+    def mismatch(name: str, have: object, want: object) -> None:
+        problems.append(
+            Problem(file=where, field=f"{field}.{name}", message=f"{have!r} differs from curated {want!r}")
+        )
+
+    if dep.kind != entry.kind:
+        mismatch("kind", dep.kind, entry.kind)
+    if dep.group != entry.group:
+        mismatch("group", dep.group, entry.group)
+    if dep.supplier is not None and dep.supplier != entry.supplier:
+        mismatch("supplier", dep.supplier, entry.supplier)
+    if dep.license is not None and dep.license != entry.license:
+        mismatch("license", dep.license, entry.license)
+    if dep.purl is None:
+        return problems
+    try:
+        purl = parse_purl(dep.purl, where=f"{where}: {field}")
+    except InputError as exc:
+        return [*problems, *exc.problems]
+    if purl.type != entry.purl_type:
+        mismatch("purl type", purl.type, entry.purl_type)
+    if entry.purl_namespace is not None and purl.namespace != entry.purl_namespace:
+        mismatch("purl namespace", purl.namespace, entry.purl_namespace)
+    return problems
+
+
+def _completed(dep: DependencyRecord, entry: CatalogEntry) -> DependencyRecord:
+    """``dep`` with what it leaves out (supplier, licence, homepage, description, CPE) from ``entry``."""
+    return dataclasses.replace(
+        dep,
+        supplier=dep.supplier or entry.supplier,
+        license=dep.license or entry.license,
+        homepage=dep.homepage or entry.homepage,
+        description=dep.description or entry.description,
+        cpe=dep.cpe or entry.cpe(dep.version),
+    )
 
 
 def apply_catalog(
@@ -203,54 +262,20 @@ def apply_catalog(
     problems: list[Problem] = []
     out: list[DependencyRecord] = []
     for dep in dependencies:
-        if dep.kind == "engine":
-            out.append(dep)
-            continue
-        field = f"{dep.kind}[{dep.name}]"
-        entry = catalog.get(dep.name)
+        entry = catalog.get(dep.name) if dep.kind != "engine" else None
         if entry is None:
-            if require_entry:
+            if dep.kind != "engine" and require_entry:
                 problems.append(
-                    Problem(file=where, field=field, message="no curated metadata in sbom/catalog.json")
+                    Problem(
+                        file=where,
+                        field=f"{dep.kind}[{dep.name}]",
+                        message="no curated metadata in sbom/catalog.json",
+                    )
                 )
             out.append(dep)
             continue
-
-        def mismatch(name: str, have: object, want: object, field: str = field) -> None:
-            problems.append(
-                Problem(
-                    file=where, field=f"{field}.{name}", message=f"{have!r} differs from curated {want!r}"
-                )
-            )
-
-        if dep.kind != entry.kind:
-            mismatch("kind", dep.kind, entry.kind)
-        if dep.group != entry.group:
-            mismatch("group", dep.group, entry.group)
-        if dep.supplier is not None and dep.supplier != entry.supplier:
-            mismatch("supplier", dep.supplier, entry.supplier)
-        if dep.license is not None and dep.license != entry.license:
-            mismatch("license", dep.license, entry.license)
-        if dep.purl is not None:
-            try:
-                purl = parse_purl(dep.purl, where=f"{where}: {field}")
-            except InputError as exc:
-                problems.extend(exc.problems)
-            else:
-                if purl.type != entry.purl_type:
-                    mismatch("purl type", purl.type, entry.purl_type)
-                if entry.purl_namespace is not None and purl.namespace != entry.purl_namespace:
-                    mismatch("purl namespace", purl.namespace, entry.purl_namespace)
-        out.append(
-            dataclasses.replace(
-                dep,
-                supplier=dep.supplier or entry.supplier,
-                license=dep.license or entry.license,
-                homepage=dep.homepage or entry.homepage,
-                description=dep.description or entry.description,
-                cpe=dep.cpe or entry.cpe(dep.version),
-            )
-        )
+        problems += _catalog_mismatches(dep, entry, where=where)
+        out.append(_completed(dep, entry))
     if problems:
         raise InputError(problems=problems)
     return tuple(out)

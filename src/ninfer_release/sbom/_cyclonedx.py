@@ -886,19 +886,47 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
         raw = strictjson.parse(data, source=CDX_WHERE, error=IntegrityError)
     except IntegrityError as exc:
         return [str(exc)]
-    out: list[str] = []
-    error = next(iter(_strict_validator().iter_errors(raw)), None)
-    if error is not None:
-        where = error.json_path
-        out.append(f"schema: {where}: {error.message}"[:500])
+    out = _schema_message(raw)
     if not isinstance(raw, dict):
         return [*out, "top level is not a JSON object"]
+    out += _header_messages(raw)
+    refs, unnamed = _bom_refs(raw)
+    out += unnamed
+    duplicates = sorted(r for r, n in Counter(refs).items() if n > 1)
+    out.extend(f"bom-ref {r!r} is used more than once" for r in duplicates)
+    out += _dangling_refs(raw, set(refs))
+    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+def _schema_message(raw: Any) -> list[str]:
+    """The first strict-schema error as ``schema: <json path>: <message>`` (at most 500 chars), or none."""
+    error = next(iter(_strict_validator().iter_errors(raw)), None)
+    if error is None:
+        return []
+    return [f"schema: {error.json_path}: {error.message}"[:500]]
+
+
+_SERIAL = re.compile(r"^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _header_messages(raw: Mapping[str, Any]) -> list[str]:
+    """``specVersion`` must be 1.6 and the serial a lowercase ``urn:uuid`` (C33)."""
+    out: list[str] = []
     if raw.get("specVersion") != "1.6":
         out.append(f"specVersion is {raw.get('specVersion')!r}, not '1.6'")
     serial = str(raw.get("serialNumber", ""))
-    if not re.match(r"^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", serial):
+    if not _SERIAL.match(serial):
         out.append(f"serialNumber {serial!r} is not a lowercase urn:uuid")
+    return out
+
+
+def _bom_refs(raw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Every bom-ref (``metadata.component``'s, then the components' depth first), and one message
+    per component without one."""
     refs: list[str] = []
+    out: list[str] = []
     metadata = raw.get("metadata") or {}
     if isinstance(metadata.get("component"), dict) and "bom-ref" in metadata["component"]:
         refs.append(str(metadata["component"]["bom-ref"]))
@@ -907,9 +935,12 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
             refs.append(str(c["bom-ref"]))
         else:
             out.append(f"component {c.get('name')!r} has no bom-ref")
-    duplicates = sorted(r for r, n in Counter(refs).items() if n > 1)
-    out.extend(f"bom-ref {r!r} is used more than once" for r in duplicates)
-    known = set(refs)
+    return refs, out
+
+
+def _dangling_refs(raw: Mapping[str, Any], known: set[str]) -> list[str]:
+    """One message per ``dependencies`` / ``compositions`` target that names no known bom-ref."""
+    out: list[str] = []
     for dep in raw.get("dependencies") or []:
         for target in [dep.get("ref"), *(dep.get("dependsOn") or [])]:
             if target not in known:
@@ -920,8 +951,6 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
         for target in [*(composition.get("assemblies") or []), *(composition.get("dependencies") or [])]:
             if target not in known:
                 out.append(f"composition names unknown bom-ref {target!r}")
-    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
-        out.append("document must end with exactly one LF")
     return out
 
 

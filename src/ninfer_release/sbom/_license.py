@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -59,7 +60,6 @@ def normalize_license_expression(text: str, *, where: str = "license", field: st
         InputError: ``text`` is free text or not a well-formed expression; the message names
             ``where``/``field`` and the offending word.
     """
-    keys, exceptions = _known()
 
     def fail(message: str) -> InputError:
         return InputError(problems=[Problem(file=where, field=field, message=f"{text!r}: {message}")])
@@ -69,46 +69,78 @@ def normalize_license_expression(text: str, *, where: str = "license", field: st
         raise fail("empty licence expression")
     if stripped.upper() in _SPECIAL:
         return NormalizedLicense(expression=stripped.upper(), license_refs=())
-    tokens = _TOKEN.findall(stripped)
     out: list[str] = []
     refs: set[str] = set()
     previous = ""
-    for token in tokens:
+    for token in _TOKEN.findall(stripped):
+        spelled = _spell_token(token, previous, fail)
+        out.append(spelled.text)
+        if spelled.ref is not None:
+            refs.add(spelled.ref)
         upper = token.upper()
-        if token in ("(", ")"):
-            out.append(token)
-        elif upper in _OPERATORS:
-            out.append(upper)
-        elif _REF.match(token):
-            out.append(token)
-            refs.add(token.split(":", 1)[-1] if token.startswith("DocumentRef-") else token)
-        elif not _ID.match(token):
-            raise fail(f"{token!r} is not a licence id (free text is not an SPDX expression); {HINT}")
-        elif previous == "WITH":
-            canonical = keys.get(token.lower())
-            if canonical is None or canonical not in exceptions:
-                raise fail(f"{token!r} after WITH is not an SPDX licence exception id")
-            out.append(canonical)
-        elif token.endswith("+") and token.lower() in keys:
-            out.append(keys[token.lower()])  # a deprecated "or later" alias such as GPL-2.0+
-        else:
-            plus = token.endswith("+")
-            bare = token[:-1] if plus else token
-            canonical = keys.get(bare.lower())
-            if canonical is not None and canonical in exceptions:
-                raise fail(f"{token!r} is a licence exception; it may only follow WITH")
-            if canonical is not None:
-                out.append(canonical + ("+" if plus else ""))
-            elif plus or bare.upper() in _SPECIAL:
-                raise fail(f"{token!r} is not on the SPDX licence list; {HINT}")
-            else:
-                ref = f"LicenseRef-{bare}"
-                out.append(ref)
-                refs.add(ref)
         previous = upper if upper in _OPERATORS else token
     rewritten = " ".join(out).replace("( ", "(").replace(" )", ")")
     _check_structure(rewritten, fail)
     return NormalizedLicense(expression=rewritten, license_refs=tuple(sorted(refs)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Spelled:
+    """One token of an expression as written out, and the ``LicenseRef-`` it uses (if any)."""
+
+    text: str
+    ref: str | None = None
+
+
+def _spell_token(token: str, previous: str, fail: Callable[[str], InputError]) -> _Spelled:
+    """A parenthesis, an operator (upper-cased), a LicenseRef, an exception after ``WITH``, or a
+    licence id (SPDX 2.3 Annex D).
+
+    Raises:
+        InputError (from ``fail``): the token is free text, a misplaced exception, or not listed.
+    """
+    keys, exceptions = _known()
+    upper = token.upper()
+    if token in ("(", ")"):
+        return _Spelled(text=token)
+    if upper in _OPERATORS:
+        return _Spelled(text=upper)
+    if _REF.match(token):
+        return _Spelled(
+            text=token, ref=token.split(":", 1)[-1] if token.startswith("DocumentRef-") else token
+        )
+    if not _ID.match(token):
+        raise fail(f"{token!r} is not a licence id (free text is not an SPDX expression); {HINT}")
+    if previous == "WITH":
+        canonical = keys.get(token.lower())
+        if canonical is None or canonical not in exceptions:
+            raise fail(f"{token!r} after WITH is not an SPDX licence exception id")
+        return _Spelled(text=canonical)
+    if token.endswith("+") and token.lower() in keys:
+        return _Spelled(text=keys[token.lower()])  # a deprecated "or later" alias such as GPL-2.0+
+    return _spell_id(token, keys, exceptions, fail)
+
+
+def _spell_id(
+    token: str, keys: Mapping[str, str], exceptions: frozenset[str], fail: Callable[[str], InputError]
+) -> _Spelled:
+    """A licence id (optionally ``+``): its canonical list spelling, else ``LicenseRef-<id>`` (C29).
+
+    Raises:
+        InputError (from ``fail``): an exception id outside ``WITH``, or an unlisted ``id+`` /
+            NONE / NOASSERTION inside an expression.
+    """
+    plus = token.endswith("+")
+    bare = token[:-1] if plus else token
+    canonical = keys.get(bare.lower())
+    if canonical is not None and canonical in exceptions:
+        raise fail(f"{token!r} is a licence exception; it may only follow WITH")
+    if canonical is not None:
+        return _Spelled(text=canonical + ("+" if plus else ""))
+    if plus or bare.upper() in _SPECIAL:
+        raise fail(f"{token!r} is not on the SPDX licence list; {HINT}")
+    ref = f"LicenseRef-{bare}"
+    return _Spelled(text=ref, ref=ref)
 
 
 def _check_structure(expression: str, fail: Callable[[str], InputError]) -> None:

@@ -295,29 +295,13 @@ def _annotations_and_relationships(out: _Out, document: Any, version: str, index
             out.add([f"{relationship.relationship_type} is not supported in SPDX-2.2"], ctx)
 
 
-def validate_full_document(document: Any, spdx_version: str | None = None) -> list[Any]:
-    """spdx-tools' ``validate_full_spdx_document(document, spdx_version)``, in O(n).
-
-    ``document`` is a ``spdx_tools.spdx.model.Document``; returns the same list of
-    ``ValidationMessage`` (message text and context, same order) that spdx-tools 0.8.5 returns,
-    empty when valid. Cost: one pass over the elements plus one licence-expression check per
-    distinct expression text. Raises nothing for an invalid document.
-    """
-    from spdx_tools.spdx.model.relationship import RelationshipType
-    from spdx_tools.spdx.model.relationship_filters import (
-        filter_by_type_and_origin,
-        filter_by_type_and_target,
-    )
-    from spdx_tools.spdx.validation.creation_info_validator import validate_creation_info
-    from spdx_tools.spdx.validation.extracted_licensing_info_validator import (
-        validate_extracted_licensing_infos,
-    )
+def _version_messages(out: _Out, document: Any, spdx_version: str | None) -> str | None:
+    """The version to validate against, or None (messages added) when it is unsupported or differs
+    from the document's: spdx-tools then stops, as the rest depends on the version."""
     from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
 
-    out = _Out()
     document_version = document.creation_info.spdx_version
-    document_id = document.creation_info.spdx_id
-    context = ValidationContext(spdx_id=document_id, element_type=SpdxElementType.DOCUMENT)
+    context = ValidationContext(spdx_id=document.creation_info.spdx_id, element_type=SpdxElementType.DOCUMENT)
     version = spdx_version or document_version
     if document_version not in _SUPPORTED_VERSIONS:
         out.add(
@@ -335,25 +319,29 @@ def validate_full_document(document: Any, spdx_version: str | None = None) -> li
             ],
             context,
         )
-    if out.messages:
-        out.add(
-            [
-                "There are issues concerning the SPDX version of the document. "
-                "As subsequent validation relies on the correct version, "
-                "the validation process has been cancelled."
-            ],
-            context,
-        )
-        return out.messages
+    if not out.messages:
+        return str(version)
+    out.add(
+        [
+            "There are issues concerning the SPDX version of the document. "
+            "As subsequent validation relies on the correct version, "
+            "the validation process has been cancelled."
+        ],
+        context,
+    )
+    return None
 
-    index = _Index.of(document)
-    out.extend(validate_creation_info(document.creation_info, version))
-    _packages(out, document, version, index)
-    _files(out, document, version, index)
-    _snippets(out, document, version, index)
-    _annotations_and_relationships(out, document, version, index)
-    out.extend(validate_extracted_licensing_infos(document.extracted_licensing_info))
 
+def _describes(out: _Out, document: Any) -> None:
+    """A document that is not one lone package needs a ``DESCRIBES`` (or ``DESCRIBED_BY``) relationship."""
+    from spdx_tools.spdx.model.relationship import RelationshipType
+    from spdx_tools.spdx.model.relationship_filters import (
+        filter_by_type_and_origin,
+        filter_by_type_and_target,
+    )
+    from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
+
+    document_id = document.creation_info.spdx_id
     describes = filter_by_type_and_origin(document.relationships, RelationshipType.DESCRIBES, document_id)
     described_by = filter_by_type_and_target(
         document.relationships, RelationshipType.DESCRIBED_BY, document_id
@@ -367,6 +355,12 @@ def validate_full_document(document: Any, spdx_version: str | None = None) -> li
             ],
             ValidationContext(spdx_id=document_id, element_type=SpdxElementType.DOCUMENT),
         )
+
+
+def _unique_ids(out: _Out, document: Any) -> None:
+    """Every SPDXID (document, files, packages, snippets) appears once."""
+    from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
+
     seen: set[str] = set()
     duplicated: set[str] = set()
     for spdx_id in _all_ids_in_order(document):
@@ -379,8 +373,36 @@ def validate_full_document(document: Any, spdx_version: str | None = None) -> li
                 "every spdx_id must be unique within the document, but found the following duplicates: "
                 f"{sorted(duplicated)}"
             ],
-            context,
+            ValidationContext(spdx_id=document.creation_info.spdx_id, element_type=SpdxElementType.DOCUMENT),
         )
+
+
+def validate_full_document(document: Any, spdx_version: str | None = None) -> list[Any]:
+    """spdx-tools' ``validate_full_spdx_document(document, spdx_version)``, in O(n).
+
+    ``document`` is a ``spdx_tools.spdx.model.Document``; returns the same list of
+    ``ValidationMessage`` (message text and context, same order) that spdx-tools 0.8.5 returns,
+    empty when valid. Cost: one pass over the elements plus one licence-expression check per
+    distinct expression text. Raises nothing for an invalid document.
+    """
+    from spdx_tools.spdx.validation.creation_info_validator import validate_creation_info
+    from spdx_tools.spdx.validation.extracted_licensing_info_validator import (
+        validate_extracted_licensing_infos,
+    )
+
+    out = _Out()
+    version = _version_messages(out, document, spdx_version)
+    if version is None:
+        return out.messages
+    index = _Index.of(document)
+    out.extend(validate_creation_info(document.creation_info, version))
+    _packages(out, document, version, index)
+    _files(out, document, version, index)
+    _snippets(out, document, version, index)
+    _annotations_and_relationships(out, document, version, index)
+    out.extend(validate_extracted_licensing_infos(document.extracted_licensing_info))
+    _describes(out, document)
+    _unique_ids(out, document)
     return out.messages
 
 
