@@ -605,7 +605,15 @@ def _lane_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def _plan_or_print(
-    ctx: Context, manifest: Path, *, inputs: str, out: str, lane: str | None, clean: bool, dry_run: bool
+    ctx: Context,
+    manifest: Path,
+    *,
+    inputs: str,
+    out: str,
+    lane: str | None,
+    clean: bool,
+    dry_run: bool,
+    base: str | None,
 ) -> dict[str, int] | None:
     """With --dry-run print the build plan and return None; else the progress totals (planned
     only when a progress bar will show them)."""
@@ -621,6 +629,7 @@ def _plan_or_print(
         lane_id=lane,
         clean=clean,
         repo_root=ctx.root(manifest),
+        base=base,
     )
     if not dry_run:
         return plan.progress_totals()
@@ -694,7 +703,14 @@ def _run_build(
     from ninfer_release.build import build_lane, build_release
 
     totals = _plan_or_print(
-        ctx, Path(manifest), inputs=inputs, out=out, lane=lane, clean=clean, dry_run=dry_run
+        ctx,
+        Path(manifest),
+        inputs=inputs,
+        out=out,
+        lane=lane,
+        clean=clean,
+        dry_run=dry_run,
+        base=options.get("base"),
     )
     if totals is None:
         return None

@@ -1,21 +1,38 @@
-"""What ``image build`` and ``image carry`` resolve before the containers stage runs (docs/containers.md).
+"""Images: ``image build``, ``image carry`` and a container lane in ``build`` mode (docs/containers.md).
 
 The CLI passes the options as given; the rules for their defaults live here: the lane's staged
 directory (:func:`~ninfer_release.build._inputs.lane_staged_dir`), the source-date epoch
 (:func:`image_epoch`), the profile (``<repo>/profiles/<recipe profile>.yaml``), version and
 revision (the staged ``build-info.json``), the backend, and which lane may be carried.
+:func:`build_image_with_sboms` builds an image and its SBOMs; :func:`read_image_inputs` and
+:func:`run_image_lane` read and execute a container lane's plan
+(:func:`~ninfer_release.build._plan.plan_image_lane`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ninfer_release import containers, manifests
+from ninfer_release import __version__, containers, manifests, sbom
+from ninfer_release.atomic import staged_directory, write_bytes
 from ninfer_release.build._inputs import lane_staged_dir
+from ninfer_release.build._native import SBOM_SUPPLIER
+from ninfer_release.build._plan import ImageInputs, ImageWork, LanePlan
 from ninfer_release.errors import InputError, Problem
+from ninfer_release.hashing import sha256_bytes
 from ninfer_release.reproducible import source_date_epoch
+
+#: The licence of what ninfer-release renders into an image (config, profile): the project's own
+#: (pyproject.toml ``license``), as the image SBOMs state it.
+OWN_LICENSE = "Apache-2.0"
+#: The copyright notice of what an image build adds (rendered config and profile, our layers).
+OWN_COPYRIGHT = "Copyright OMP NInfer contributors"
+#: Default base of a built container lane, under ``--inputs`` (what ``samples fetch`` lays out).
+DEFAULT_BASE_DIR = "base-layout"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,3 +150,193 @@ def carried_lane(release: manifests.Release, lane_id: str, *, where: str) -> man
         why = f"is {found.mode!r}; only a carried lane can be carried"
         raise InputError(problems=[Problem(file=where, field=f"lanes.{lane_id}.mode", message=why)])
     return found.carried
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageOutcome:
+    """An image build plus its SBOMs, all in ``result.out`` (:func:`build_image_with_sboms`).
+
+    ``sbom_files`` maps ``sbom.cdx.json`` / ``sbom.spdx.json`` to ``{"sha256", "size"}``.
+    """
+
+    result: containers.ImageBuildResult
+    sboms: sbom.ImageSboms
+    sbom_files: Mapping[str, Mapping[str, Any]]
+
+    def as_json(self) -> dict[str, Any]:
+        """The build record (as ``image.json``) plus the SBOM files by digest."""
+        return {**self.result.as_json(), "sbom": {k: dict(v) for k, v in sorted(self.sbom_files.items())}}
+
+
+def build_image_with_sboms(
+    request: containers.ImageBuildRequest,
+    *,
+    backend: containers.ImageBackend | None = None,
+    progress: Callable[[str], None] | None = None,
+    stand_in: bool = False,
+    inputs_license: str | None = None,
+) -> ImageOutcome:
+    """Build an image (``containers.build_image``) and write its SBOMs beside ``image.json``, atomically.
+
+    ``request.out`` appears complete — ``layout/``, ``image.tar``, ``image.json``,
+    ``sbom.cdx.json`` (CycloneDX 1.6), ``sbom.spdx.json`` (SPDX 2.3) — or not at all: the image is
+    built into a staging directory, the SBOMs are rendered from its records
+    (``sbom.image_sboms``, times from ``request.epoch``), then the directory is renamed into place.
+    ``stand_in`` marks the staged inputs as sample stand-ins in the CycloneDX document;
+    ``inputs_license`` is their licence. The base layers are read for the software they ship
+    (``containers.read_base_packages``: BusyBox, dpkg packages) so the SBOMs list it.
+
+    Raises:
+        InputError: ``request.out`` exists, or as ``containers.build_image`` (exit 4).
+        IntegrityError: the base is not the pinned one, a blob or an SBOM fails validation (exit 5).
+        BackendError: the registry or the docker backend failed (exit 6).
+    """
+    out = request.out
+    with staged_directory(out) as stage:
+        inner = stage / "image"
+        built = containers.build_image(
+            dataclasses.replace(request, out=inner), backend=backend, progress=progress
+        )
+        # The image build stages and renames its own directory; lift its entries one level up so
+        # the SBOMs join them before the one rename that publishes ``out``.
+        for child in sorted(inner.iterdir()):
+            child.rename(stage / child.name)
+        inner.rmdir()
+        if progress is not None:
+            progress("sbom")
+        base_packages = containers.read_base_packages(
+            stage / "layout", [(layer.digest, layer.media_type) for layer in built.layers if layer.from_base]
+        )
+        records = containers.image_sbom_records(
+            built,
+            base_packages=base_packages,
+            base_supplier=request.recipe.base_supplier,
+            inputs_license=inputs_license,
+        )
+        # The recipe lives in <repo>/containers/; the curated licence texts in <repo>/sbom/licenses.
+        licenses_dir = Path(request.recipe.file).resolve().parent.parent / "sbom" / "licenses"
+        refs = sbom.image_license_refs(records, own_license=OWN_LICENSE)
+        sboms = sbom.image_sboms(
+            records,
+            epoch=request.epoch,
+            supplier=SBOM_SUPPLIER,
+            tool_name="ninfer-release",
+            tool_version=__version__,
+            stand_in=stand_in,
+            own_license=OWN_LICENSE,
+            license_texts=sbom.load_license_texts(refs, licenses_dir=licenses_dir),
+            own_copyright=OWN_COPYRIGHT,
+        )
+        write_bytes(stage / sbom.IMAGE_CDX_NAME, sboms.cyclonedx, overwrite=False)
+        write_bytes(stage / sbom.IMAGE_SPDX_NAME, sboms.spdx, overwrite=False)
+    result = dataclasses.replace(built, out=out, layout=out / "layout", archive=out / "image.tar")
+    return ImageOutcome(result=result, sboms=sboms, sbom_files=sbom.image_sbom_digests(sboms))
+
+
+def read_image_inputs(
+    release: manifests.Release, lane: manifests.Lane, inputs: Path, *, base: str | None
+) -> ImageInputs:
+    """Read what container lane ``lane`` (``build`` mode) is planned from: the recipe
+    ``container_recipe``, the lane's staged tree under ``inputs`` and its ``build-info.json``, the
+    sizes of its files, and whether the default base ``<inputs>/base-layout`` exists.
+
+    Raises:
+        InputError: the recipe, the staged tree or ``build-info.json`` is missing or invalid (exit 4).
+    """
+    assert lane.container_recipe is not None  # the definition requires it for an oci-image lane
+    recipe = containers.load_recipe(release.repo_root / lane.container_recipe)
+    staged = lane_staged_dir(inputs, lane.id)
+    files = sorted(p for p in staged.rglob("*") if p.is_file())
+    default_base = inputs / DEFAULT_BASE_DIR
+    return ImageInputs(
+        release=release,
+        lane=lane,
+        recipe=recipe,
+        staged=staged,
+        files=tuple((p.relative_to(staged).as_posix(), p.stat().st_size) for p in files),
+        info=containers.read_build_info(staged),
+        base=base,
+        default_base=default_base,
+        default_base_exists=(default_base / "index.json").is_file(),
+    )
+
+
+def _image_entry(
+    lane: manifests.Lane, built: ImageOutcome, recipe: containers.ImageRecipe, *, stand_in: bool
+) -> manifests.ImageLaneEntry:
+    """The lane entry of a built image: its digests, base, layers, bindings and output files
+    (``stand_in``: the staged inputs are sample stand-ins)."""
+    result = built.result
+    bindings = {b.name: b.sha256 for b in result.bound_inputs}
+
+    def file_ref(name: str, sha256: str, size: int) -> manifests.OutputRef:
+        return manifests.OutputRef(path=f"{lane.id}/{name}", sha256=sha256, size=size)
+
+    record = result.as_bytes()
+    return manifests.ImageLaneEntry(
+        component_tag=lane.component_tag,
+        kind=lane.kind,
+        mode=lane.mode,
+        profile_id=lane.profile_id,
+        source_commit=lane.source_commit,
+        image=result.image,
+        image_reference=result.reference,
+        image_digest=result.manifest_digest,
+        image_config_digest=result.config_digest,
+        base_image=manifests.BaseImageRef(name=result.base_name, digest=result.base_digest),
+        base_digest=result.base_digest,
+        version=result.version,
+        revision=result.revision,
+        created=result.created,
+        layers=tuple(layer.digest for layer in result.layers),
+        bindings={
+            **bindings,
+            "base_image": result.base_digest,
+            "checkpoint_mount": recipe.checkpoint_mount,
+        },
+        config=manifests.ConfigHash(hash_kind="semantic", sha256=result.config_semantic_sha256),
+        outputs=manifests.ImageOutputs(
+            archive=file_ref("image.tar", result.archive_sha256, result.archive_size),
+            record=file_ref("image.json", sha256_bytes(record), len(record)),
+            sbom=manifests.SbomOutputs(
+                cyclonedx=file_ref(sbom.IMAGE_CDX_NAME, **built.sbom_files[sbom.IMAGE_CDX_NAME]),
+                spdx=file_ref(sbom.IMAGE_SPDX_NAME, **built.sbom_files[sbom.IMAGE_SPDX_NAME]),
+            ),
+        ),
+        stand_in=stand_in,
+    )
+
+
+def run_image_lane(
+    plan: LanePlan, *, out: Path, progress: Callable[[str, int], None] | None = None
+) -> tuple[manifests.ImageLaneEntry, Path]:
+    """Execute container lane ``plan``: build its image daemonlessly into ``out/<lane>/`` on the
+    planned base, with the lane's profile rendered (the lane binds the **semantic** config digest,
+    DESIGN.md §5). Returns the lane entry and the image directory.
+
+    Raises:
+        InputError, IntegrityError, BackendError: as :func:`build_image_with_sboms`.
+    """
+    work = plan.work
+    assert isinstance(work, ImageWork)
+    source = work.source
+    release, lane = source.release, source.lane
+    request = containers.ImageBuildRequest(
+        recipe=source.recipe,
+        inputs=source.staged,
+        base=work.base,
+        out=out / lane.id,
+        version=lane.component_tag,
+        revision=lane.source_commit,
+        epoch=release.source_date_epoch,
+        rendered=containers.render_inputs(work.profile),
+    )
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(f"{lane.id} image: {message}", 0)
+
+    built = build_image_with_sboms(
+        request, progress=say, stand_in=source.info.stand_in, inputs_license=source.info.license
+    )
+    return _image_entry(lane, built, source.recipe, stand_in=source.info.stand_in), built.result.out

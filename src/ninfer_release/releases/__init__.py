@@ -1,7 +1,8 @@
 """releases — the native asset set (10 hashed entries + ``SHA256SUMS``), verify and publish.
 
 Inputs: a lane's rendered config, loaded staged tree and package recipe (from the lower stages).
-Outputs: the 11-file asset set of DESIGN.md §4, written atomically (:func:`build_native_set`);
+Outputs: the 11-file asset set of DESIGN.md §4, sealed from a built package (:func:`seal_native_set`;
+the build stage plans and builds the package);
 qualification receipts, schema 2 (:class:`Receipt`: one strict ``parse``, one ``to_bytes``;
 :func:`read_receipts`, :func:`bind_receipts`, :func:`receipt_template`); consumer verification of
 a set on disk (:func:`verify_set`); what changed between two releases, per lane
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from ninfer_release.lazyexports import lazy_exports
 
 if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.releases._budget import check_package_budget
     from ninfer_release.releases._contract import (
         ENTRY_SUFFIXES,
         SUMS_NAME,
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         names_for_tag,
         package_stem,
         stem_from_names,
+        zip_spdx_path,
     )
     from ninfer_release.releases._diff import (
         ComponentChanges,
@@ -84,16 +87,20 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     )
     from ninfer_release.releases._records import FileRef, LaneFacts, release_instance_id
     from ninfer_release.releases._seal import (
+        BuiltPackage,
         SealedSet,
-        build_native_set,
+        SealInputs,
+        lane_facts,
         package_plan,
         profile_asset,
+        seal_native_set,
     )
     from ninfer_release.releases._sign_flow import sign_local, sign_published
     from ninfer_release.releases._signing import load_signing_key, load_verifying_key
     from ninfer_release.releases._verify import VerifyReport, verify_set
 
 _EXPORTS = {
+    "._budget": ("check_package_budget",),
     "._contract": (
         "ENTRY_SUFFIXES",
         "SUMS_NAME",
@@ -102,6 +109,7 @@ _EXPORTS = {
         "names_for_tag",
         "package_stem",
         "stem_from_names",
+        "zip_spdx_path",
     ),
     "._diff": (
         "ComponentChanges",
@@ -175,10 +183,13 @@ _EXPORTS = {
         "release_instance_id",
     ),
     "._seal": (
+        "BuiltPackage",
         "SealedSet",
-        "build_native_set",
+        "SealInputs",
+        "lane_facts",
         "package_plan",
         "profile_asset",
+        "seal_native_set",
     ),
     "._sign_flow": (
         "sign_local",
@@ -206,6 +217,7 @@ __all__ = [
     "AssetNames",
     "Binding",
     "BoundReceipt",
+    "BuiltPackage",
     "ComponentChanges",
     "DirTarget",
     "Equivalence",
@@ -232,16 +244,18 @@ __all__ = [
     "Receipt",
     "ReleaseDiff",
     "Scratch",
+    "SealInputs",
     "SealedSet",
     "SignatureCheck",
     "VerifyReport",
     "bind_receipts",
-    "build_native_set",
+    "check_package_budget",
     "diff_releases",
     "export_verifier",
     "fetch_route",
     "fetch_set",
     "is_prerelease",
+    "lane_facts",
     "load_signing_key",
     "load_verifying_key",
     "merge_gates",
@@ -260,6 +274,7 @@ __all__ = [
     "receipt_template",
     "release_instance_id",
     "route_changes",
+    "seal_native_set",
     "sign_local",
     "sign_published",
     "stem_from_names",
@@ -268,4 +283,5 @@ __all__ = [
     "verifier_source",
     "verify_location",
     "verify_set",
+    "zip_spdx_path",
 ]
