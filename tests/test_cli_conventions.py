@@ -20,6 +20,7 @@ from ninfer_release.build import OUTPUT_MARKER, build_release, plan_build
 from ninfer_release.cli import COMPLETE_VAR, Context, _byte_progress
 from ninfer_release.cli import cli as root
 from ninfer_release.errors import InputError
+from ninfer_release.progress import SILENT
 
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -300,16 +301,29 @@ def test_progress_reports_each_lane_against_its_planned_total(
     src = samples(tmp_path_factory)
     out = tmp_path_factory.mktemp("progress") / "out"
     plan = plan_build(RELEASE, inputs=src, out=out, env=os.environ)
-    done: dict[str, int] = {}
-
-    def progress(phase: str, n: int) -> None:
-        done[phase] = done.get(phase, 0) + n
-
+    progress = _Recorder()
     build_release(RELEASE, inputs=src, out=out, env=os.environ, offline=True, progress=progress)
     totals = plan.progress_totals()
     assert sorted(totals) == ["rtx3090: package", "rtx4090: package"]
-    assert {k: done[k] for k in totals} == totals
+    assert {k: progress.done[k] for k in totals} == totals  # every staged byte, once
+    assert {k: progress.totals[k] for k in totals} == totals  # each step announces its planned total
     assert all(v > 0 for v in totals.values())
+
+
+class _Recorder:
+    """A :class:`~ninfer_release.progress.Progress` that sums the bytes of each step."""
+
+    def __init__(self) -> None:
+        self.current = ""
+        self.done: dict[str, int] = {}
+        self.totals: dict[str, int | None] = {}
+
+    def step(self, message: str, total: int | None = None) -> None:
+        self.current = message
+        self.totals[message] = total
+
+    def advance(self, nbytes: int) -> None:
+        self.done[self.current] = self.done.get(self.current, 0) + nbytes
 
 
 def test_progress_bar_shows_lane_bytes_total_and_eta() -> None:
@@ -318,9 +332,9 @@ def test_progress_bar_shows_lane_bytes_total_and_eta() -> None:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=160)
     ctx = Context(json=False, debug=False, verbosity=0)
-    with _byte_progress(ctx, totals={"rtx4090: package": 4_000_000}, console=console) as progress:
-        assert progress is not None
-        progress("rtx4090: package", 2_000_000)
+    with _byte_progress(ctx, console=console) as progress:
+        progress.step("rtx4090: package", 4_000_000)
+        progress.advance(2_000_000)
         console.print("")  # force a refresh of the live display
     text = buf.getvalue()
     assert "rtx4090: package" in text and "2.0/4.0 MB" in text and "ETA" in text
@@ -328,5 +342,5 @@ def test_progress_bar_shows_lane_bytes_total_and_eta() -> None:
 
 def test_no_progress_bar_off_a_terminal_or_with_json() -> None:
     ctx = Context(json=True, debug=False, verbosity=0)
-    with _byte_progress(ctx, totals={"x": 1}) as progress:
-        assert progress is None
+    with _byte_progress(ctx) as progress:
+        assert progress is SILENT

@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -28,6 +28,7 @@ from ninfer_release.errors import ExitCode, NinferError
 
 if TYPE_CHECKING:
     from ninfer_release.manifests import Release
+    from ninfer_release.progress import Progress
 
 PROG_NAME = "ninfer-release"
 #: Click's completion hook: the generated scripts call back with ``<VAR>=<shell>_complete``.
@@ -79,15 +80,21 @@ def emit(ctx: Context, document: dict[str, Any], human: list[str]) -> None:
             click.echo(line)
 
 
-def _say(ctx: Context, label: str, *, verbosity: int) -> Callable[[str], None]:
-    """A stage's step messages on stderr as ``<label>: <message>``, shown from ``verbosity`` up
-    (0: unless -q, 1: only with -v)."""
+class _Lines:
+    """:class:`~ninfer_release.progress.Progress` as lines on stderr: each step as
+    ``<label>: <message>``, shown from ``verbosity`` up (0: unless -q, 1: only with -v); bytes are
+    not shown."""
 
-    def say(message: str) -> None:
-        if ctx.verbosity >= verbosity:
-            click.echo(f"{label}: {message}", err=True)
+    def __init__(self, ctx: Context, label: str, *, verbosity: int) -> None:
+        self._show = ctx.verbosity >= verbosity
+        self._label = label
 
-    return say
+    def step(self, message: str, total: int | None = None) -> None:
+        if self._show:
+            click.echo(f"{self._label}: {message}", err=True)
+
+    def advance(self, nbytes: int) -> None:
+        return None
 
 
 def _load_release(ctx: Context, path: str) -> Release:
@@ -467,7 +474,7 @@ def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, native_
         full=full,
         cache=Path(cache) if cache else default_wheel_cache(os.environ),
         repo_root=repo_root,
-        progress=_say(ctx, "samples", verbosity=0),
+        progress=_Lines(ctx, "samples", verbosity=0).step,
         extra_steps=extra_steps,
     )
     mib = 2**20
@@ -494,35 +501,68 @@ def _wants_progress(ctx: Context) -> bool:
     return not ctx.json and ctx.verbosity >= 0 and sys.stderr.isatty()
 
 
+class _Bars:
+    """:class:`~ninfer_release.progress.Progress` as rich bars: one per step (``label: message``,
+    with the step's total when known) and, with ``overall``, one more counting every byte."""
+
+    def __init__(self, bar: Any, label: str | None, *, overall: bool) -> None:
+        self._bar = bar
+        self._label = label
+        self._tasks: dict[str, Any] = {}
+        self._current: Any = None
+        self._overall = bar.add_task(self._text("total"), total=None) if overall else None
+
+    def _text(self, message: str) -> str:
+        return message if self._label is None else f"{self._label}: {message}"
+
+    def step(self, message: str, total: int | None = None) -> None:
+        text = self._text(message)
+        if text not in self._tasks:
+            self._tasks[text] = self._bar.add_task(text, total=total)
+        elif total is not None:
+            self._bar.update(self._tasks[text], total=total)
+        self._current = self._tasks[text]
+
+    def advance(self, nbytes: int) -> None:
+        if self._current is not None:
+            self._bar.advance(self._current, nbytes)
+        if self._overall is not None:
+            self._bar.advance(self._overall, nbytes)
+
+    def overall_total(self, nbytes: int) -> None:
+        """The overall bar's total (a fetch knows it up front)."""
+        if self._overall is not None:
+            self._bar.update(self._overall, total=nbytes, completed=0)
+
+
 @contextlib.contextmanager
 def _byte_progress(
-    ctx: Context,
-    label: str | None = None,
-    *,
-    totals: Mapping[str, int] | None = None,
-    console: Any = None,
-) -> Iterator[Callable[[str, int], None] | None]:
-    """A rich progress bar on stderr per phase (e.g. ``rtx4090: package``), only on a terminal.
+    ctx: Context, label: str | None = None, *, overall: bool = False, console: Any = None
+) -> Iterator[Progress]:
+    """The CLI's one progress renderer: rich bars on stderr (:class:`_Bars`), only on a terminal
+    and never with --json or -q; elsewhere :data:`~ninfer_release.progress.SILENT`.
 
-    Each bar shows the phase (prefixed with ``label`` when given), bytes done and, when
-    ``totals`` knows the phase's total, that total and the time remaining. ``console`` (tests)
-    replaces the terminal check and stderr.
+    Each bar shows its step (prefixed with ``label`` when given), bytes done and, when the step
+    has a total, that total and the time remaining. ``console`` (tests) replaces the terminal
+    check and stderr.
     """
     if console is None and not _wants_progress(ctx):
-        yield None
+        from ninfer_release.progress import SILENT
+
+        yield SILENT
         return
     from rich.console import Console
     from rich.progress import (
         BarColumn,
         DownloadColumn,
-        Progress,
         SpinnerColumn,
         TextColumn,
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
+    from rich.progress import Progress as RichProgress
 
-    with Progress(
+    with RichProgress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
@@ -533,16 +573,7 @@ def _byte_progress(
         console=console if console is not None else Console(stderr=True),
         transient=True,
     ) as bar:
-        tasks: dict[str, Any] = {}
-        known = dict(totals or {})
-
-        def advance(phase: str, n: int) -> None:
-            if phase not in tasks:
-                text = phase if label is None else f"{label}: {phase}"
-                tasks[phase] = bar.add_task(text, total=known.get(phase))
-            bar.advance(tasks[phase], n)
-
-        yield advance
+        yield _Bars(bar, label, overall=overall)
 
 
 def _insecure_flag(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -574,14 +605,18 @@ def _registry_options(ca_file: str | None, insecure: tuple[str, ...]) -> Any:
     return RegistryOptions.from_env(os.environ, ca_file=ca_file, insecure_hosts=insecure)
 
 
-def _transfer(advance: Callable[[str, int], None] | None) -> Callable[[str, int, int], None] | None:
-    """Registry transfer progress ``(file, bytes, total)`` as per-file and total byte counters."""
-    if advance is None:
+def _transfer(progress: Progress) -> Callable[[str, int, int], None] | None:
+    """The registry client's transfer callback ``(file, bytes, file size)`` as steps of
+    ``progress``: a step per file, advanced by its bytes (``None`` when nothing is shown)."""
+    if not isinstance(progress, _Bars):
         return None
+    current: list[str] = []
 
     def report(name: str, n: int, total: int) -> None:
-        advance(name, n)
-        advance("total", n)
+        if current != [name]:
+            current[:] = [name]
+            progress.step(name, total)
+        progress.advance(n)
 
     return report
 
@@ -604,23 +639,12 @@ def _lane_lines(summary: dict[str, Any]) -> list[str]:
     ]
 
 
-def _plan_or_print(
-    ctx: Context,
-    manifest: Path,
-    *,
-    inputs: str,
-    out: str,
-    lane: str | None,
-    clean: bool,
-    dry_run: bool,
-    base: str | None,
-) -> dict[str, int] | None:
-    """With --dry-run print the build plan and return None; else the progress totals (planned
-    only when a progress bar will show them)."""
+def _print_plan(
+    ctx: Context, manifest: Path, *, inputs: str, out: str, lane: str | None, clean: bool, base: str | None
+) -> None:
+    """``--dry-run``: print the build plan (:func:`~ninfer_release.build.plan_build`); write nothing."""
     from ninfer_release.build import plan_build
 
-    if not dry_run and not _wants_progress(ctx):
-        return {}
     plan = plan_build(
         manifest,
         inputs=Path(inputs),
@@ -631,8 +655,6 @@ def _plan_or_print(
         repo_root=ctx.root(manifest),
         base=base,
     )
-    if not dry_run:
-        return plan.progress_totals()
     lines = [f"plan: {'replace' if plan.replaces else 'create'} {plan.out} (nothing written)"]
     for lp in plan.lanes:
         lines.append(
@@ -644,7 +666,6 @@ def _plan_or_print(
         lines += [f"  writes  {r}" for r in lp.records]
     lines += [f"writes  {r}" for r in plan.records]
     emit(ctx, {"ok": True, "dry_run": True, **plan.as_json()}, lines)
-    return None
 
 
 def _build_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -702,17 +723,10 @@ def _run_build(
     """
     from ninfer_release.build import build_lane, build_release
 
-    totals = _plan_or_print(
-        ctx,
-        Path(manifest),
-        inputs=inputs,
-        out=out,
-        lane=lane,
-        clean=clean,
-        dry_run=dry_run,
-        base=options.get("base"),
-    )
-    if totals is None:
+    if dry_run:
+        _print_plan(
+            ctx, Path(manifest), inputs=inputs, out=out, lane=lane, clean=clean, base=options.get("base")
+        )
         return None
     common: dict[str, Any] = {
         "inputs": Path(inputs),
@@ -723,7 +737,7 @@ def _run_build(
         "repo_root": ctx.root(manifest),
         **options,
     }
-    with _byte_progress(ctx, totals=totals) as progress:
+    with _byte_progress(ctx) as progress:
         if lane is None:
             return build_release(Path(manifest), progress=progress, **common).summary()
         return build_lane(Path(manifest), lane, progress=progress, **common).summary()
@@ -876,36 +890,39 @@ def _http_policy(options: dict[str, Any]) -> Any:
     )
 
 
-@contextlib.contextmanager
-def _fetch_progress(ctx: Context) -> Iterator[Callable[[str, str, int], None] | None]:
-    """Rich progress bars on stderr, one per file and one for the total, only on a terminal."""
-    if ctx.json or ctx.verbosity < 0 or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+def _fetch_events(progress: Progress) -> Callable[[str, str, int], None] | None:
+    """The HTTP fetcher's events ``(kind, name, n)`` as steps of ``progress``: ``total`` sets the
+    overall bar's total, ``start`` a file's step (``n`` its size), ``advance`` its bytes
+    (``None`` when nothing is shown)."""
+    if not isinstance(progress, _Bars):
+        return None
+    bars = progress
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        total = bar.add_task("total", total=None)
-        tasks: dict[str, Any] = {}
+    def event(kind: str, name: str, n: int) -> None:
+        if kind == "total":
+            bars.overall_total(n)
+        elif kind == "start":
+            bars.step(name, n)
+        elif kind == "advance":
+            bars.advance(n)
 
-        def event(kind: str, name: str, n: int) -> None:
-            if kind == "total":
-                bar.update(total, total=n, completed=0)
-            elif kind == "start":
-                tasks[name] = bar.add_task(name, total=n)
-            elif kind == "advance" and name in tasks:
-                bar.advance(tasks[name], n)
-                bar.advance(total, n)
+    return event
 
-        yield event
+
+def _hashing(progress: Progress) -> Callable[[int], None] | None:
+    """Verify's byte counter as the step ``hashed`` of ``progress``, begun at the first byte
+    (after any transfer of the set); ``None`` when nothing is shown."""
+    if not isinstance(progress, _Bars):
+        return None
+    started: list[bool] = []
+
+    def advance(n: int) -> None:
+        if not started:
+            started.append(True)
+            progress.step("hashed")
+        progress.advance(n)
+
+    return advance
 
 
 @cli.command(
@@ -987,15 +1004,15 @@ def verify_cmd(
     options = (
         _registry_options(http.get("ca_file"), insecure_registry) if location.startswith("oci://") else None
     )
-    with _byte_progress(ctx, "verify") as progress, _fetch_progress(ctx) as fetch_progress:
+    with _byte_progress(ctx, "verify") as progress:
         located = verify_location(
             location,
             expected_sums_sha256=sums_sha256,
             release_manifest=bound,
-            progress=(lambda n: progress("hashed", n)) if progress else None,
+            progress=_hashing(progress),
             # Only a URL needs the HTTP client; a directory never loads it (verify start-up cost).
             http=_http_policy(http) if location.startswith(("https://", "http://")) else None,
-            fetch_progress=fetch_progress,
+            fetch_progress=_fetch_events(progress),
             require_qualified=require_qualified,
             registry=options,
             transfer=_transfer(progress),
@@ -1055,7 +1072,8 @@ def fetch_cmd(
     if with_model and route is None:
         raise click.UsageError("--with-model needs --route (the model's URL, size and SHA-256 come from it)")
     policy = _http_policy(http)
-    with _fetch_progress(ctx) as progress:
+    with _byte_progress(ctx, overall=True) as bars:
+        progress = _fetch_events(bars)
         if route is not None:
             result = fetch_route(
                 Path(route),
@@ -1201,7 +1219,7 @@ def image_build(
     built = build.build_image_with_sboms(
         resolved.request,
         backend=chosen,
-        progress=_say(ctx, "image", verbosity=1),
+        progress=_Lines(ctx, "image", verbosity=1),
         stand_in=resolved.info.stand_in,
         inputs_license=resolved.info.license,
     )
@@ -1254,8 +1272,8 @@ def image_carry(
         raise click.UsageError("--offline and --registry exclude each other")
     release = _load_release(ctx, release_path)
     carried = carried_lane(release, lane, where=release_path)
-    progress = _say(ctx, "carry", verbosity=1)
-    record = containers.carry_image(carried, registry=registry, offline=offline, progress=progress)
+    progress = _Lines(ctx, "carry", verbosity=1)
+    record = containers.carry_image(carried, registry=registry, offline=offline, progress=progress.step)
     if out:
         write_bytes(Path(out), record.as_bytes())
     where = (
@@ -1534,7 +1552,7 @@ def publish_cmd(
         key = load_signing_key(Path(sign_key))
     release = _load_release(ctx, release_path) if release_path else None
     options = _registry_options(ca_file, insecure_registry)
-    with _byte_progress(ctx, "publish") as progress:
+    with _byte_progress(ctx, "publish", overall=True) as progress:
         result = publish_set(
             Path(set_dir),
             to,

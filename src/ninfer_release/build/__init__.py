@@ -7,10 +7,11 @@ is read, planned by a pure function (:func:`plan_native_lane`, :func:`plan_image
 Outputs, in a new directory ``OUT`` created atomically: ``OUT/<lane>/`` (each native lane's
 11-file asset set, sealed by ``releases``), ``OUT/<lane>.lane.json`` (each lane's result) and
 ``OUT/release-manifest.json`` (assembled from the lane results, exactly as ``manifest assemble``
-does in CI). Progress is reported through a ``(phase, bytes)`` callback, phases named
-``"<lane>: <phase>"`` (:func:`lane_phase`); :func:`plan_build` gives the same plans (and the
-totals) and is what ``build --dry-run`` prints. Every ``OUT`` holds the marker
-:data:`OUTPUT_MARKER`, which ``--clean`` requires before it replaces a directory. ``image build``
+does in CI). Progress is reported through :class:`ninfer_release.progress.Progress`: one step per
+phase, named ``"<lane>: <phase>"`` (:func:`lane_phase`) with its planned total, advanced in bytes;
+:func:`plan_build` gives the same plans (and the totals) and is what ``build --dry-run`` prints.
+Every ``OUT`` holds the marker :data:`OUTPUT_MARKER`, which ``--clean`` requires before it
+replaces a directory. ``image build``
 and ``image carry`` resolve their defaults here too (:func:`resolve_image_build`,
 :func:`carried_lane`).
 """

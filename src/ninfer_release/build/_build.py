@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,9 @@ from ninfer_release.build._plan import (
 from ninfer_release.errors import DefinitionError, InputError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.manifests import LaneResult, assemble_release_manifest, lane_result_name
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases import LoadedReceipt, SealedSet, names_for_tag, read_receipts, route_changes
 
-ProgressFn = Callable[[str, int], None]
 RELEASE_MANIFEST_NAME = "release-manifest.json"
 #: Written into every ``OUT`` a build creates; ``--clean`` replaces only a directory holding it
 #: (so it never deletes a directory that is not a build output of ours).
@@ -207,7 +207,7 @@ class _LaneOptions:
     registry: str | None
     offline: bool
     workers: int
-    progress: ProgressFn | None
+    progress: Progress
     verify: bool
     base: str | None
 
@@ -334,7 +334,7 @@ def build_lane(
     registry: str | None = None,
     offline: bool = False,
     workers: int = 2,
-    progress: ProgressFn | None = None,
+    progress: Progress = SILENT,
     verify: bool = True,
     base: str | None = None,
     repo_root: Path | None = None,
@@ -381,7 +381,7 @@ def build_release(
     registry: str | None = None,
     offline: bool = False,
     workers: int = 2,
-    progress: ProgressFn | None = None,
+    progress: Progress = SILENT,
     verify: bool = True,
     base: str | None = None,
     repo_root: Path | None = None,

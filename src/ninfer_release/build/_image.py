@@ -12,7 +12,7 @@ revision (the staged ``build-info.json``), the backend, and which lane may be ca
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from ninfer_release.build._native import SBOM_SUPPLIER
 from ninfer_release.build._plan import ImageInputs, ImageWork, LanePlan
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import sha256_bytes
+from ninfer_release.progress import SILENT, Prefixed, Progress
 from ninfer_release.reproducible import source_date_epoch
 
 #: The licence of what ninfer-release renders into an image (config, profile): the project's own
@@ -172,7 +173,7 @@ def build_image_with_sboms(
     request: containers.ImageBuildRequest,
     *,
     backend: containers.ImageBackend | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress = SILENT,
     stand_in: bool = False,
     inputs_license: str | None = None,
 ) -> ImageOutcome:
@@ -195,15 +196,14 @@ def build_image_with_sboms(
     with staged_directory(out) as stage:
         inner = stage / "image"
         built = containers.build_image(
-            dataclasses.replace(request, out=inner), backend=backend, progress=progress
+            dataclasses.replace(request, out=inner), backend=backend, progress=progress.step
         )
         # The image build stages and renames its own directory; lift its entries one level up so
         # the SBOMs join them before the one rename that publishes ``out``.
         for child in sorted(inner.iterdir()):
             child.rename(stage / child.name)
         inner.rmdir()
-        if progress is not None:
-            progress("sbom")
+        progress.step("sbom")
         base_packages = containers.read_base_packages(
             stage / "layout", [(layer.digest, layer.media_type) for layer in built.layers if layer.from_base]
         )
@@ -308,7 +308,7 @@ def _image_entry(
 
 
 def run_image_lane(
-    plan: LanePlan, *, out: Path, progress: Callable[[str, int], None] | None = None
+    plan: LanePlan, *, out: Path, progress: Progress = SILENT
 ) -> tuple[manifests.ImageLaneEntry, Path]:
     """Execute container lane ``plan``: build its image daemonlessly into ``out/<lane>/`` on the
     planned base, with the lane's profile rendered (the lane binds the **semantic** config digest,
@@ -332,11 +332,10 @@ def run_image_lane(
         rendered=containers.render_inputs(work.profile),
     )
 
-    def say(message: str) -> None:
-        if progress is not None:
-            progress(f"{lane.id} image: {message}", 0)
-
     built = build_image_with_sboms(
-        request, progress=say, stand_in=source.info.stand_in, inputs_license=source.info.license
+        request,
+        progress=Prefixed(progress, f"{lane.id} image"),
+        stand_in=source.info.stand_in,
+        inputs_license=source.info.license,
     )
     return _image_entry(lane, built, source.recipe, stand_in=source.info.stand_in), built.result.out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from ninfer_release.build._inputs import lane_staged_dir
 from ninfer_release.build._plan import LanePlan, NativeInputs, NativeWork, lane_phase
 from ninfer_release.errors import IntegrityError, Problem
 from ninfer_release.hashing import sha256_file
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases import (
     BuiltPackage,
     LoadedReceipt,
@@ -33,7 +34,6 @@ from ninfer_release.releases import (
     verify_set,
 )
 
-ProgressFn = Callable[[str, int], None]
 #: Supplier / tool vendor the SBOMs name (native sets and images alike).
 SBOM_SUPPLIER = "OMP NInfer"
 #: SPDX 2.3 has no field for the SBOM type (CISA "Types of SBOM"); the document comment says it.
@@ -101,12 +101,9 @@ class _Run:
     layout: packaging.ZipLayout
     spool: Path
     workers: int
-    progress: ProgressFn | None
+    progress: Progress
     deflate_cache: packaging.DeflateCache | None
-
-    def bytes_done(self, n: int) -> None:
-        if self.progress is not None:
-            self.progress(lane_phase(self.work.source.lane.id, "package"), n)
+    staged_bytes: int  # the plan's: the total of the ``package`` step
 
 
 def _compress_ready(run: _Run) -> list[packaging.CompressedMember]:
@@ -117,6 +114,7 @@ def _compress_ready(run: _Run) -> list[packaging.CompressedMember]:
     """
     work = run.work
     ready = [e for e in work.package.entries if e.name != work.spdx_member]
+    run.progress.step(lane_phase(work.source.lane.id, "package"), run.staged_bytes)
     members: list[packaging.CompressedMember] = []
     for is_staged, group in itertools.groupby(
         sorted(ready, key=lambda e: e.name.encode("utf-8")), key=lambda e: e.staged_path is not None
@@ -126,7 +124,7 @@ def _compress_ready(run: _Run) -> list[packaging.CompressedMember]:
             workdir=run.spool,
             workers=run.workers,
             level=work.package.deflate_level,
-            progress=run.bytes_done if is_staged else None,
+            progress=run.progress.advance if is_staged else None,
             cache=run.deflate_cache,
             known_sha256=work.known_sha256,
             layout=run.layout,
@@ -312,13 +310,15 @@ def run_native_lane(
     *,
     out: Path,
     workers: int = 2,
-    progress: ProgressFn | None = None,
+    progress: Progress = SILENT,
     deflate_cache: packaging.DeflateCache | None = None,
 ) -> SealedSet:
     """Execute native lane ``plan`` into ``out/<lane>/`` (must not exist) and seal its set.
 
     ``deflate_cache``: the redistributables' deflate streams come from it when their bytes have the
     lock's SHA-256, and go into it otherwise; the package bytes are the same with or without it.
+    ``progress`` gets the step ``"<lane>: package"`` (its total: the staged bytes) and every
+    staged byte compressed.
     The receipts of the plan's inputs are bound once the package is built; the package never
     depends on them (qualification is an outer entry only), so a sealed zip is byte-identical to
     the draft's. With the plan's ``verify`` check the sealed set is verified as a consumer would.
@@ -343,6 +343,7 @@ def run_native_lane(
             workers=workers,
             progress=progress,
             deflate_cache=deflate_cache,
+            staged_bytes=plan.staged_bytes,
         )
         built = _build_package(run, stage)
         sealed = seal_native_set(
