@@ -30,7 +30,7 @@ import pytest
 from conftest import unavailable
 from flow_support import REPO, nr_command, release_out, samples, stem
 from hostile_support import run_bounded, world_dir
-from ninfer_release import cli
+from ninfer_release import _signals
 
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 DRAFT = ".draft"  # releases._publish.DRAFT_SUFFIX
@@ -284,7 +284,7 @@ def test_a_signal_python_swallows_still_ends_the_command_quietly(exc: str, code:
 def test_an_ordinary_unraisable_error_still_reaches_the_previous_hook() -> None:
     """Only signals are redelivered: any other swallowed error is reported as before."""
     seen: list[type[BaseException] | None] = []
-    hook = cli._redeliver_swallowed_signals(lambda u: seen.append(u.exc_type))
+    hook = _signals.redeliver_swallowed_signals(lambda u: seen.append(u.exc_type))
 
     class Args:
         exc_type = ValueError

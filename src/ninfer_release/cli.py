@@ -12,9 +12,7 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +22,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ninfer_release import __version__
+from ninfer_release._signals import Handlers as _Handlers
+from ninfer_release._signals import Terminated as _Terminated
 from ninfer_release.errors import ExitCode, NinferError
 
 if TYPE_CHECKING:
@@ -1675,59 +1675,6 @@ def supersede_cmd(
     emit(ctx, {"ok": True, "superseded": docs}, lines or ["no superseded tags"])
 
 
-class _Terminated(BaseException):
-    """Raised in the main thread on SIGTERM so that every ``with`` block cleans up."""
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise _Terminated
-
-
-_REDELIVERY_DELAY_S = 0.01  # long enough for the main thread to be out of the swallowing hook
-
-
-def _redeliver_swallowed_signals(
-    fallback: Callable[[Any], object],
-) -> Callable[[Any], object]:
-    """An ``sys.unraisablehook`` that hands a swallowed Ctrl-C or SIGTERM back to the main thread.
-
-    A ``KeyboardInterrupt`` (or :class:`_Terminated`) raised where Python cannot propagate it (a
-    weakref callback in the import machinery, a ``__del__``) is otherwise printed as "Exception
-    ignored in ..." with a traceback, and the interrupt is lost: the command runs on. This hook
-    prints nothing and has a short-lived thread raise the same signal in the main thread again
-    (``_thread.interrupt_main``) after :data:`_REDELIVERY_DELAY_S`, once the main thread is back in
-    ordinary code, so it unwinds (and cleans up) like any other Ctrl-C. Raised in the hook itself
-    it would be swallowed again, hence the thread. Every other unraisable exception goes to
-    ``fallback`` (the hook that was installed before).
-    """
-    import _thread
-
-    def redeliver(signum: int) -> None:
-        timer = threading.Timer(_REDELIVERY_DELAY_S, _thread.interrupt_main, args=(signum,))
-        timer.daemon = True
-        timer.start()
-
-    def hook(unraisable: Any) -> object:
-        exc_type = unraisable.exc_type
-        if exc_type is not None and threading.current_thread() is threading.main_thread():
-            try:
-                if issubclass(exc_type, KeyboardInterrupt):
-                    redeliver(signal.SIGINT)
-                    return None
-                if issubclass(exc_type, _Terminated):
-                    redeliver(signal.SIGTERM)
-                    return None
-            except KeyboardInterrupt:  # a second Ctrl-C inside this hook: deliver it too
-                redeliver(signal.SIGINT)
-                return None
-            except _Terminated:
-                redeliver(signal.SIGTERM)
-                return None
-        return fallback(unraisable)
-
-    return hook
-
-
 def _global_flags_in(args: list[str]) -> set[str]:
     """Global flags given anywhere before ``--``: they decide how an error is shown, even when
     Click never got as far as the callback that resolves them (e.g. a usage error)."""
@@ -1737,42 +1684,6 @@ def _global_flags_in(args: list[str]) -> set[str]:
             break
         flags.add(a)
     return flags
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Handlers:
-    """The SIGTERM / SIGINT handlers and unraisable hook in force before :func:`main` (restored
-    after it); signals are handled only in the main thread."""
-
-    in_main: bool
-    term: Any
-    interrupt: Any
-    unraisable: Callable[[Any], object]
-
-    @classmethod
-    def current(cls) -> _Handlers:
-        in_main = threading.current_thread() is threading.main_thread()
-        return cls(
-            in_main=in_main,
-            term=signal.getsignal(signal.SIGTERM) if in_main else None,
-            interrupt=signal.getsignal(signal.SIGINT) if in_main else None,
-            unraisable=sys.unraisablehook,
-        )
-
-    def install(self) -> None:
-        """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so staging directories are removed
-        and nothing partial is left behind; a swallowed signal is delivered again."""
-        sys.unraisablehook = _redeliver_swallowed_signals(self.unraisable)
-        if self.in_main:
-            signal.signal(signal.SIGTERM, _terminate)
-            if self.interrupt is not signal.SIG_IGN:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    def restore(self) -> None:
-        sys.unraisablehook = self.unraisable
-        if self.in_main:
-            signal.signal(signal.SIGTERM, self.term)
-            signal.signal(signal.SIGINT, self.interrupt)
 
 
 def _usage_failure(ctx_obj: Context, exc: click.ClickException) -> NoReturn:

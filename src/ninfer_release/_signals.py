@@ -1,0 +1,107 @@
+"""How the CLI handles SIGINT and SIGTERM while a command runs (issue 9; docs/reliability.md).
+
+SIGTERM (CI cancelling a job) unwinds like Ctrl-C: :class:`Terminated` is raised in the main
+thread, so every ``with`` block (staging directories, temp files) cleans up and nothing partial is
+left behind; :func:`ninfer_release.cli.main` maps it to exit 143 and Ctrl-C to 130. A signal that
+Python swallows (raised in a weakref callback or ``__del__``) is delivered again
+(:func:`redeliver_swallowed_signals`). :class:`Handlers` installs all of it and restores what was
+there before.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM so that every ``with`` block cleans up."""
+
+
+def terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+_REDELIVERY_DELAY_S = 0.01  # long enough for the main thread to be out of the swallowing hook
+
+
+def redeliver_swallowed_signals(
+    fallback: Callable[[Any], object],
+) -> Callable[[Any], object]:
+    """An ``sys.unraisablehook`` that hands a swallowed Ctrl-C or SIGTERM back to the main thread.
+
+    A ``KeyboardInterrupt`` (or :class:`Terminated`) raised where Python cannot propagate it (a
+    weakref callback in the import machinery, a ``__del__``) is otherwise printed as "Exception
+    ignored in ..." with a traceback, and the interrupt is lost: the command runs on. This hook
+    prints nothing and has a short-lived thread raise the same signal in the main thread again
+    (``_thread.interrupt_main``) after :data:`_REDELIVERY_DELAY_S`, once the main thread is back in
+    ordinary code, so it unwinds (and cleans up) like any other Ctrl-C. Raised in the hook itself
+    it would be swallowed again, hence the thread. Every other unraisable exception goes to
+    ``fallback`` (the hook that was installed before).
+    """
+    import _thread
+
+    def redeliver(signum: int) -> None:
+        timer = threading.Timer(_REDELIVERY_DELAY_S, _thread.interrupt_main, args=(signum,))
+        timer.daemon = True
+        timer.start()
+
+    def hook(unraisable: Any) -> object:
+        exc_type = unraisable.exc_type
+        if exc_type is not None and threading.current_thread() is threading.main_thread():
+            try:
+                if issubclass(exc_type, KeyboardInterrupt):
+                    redeliver(signal.SIGINT)
+                    return None
+                if issubclass(exc_type, Terminated):
+                    redeliver(signal.SIGTERM)
+                    return None
+            except KeyboardInterrupt:  # a second Ctrl-C inside this hook: deliver it too
+                redeliver(signal.SIGINT)
+                return None
+            except Terminated:
+                redeliver(signal.SIGTERM)
+                return None
+        return fallback(unraisable)
+
+    return hook
+
+
+@dataclass(frozen=True, kw_only=True)
+class Handlers:
+    """The SIGTERM / SIGINT handlers and unraisable hook in force before :func:`main` (restored
+    after it); signals are handled only in the main thread."""
+
+    in_main: bool
+    term: Any
+    interrupt: Any
+    unraisable: Callable[[Any], object]
+
+    @classmethod
+    def current(cls) -> Handlers:
+        in_main = threading.current_thread() is threading.main_thread()
+        return cls(
+            in_main=in_main,
+            term=signal.getsignal(signal.SIGTERM) if in_main else None,
+            interrupt=signal.getsignal(signal.SIGINT) if in_main else None,
+            unraisable=sys.unraisablehook,
+        )
+
+    def install(self) -> None:
+        """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so staging directories are removed
+        and nothing partial is left behind; a swallowed signal is delivered again."""
+        sys.unraisablehook = redeliver_swallowed_signals(self.unraisable)
+        if self.in_main:
+            signal.signal(signal.SIGTERM, terminate)
+            if self.interrupt is not signal.SIG_IGN:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def restore(self) -> None:
+        sys.unraisablehook = self.unraisable
+        if self.in_main:
+            signal.signal(signal.SIGTERM, self.term)
+            signal.signal(signal.SIGINT, self.interrupt)
