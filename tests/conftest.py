@@ -20,8 +20,9 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -161,8 +162,14 @@ def docker_host() -> Iterator[str]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+class RunCli(Protocol):
+    """The ``run_cli`` fixture: CLI arguments (and extra environment) -> (exit code, stdout, stderr)."""
+
+    def __call__(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]: ...
+
+
 @pytest.fixture
-def run_cli() -> Callable[..., tuple[int, str, str]]:
+def run_cli() -> RunCli:
     """Run the CLI in-process via :func:`ninfer_release.cli.main`; returns (exit code, stdout, stderr)."""
     import contextlib
     import io

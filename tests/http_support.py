@@ -36,10 +36,10 @@ def resolving_test_host() -> Iterator[None]:
     """Resolve :data:`TEST_HOST` to 127.0.0.1 in this process (a stand-in for DNS)."""
     real = socket.getaddrinfo
 
-    def getaddrinfo(host: object, *args: Any, **kwargs: Any) -> Any:
-        return real("127.0.0.1" if host == TEST_HOST else host, *args, **kwargs)  # type: ignore[arg-type]
+    def getaddrinfo(host: bytes | str | None, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == TEST_HOST else host, *args, **kwargs)
 
-    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    socket.getaddrinfo = getaddrinfo
     try:
         yield
     finally:

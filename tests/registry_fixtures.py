@@ -182,6 +182,7 @@ class _TokenIssuer:
         import jwt  # PyJWT (test dependency)
         from cryptography import x509
         from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
 
         self.service = service
         self.issuer = issuer
@@ -190,7 +191,9 @@ class _TokenIssuer:
         #: Tokens handed out for an OAuth2 refresh-token grant (``POST``, docker's identitytoken).
         self.refreshed = 0
         key_pem = ca.key.read_bytes()
-        self._key = serialization.load_pem_private_key(key_pem, password=None)
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        assert isinstance(key, rsa.RSAPrivateKey), "the loopback CA key signs RS256 tokens"
+        self._key = key
         cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
         self._x5c = [base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()]
         self._jwt = jwt

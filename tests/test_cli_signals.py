@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import RunCli
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -48,7 +50,7 @@ main(["build", "release", {str(REPO / "manifests" / "v0.13.1.yaml")!r}, "--input
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-def test_json_usage_error_prints_one_document(run_cli) -> None:
+def test_json_usage_error_prints_one_document(run_cli: RunCli) -> None:
     code, out, _err = run_cli("--json", "no-such-command")
     assert code == 2
     doc = json.loads(out)
@@ -56,20 +58,22 @@ def test_json_usage_error_prints_one_document(run_cli) -> None:
     assert "no-such-command" in doc["problems"][0]
 
 
-def test_publish_missing_set_dir_is_input_error(run_cli, tmp_path: Path) -> None:
+def test_publish_missing_set_dir_is_input_error(run_cli: RunCli, tmp_path: Path) -> None:
     code, _, err = run_cli("publish", str(tmp_path / "nope"), "--to", f"dir://{tmp_path / 'store'}")
     assert code == 4
     assert "not a directory holding an asset set" in err
     assert not (tmp_path / "store").exists()
 
 
-def test_publish_target_with_impossible_port_is_input_error(run_cli, tmp_path: Path) -> None:
+def test_publish_target_with_impossible_port_is_input_error(run_cli: RunCli, tmp_path: Path) -> None:
     code, _, err = run_cli("publish", str(tmp_path), "--to", "oci://127.0.0.1:99999/omp/rtx4090")
     assert code == 4
     assert "port '99999' is not in 1-65535" in err
 
 
-def test_verify_with_a_release_manifest_that_is_not_one_is_input_error(run_cli, tmp_path: Path) -> None:
+def test_verify_with_a_release_manifest_that_is_not_one_is_input_error(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
     """A --release-manifest that is unreadable, not JSON, or has no lanes: exit 4, one line."""
     (tmp_path / "set").mkdir()
     (tmp_path / "bad.json").write_text("{not json")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need_tool
+from conftest import RunCli, need_tool
 from containers_support import RECIPE, RELEASE_EPOCH, REPO, Samples, make_samples, request_for
 from ninfer_release.containers import (
     ImageBuildResult,
@@ -224,7 +224,7 @@ def test_carry_digest_mismatch_is_refused(built: ImageBuildResult, lying_registr
 # --- CLI ---------------------------------------------------------------------------------------------
 
 
-def test_cli_carry_offline_on_the_real_release(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_carry_offline_on_the_real_release(run_cli: RunCli) -> None:
     code, stdout, stderr = run_cli(
         "--json", "image", "carry", "rtx5090", "--release", str(REAL_MANIFEST), "--offline"
     )
@@ -239,14 +239,14 @@ def test_cli_carry_offline_on_the_real_release(run_cli) -> None:  # type: ignore
     )
 
 
-def test_cli_carry_refuses_a_built_lane(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_carry_refuses_a_built_lane(run_cli: RunCli) -> None:
     code, _, stderr = run_cli("image", "carry", "rtx4090", "--release", str(REAL_MANIFEST), "--offline")
     assert code == ExitCode.INPUT
     assert "only a carried lane can be carried" in stderr
 
 
 @pytest.mark.registry
-def test_cli_carry_real_digest_absent_from_mirror_is_exit_5(registry: str, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_carry_real_digest_absent_from_mirror_is_exit_5(registry: str, run_cli: RunCli) -> None:
     code, _, stderr = run_cli(
         "image", "carry", "rtx5090", "--release", str(REAL_MANIFEST), "--registry", registry
     )
@@ -257,8 +257,8 @@ def test_cli_carry_real_digest_absent_from_mirror_is_exit_5(registry: str, run_c
 
 @pytest.mark.registry
 def test_cli_carry_verified_against_mirror(
-    tmp_path: Path, registry: str, mirrored: ImageBuildResult, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, registry: str, mirrored: ImageBuildResult, run_cli: RunCli
+) -> None:
     """A release whose carried record names our mirrored image verifies, and the record is written."""
     root = tmp_path / "repo"
     for d in ("manifests", "profiles", "releases", "packaging", "containers"):
@@ -389,7 +389,7 @@ def test_carry_registry_unreachable_is_backend_error(built: ImageBuildResult) ->
     assert info.value.exit_code == ExitCode.BACKEND
 
 
-def test_cli_carry_offline_and_registry_exclude_each_other(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_carry_offline_and_registry_exclude_each_other(run_cli: RunCli) -> None:
     code, _, stderr = run_cli(
         "image", "carry", "rtx5090", "--release", str(REAL_MANIFEST), "--offline", "--registry", "127.0.0.1:1"
     )

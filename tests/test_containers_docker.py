@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need_tool
+from conftest import RunCli, need_tool
 from containers_support import (
     RECIPE,
     RELEASE_EPOCH,
@@ -95,8 +95,8 @@ def test_c37_docker_load_cli_and_docker_py_accept_the_archive(built: Path, docke
 @pytest.mark.docker
 @pytest.mark.registry
 def test_docker_backend_loads_smoke_runs_without_network_and_pushes(
-    tmp_path: Path, samples: Samples, docker_host: str, registry: str, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, samples: Samples, docker_host: str, registry: str, run_cli: RunCli
+) -> None:
     """--backend docker: load, verify id, smoke-run with --network none as the non-root user, push."""
     skopeo = need_tool("skopeo")
     out = tmp_path / "o"
@@ -216,8 +216,8 @@ def test_smoke_run_has_no_network(built: Path, docker_host: str) -> None:
 @pytest.mark.docker
 @pytest.mark.registry
 def test_push_refused_by_registry_is_exit_6_and_nothing_recorded(
-    tmp_path: Path, samples: Samples, docker_host: str, run_cli
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, samples: Samples, docker_host: str, run_cli: RunCli
+) -> None:
     """A registry that refuses the push (here: nothing listens) fails the build with exit 6; no output dir."""
     import socket
 
@@ -236,7 +236,7 @@ def test_push_refused_by_registry_is_exit_6_and_nothing_recorded(
     assert not out.exists()
 
 
-def test_daemon_not_running_is_exit_6_one_line(tmp_path: Path, samples: Samples, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_daemon_not_running_is_exit_6_one_line(tmp_path: Path, samples: Samples, run_cli: RunCli) -> None:
     """A docker engine that is not running: one-line error, exit 6, no half-written output."""
     out = tmp_path / "o"
     code, _, stderr = run_cli(
@@ -256,8 +256,8 @@ def test_daemon_not_running_is_exit_6_one_line(tmp_path: Path, samples: Samples,
 
 
 def test_push_refused_by_an_authenticating_registry_fails_exit_6(
-    tmp_path: Path, samples: Samples, run_cli, tls_registry: Registry, test_ca: LoopbackCA
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, samples: Samples, run_cli: RunCli, tls_registry: Registry, test_ca: LoopbackCA
+) -> None:
     """The push goes through the registry client, not the engine: a TLS + htpasswd registry with
     no credentials for it refuses → exit 6, one line, nothing recorded, the engine never pushes."""
     with fake_engine(FakeEngine()) as engine:
@@ -275,7 +275,9 @@ def test_push_refused_by_an_authenticating_registry_fails_exit_6(
     assert not any(c.endswith("/push") for c in engine.calls)
 
 
-def test_c39_load_error_inside_200_stream_fails_exit_6(tmp_path: Path, samples: Samples, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_c39_load_error_inside_200_stream_fails_exit_6(
+    tmp_path: Path, samples: Samples, run_cli: RunCli
+) -> None:
     """C39: a load stream containing errorDetail (e.g. disk full) fails the build with exit 6."""
     message = "write /var/lib/docker/tmp/docker-import: no space left on device"
     with fake_engine(FakeEngine(load_error=message)) as engine:

@@ -1,5 +1,6 @@
 """The exit-code table and the CLI's error mapping."""
 
+from conftest import RunCli
 from ninfer_release.errors import (
     BackendError,
     DefinitionError,
@@ -27,7 +28,7 @@ def test_problems_render_one_line_each() -> None:
     assert err.lines == ["a.yaml: x.y: bad", "b.yaml: empty"]
 
 
-def test_unknown_command_is_usage_error(run_cli) -> None:
+def test_unknown_command_is_usage_error(run_cli: RunCli) -> None:
     code, _, err = run_cli("no-such-command")
     assert code == 2
     assert "Traceback" not in err

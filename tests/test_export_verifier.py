@@ -107,7 +107,20 @@ def test_the_standalone_names_the_asset_contract_s_sets() -> None:
 
 # --- the differential corpus ---------------------------------------------------------------------
 
-Mutation = Callable[[Path, str], None]
+#: A change to the set in ``d`` whose stem is ``s``; what it returns is ignored.
+Mutation = Callable[[Path, str], object]
+#: A parsed JSON document of the set (``json.loads``: any JSON value under each key).
+JsonDoc = dict[str, Any]
+
+
+def _steps(*edits: Mutation) -> Mutation:
+    """One mutation made of several, applied in order."""
+
+    def mutate(d: Path, s: str) -> None:
+        for edit in edits:
+            edit(d, s)
+
+    return mutate
 
 
 def _sums_lines(d: Path) -> list[bytes]:
@@ -118,7 +131,7 @@ def _rewrite_sums(d: Path, f: Callable[[bytes], bytes]) -> None:
     (d / "SHA256SUMS").write_bytes(b"".join(f(line) for line in _sums_lines(d)))
 
 
-def _edit_json(d: Path, name: str, edit: Callable[[dict[str, object]], None]) -> None:
+def _edit_json(d: Path, name: str, edit: Callable[[JsonDoc], object]) -> None:
     doc = json.loads((d / name).read_bytes())
     edit(doc)
     (d / name).write_bytes((json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
@@ -127,8 +140,8 @@ def _edit_json(d: Path, name: str, edit: Callable[[dict[str, object]], None]) ->
 def _reseal_manifest(d: Path, s: str) -> None:
     """Rewrite the component manifest's entries 1-9 to the files as they now are, then SHA256SUMS."""
 
-    def edit(doc: dict[str, object]) -> None:
-        for e in doc["entries"]:  # type: ignore[attr-defined]
+    def edit(doc: JsonDoc) -> None:
+        for e in doc["entries"]:
             data = (d / e["name"]).read_bytes()
             e["sha256"], e["size"] = hashlib.sha256(data).hexdigest(), len(data)
 
@@ -140,42 +153,42 @@ def _reseal_all(d: Path, s: str) -> None:
     """Rewrite provenance subjects (entries 1-7), manifest entries 1-9, then SHA256SUMS: a set
     re-sealed as far as an attacker without the package can go."""
 
-    def subjects(doc: dict[str, object]) -> None:
-        for subject in doc["subject"]:  # type: ignore[attr-defined]
+    def subjects(doc: JsonDoc) -> None:
+        for subject in doc["subject"]:
             subject["digest"]["sha256"] = hashlib.sha256((d / subject["name"]).read_bytes()).hexdigest()
 
     _edit_json(d, s + ".provenance.json", subjects)
     _reseal_manifest(d, s)
 
 
-def _cdx_edit(edit: Callable[[list[dict[str, object]]], None]) -> Mutation:
+def _cdx_edit(edit: Callable[[list[JsonDoc]], object]) -> Mutation:
     def mutate(d: Path, s: str) -> None:
-        _edit_json(d, s + ".cdx.json", lambda doc: edit(doc["components"]))  # type: ignore[arg-type]
+        _edit_json(d, s + ".cdx.json", lambda doc: edit(doc["components"]))
         _reseal_all(d, s)
 
     return mutate
 
 
-def _first_dll(components: list[dict[str, object]]) -> dict[str, object]:
+def _first_dll(components: list[JsonDoc]) -> JsonDoc:
     """The first component whose evidence lists a shipped DLL (one component per package)."""
     return next(
         c
         for c in components
-        if any(str(o["location"]).endswith(".dll") for o in c.get("evidence", {}).get("occurrences", []))  # type: ignore[attr-defined]
+        if any(str(o["location"]).endswith(".dll") for o in c.get("evidence", {}).get("occurrences", []))
     )
 
 
-def _first_dll_occurrence(components: list[dict[str, object]]) -> dict[str, object]:
-    occurrence: dict[str, object] = _first_dll(components)["evidence"]["occurrences"][0]  # type: ignore[index]
+def _first_dll_occurrence(components: list[JsonDoc]) -> JsonDoc:
+    occurrence: JsonDoc = _first_dll(components)["evidence"]["occurrences"][0]
     return occurrence
 
 
 def _set_key(name: str, path: tuple[str, ...], value: object, *, deep: bool = False) -> Mutation:
     def mutate(d: Path, s: str) -> None:
-        def edit(doc: dict[str, object]) -> None:
-            cur: dict[str, object] = doc
+        def edit(doc: JsonDoc) -> None:
+            cur: JsonDoc = doc
             for p in path[:-1]:
-                cur = cur[p]  # type: ignore[assignment]
+                cur = cur[p]
             cur[path[-1]] = value
 
         _edit_json(d, s + name, edit)
@@ -187,12 +200,12 @@ def _set_key(name: str, path: tuple[str, ...], value: object, *, deep: bool = Fa
     return mutate
 
 
-def _qualification_edit(edit: Callable[[dict[str, Any]], None]) -> Mutation:
+def _qualification_edit(edit: Callable[[JsonDoc], object]) -> Mutation:
     """Edit the qualification record, then re-seal everything around it (provenance, manifest,
     SHA256SUMS): only the record's own consistency with the package can tell."""
 
     def mutate(d: Path, s: str) -> None:
-        _edit_json(d, s + ".qualification.json", edit)  # type: ignore[arg-type]
+        _edit_json(d, s + ".qualification.json", edit)
         _reseal_all(d, s)
 
     return mutate
@@ -305,17 +318,17 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
     "missing-file": (lambda d, s: (d / (s + ".cdx.json")).unlink(), False),
     "second-zip": (lambda d, s: (d / "other.zip").write_bytes(b"PK"), False),
     "symlinked-entry": (
-        lambda d, s: (
-            shutil.move(d / (s + ".model.json"), d.parent / "model.json"),
-            (d / (s + ".model.json")).symlink_to(d.parent / "model.json"),
+        _steps(
+            lambda d, s: shutil.move(d / (s + ".model.json"), d.parent / "model.json"),
+            lambda d, s: (d / (s + ".model.json")).symlink_to(d.parent / "model.json"),
         ),
         False,
     ),
     "zip-member-data-flipped-resealed": (_zip_member_crc_flip, False),
     "zip-truncated-resealed": (
-        lambda d, s: (
-            (d / (s + ".zip")).write_bytes((d / (s + ".zip")).read_bytes()[:-30]),
-            _reseal_manifest(d, s),
+        _steps(
+            lambda d, s: (d / (s + ".zip")).write_bytes((d / (s + ".zip")).read_bytes()[:-30]),
+            lambda d, s: _reseal_manifest(d, s),
         ),
         False,
     ),
@@ -385,18 +398,25 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
     "spdx-version": (_set_key(".spdx.json", ("spdxVersion",), "SPDX-2.2", deep=True), False),
     "cdx-spec-version": (_set_key(".cdx.json", ("specVersion",), "1.5", deep=True), False),
     "config-edited-resealed": (
-        lambda d, s: (
-            (d / (s + ".config.toml")).write_bytes((d / (s + ".config.toml")).read_bytes() + b"# x\n"),
-            _reseal_manifest(d, s),
+        _steps(
+            lambda d, s: (d / (s + ".config.toml")).write_bytes(
+                (d / (s + ".config.toml")).read_bytes() + b"# x\n"
+            ),
+            lambda d, s: _reseal_manifest(d, s),
         ),
         False,
     ),
     "model-json-not-json": (
-        lambda d, s: ((d / (s + ".model.json")).write_bytes(b"{not json"), _reseal_manifest(d, s)),
+        _steps(
+            lambda d, s: (d / (s + ".model.json")).write_bytes(b"{not json"),
+            lambda d, s: _reseal_manifest(d, s),
+        ),
         False,
     ),
     "route-is-a-list": (
-        lambda d, s: ((d / (s + ".route.json")).write_bytes(b"[]\n"), _reseal_manifest(d, s)),
+        _steps(
+            lambda d, s: (d / (s + ".route.json")).write_bytes(b"[]\n"), lambda d, s: _reseal_manifest(d, s)
+        ),
         False,
     ),
     "cdx-dll-hash-changed-resealed": (
@@ -405,9 +425,9 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
     ),
     "cdx-dll-component-dropped-resealed": (_cdx_edit(lambda cs: cs.remove(_first_dll(cs))), False),
     "cdx-serial-number-resealed": (
-        lambda d, s: (
-            _edit_json(d, s + ".cdx.json", lambda doc: doc.update(serialNumber="urn:uuid:NOT")),
-            _reseal_all(d, s),
+        _steps(
+            lambda d, s: _edit_json(d, s + ".cdx.json", lambda doc: doc.update(serialNumber="urn:uuid:NOT")),
+            lambda d, s: _reseal_all(d, s),
         ),
         False,
     ),
@@ -431,12 +451,12 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
             lambda cs: next(c for c in cs if "externalReferences" in c)["externalReferences"][0].update(
                 type="x"
             )
-        ),  # type: ignore[index]
+        ),
         False,
     ),
     "cdx-external-reference-url-not-iri-resealed": (
         _cdx_edit(
-            lambda cs: next(c for c in cs if "externalReferences" in c)["externalReferences"][0].update(  # type: ignore[index]
+            lambda cs: next(c for c in cs if "externalReferences" in c)["externalReferences"][0].update(
                 url="https://a b"
             )
         ),
@@ -447,39 +467,46 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         False,
     ),
     "cdx-dependency-listed-twice-resealed": (
-        lambda d, s: (
-            _edit_json(d, s + ".cdx.json", lambda doc: doc["dependencies"].append(doc["dependencies"][0])),  # type: ignore[attr-defined,index]
-            _reseal_all(d, s),
+        _steps(
+            lambda d, s: _edit_json(
+                d, s + ".cdx.json", lambda doc: doc["dependencies"].append(doc["dependencies"][0])
+            ),
+            lambda d, s: _reseal_all(d, s),
         ),
         False,
     ),
     "cdx-lifecycle-phase-resealed": (
-        lambda d, s: (
-            _edit_json(
+        _steps(
+            lambda d, s: _edit_json(
                 d, s + ".cdx.json", lambda doc: doc["metadata"].update(lifecycles=[{"phase": "ship"}])
-            ),  # type: ignore[attr-defined]
-            _reseal_all(d, s),
+            ),
+            lambda d, s: _reseal_all(d, s),
         ),
         False,
     ),
     "cdx-timestamp-not-rfc3339-resealed": (
-        lambda d, s: (
-            _edit_json(
+        _steps(
+            lambda d, s: _edit_json(
                 d, s + ".cdx.json", lambda doc: doc["metadata"].update(timestamp="2026-02-30T00:00:00Z")
-            ),  # type: ignore[attr-defined]
-            _reseal_all(d, s),
+            ),
+            lambda d, s: _reseal_all(d, s),
         ),
         False,
     ),
     "cdx-composition-unknown-ref-resealed": (
-        lambda d, s: (
-            _edit_json(d, s + ".cdx.json", lambda doc: doc["compositions"][0]["assemblies"].append("nobody")),  # type: ignore[index]
-            _reseal_all(d, s),
+        _steps(
+            lambda d, s: _edit_json(
+                d, s + ".cdx.json", lambda doc: doc["compositions"][0]["assemblies"].append("nobody")
+            ),
+            lambda d, s: _reseal_all(d, s),
         ),
         False,
     ),
     "cdx-bom-version-zero-resealed": (
-        lambda d, s: (_edit_json(d, s + ".cdx.json", lambda doc: doc.update(version=0)), _reseal_all(d, s)),
+        _steps(
+            lambda d, s: _edit_json(d, s + ".cdx.json", lambda doc: doc.update(version=0)),
+            lambda d, s: _reseal_all(d, s),
+        ),
         False,
     ),
     **{f"flip{sfx}": (_flip(sfx, resealed=False), False) for sfx in (*SUFFIXES, "SHA256SUMS")},
@@ -503,7 +530,7 @@ def test_schema_only_change_in_a_deeply_resealed_cyclonedx_fails_both(
     script = _export(tmp_path)
     d = tmp_path / "set"
     shutil.copytree(qualified_out(tmp_path_factory) / "rtx4090", d)
-    _edit_json(d, stem("rtx4090") + ".cdx.json", lambda doc: doc["components"][0].update(type="gizmo"))  # type: ignore[index]
+    _edit_json(d, stem("rtx4090") + ".cdx.json", lambda doc: doc["components"][0].update(type="gizmo"))
     _reseal_all(d, stem("rtx4090"))
     assert cli("verify", d).code == 5
     alone = _standalone(script, d)

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import ninfer_release
 from ninfer_release import cli, fastcli
 from ninfer_release._top_help import TOP_HELP
 
@@ -75,6 +76,9 @@ def test_narrow_terminals_other_arguments_and_completion_use_the_full_cli() -> N
 
 def test_module_entry_and_exit_codes() -> None:
     version = _run("--version")
-    assert (version.returncode, version.stdout) == (0, f"ninfer-release, version {fastcli.__version__}\n")
+    assert (version.returncode, version.stdout) == (
+        0,
+        f"ninfer-release, version {ninfer_release.__version__}\n",
+    )
     assert _run("--no-such-option").returncode == 2  # the full CLI's usage error
     assert fastcli.COMPLETE_VAR == cli.COMPLETE_VAR and fastcli.PROG_NAME == cli.PROG_NAME

@@ -17,7 +17,7 @@ import pytest
 from ninfer_release.errors import ExitCode, InputError, IntegrityError, PublishError
 from ninfer_release.hashing import sha256_file
 from ninfer_release.releases._files_store import FilesStore
-from ninfer_release.releases._publish import FilesTarget, open_publisher, parse_target
+from ninfer_release.releases._publish import Blob, FilesTarget, open_publisher, parse_target
 from test_publish import ENGINE, make_set, request_for
 
 TAG = "v1.0.0-beta.1"
@@ -115,13 +115,12 @@ def test_latest_and_supersession_are_refused(tmp_path: Path) -> None:
 def test_a_file_changed_after_planning_leaves_no_tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     names = make_set(tmp_path / "set", ENGINE)
     import ninfer_release.releases._files_store as fs
+    from ninfer_release.releases._store_io import write_verified
 
-    original = fs.write_verified
-
-    def tamper_then_write(blob, dest):  # type: ignore[no-untyped-def]
+    def tamper_then_write(blob: Blob, dest: Path) -> None:
         if blob.path is not None and blob.title == "engine-1.0-win64.zip":
             blob.path.write_bytes(b"changed")
-        original(blob, dest)
+        write_verified(blob, dest)
 
     monkeypatch.setattr(fs, "write_verified", tamper_then_write)
     with pytest.raises(IntegrityError, match="changed since it was hashed"):

@@ -41,23 +41,22 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return make_sample_rtx5090_inputs(root, epoch=epoch), root / "base"
 
 
-def _api(inputs: tuple[Path, Path], out: Path, **over: object) -> str:
+def _api(
+    inputs: tuple[Path, Path], out: Path, *, revision: str | None = None, epoch: int | None = None
+) -> str:
+    """The image built through the library; ``revision``/``epoch`` default to the lane's and the release's."""
     lane, base = inputs
     info = read_build_info(lane)
-    args: dict[str, object] = {
-        "version": info.component_tag,
-        "revision": info.source_commit,
-        "epoch": load_release(RELEASE, env={}).source_date_epoch,
-    }
-    args.update(over)
     request = ImageBuildRequest(
         recipe=load_recipe(RECIPE),
         inputs=lane,
         base=str(base),
         out=out,
         rendered=render_inputs(PROFILE),
-        **args,
-    )  # type: ignore[arg-type]
+        version=info.component_tag,
+        revision=info.source_commit if revision is None else revision,
+        epoch=load_release(RELEASE, env={}).source_date_epoch if epoch is None else epoch,
+    )
     return str(build_image(request).manifest_digest)
 
 

@@ -154,7 +154,12 @@ def test_receipt_new_is_bound_to_the_draft_set_and_seals(
 ) -> None:
     drafts = release_out(tmp_path_factory)
     set_dir = drafts / LANE
-    sums = dict(reversed(line.split("  ", 1)) for line in (set_dir / "SHA256SUMS").read_text().splitlines())
+    sums = {
+        name: digest
+        for digest, name in (
+            line.split("  ", 1) for line in (set_dir / "SHA256SUMS").read_text().splitlines()
+        )
+    }
     target = tmp_path / "receipts" / LANE / "run-1.json"
     result = cli(
         "receipt", "new", set_dir, "--out", target, "--gate", "G1=pass", "--gate", "G22=not_applicable",

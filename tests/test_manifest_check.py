@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import RunCli
 from ninfer_release.errors import DefinitionError, InputError
-from ninfer_release.manifests import check_base_url, load_release, render_release
+from ninfer_release.manifests import Release, check_base_url, load_release, render_release
 from ninfer_release.profiles import render_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -17,11 +18,11 @@ MANIFEST = REPO / "manifests" / "v0.13.1.yaml"
 
 
 @pytest.fixture(scope="module")
-def release():
+def release() -> Release:
     return load_release(MANIFEST, env={})
 
 
-def test_manifest_check_passes_and_prints_each_lane(run_cli, release) -> None:
+def test_manifest_check_passes_and_prints_each_lane(run_cli: RunCli, release: Release) -> None:
     code, out, err = run_cli("manifest", "check", str(MANIFEST))
     assert (code, err) == (0, "")
     configs = render_release(release)
@@ -30,7 +31,7 @@ def test_manifest_check_passes_and_prints_each_lane(run_cli, release) -> None:
         assert configs[lane_id].bytes_sha256 in out and configs[lane_id].semantic_sha256 in out
 
 
-def test_manifest_check_json(run_cli, release) -> None:
+def test_manifest_check_json(run_cli: RunCli, release: Release) -> None:
     code, out, _ = run_cli("--json", "manifest", "check", str(MANIFEST))
     assert code == 0
     doc = json.loads(out)
@@ -40,7 +41,7 @@ def test_manifest_check_json(run_cli, release) -> None:
     assert lane["bytes_sha256"] == render_config(release.profile_of("rtx4090")).bytes_sha256
 
 
-def test_release_holds_the_reference_facts(release) -> None:
+def test_release_holds_the_reference_facts(release: Release) -> None:
     assert (release.product, release.version, release.state) == ("OMP NInfer", "v0.13.1", "candidate")
     assert release.candidate_commit == "92dfb13285994f1527711cf464847f07e44613dd"
     assert release.upstream_base == "64d10fbf9f8e6bfc79ab0570b94674c5b9997929"
@@ -84,7 +85,7 @@ def test_release_holds_the_reference_facts(release) -> None:
     assert set(release.profiles) == {l3.profile_id, l4.profile_id, l5.profile_id}
 
 
-def test_carried_5090_record(release) -> None:
+def test_carried_5090_record(release: Release) -> None:
     rec = release.lanes["rtx5090"].carried
     assert rec is not None
     assert (rec.server, rec.archive, rec.base_image) == ("9790a004", "52dd3be7", "d4377ed0")
@@ -101,14 +102,14 @@ def test_carried_5090_record(release) -> None:
     )
 
 
-def test_release_is_frozen(release) -> None:
+def test_release_is_frozen(release: Release) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         release.version = "v9"  # type: ignore[misc]
     with pytest.raises(TypeError):
         release.lanes["rtx9090"] = release.lanes["rtx4090"]  # type: ignore[index]
 
 
-def test_asset_url(release) -> None:
+def test_asset_url(release: Release) -> None:
     assert release.asset_url("v0.7.0-qwen38-4090-beta.2", "SHA256SUMS") == (
         "https://github.com/alphastorm/omp-ninfer/releases/download/v0.7.0-qwen38-4090-beta.2/SHA256SUMS"
     )
@@ -118,7 +119,7 @@ def test_asset_url(release) -> None:
         release.asset_url("v0.7.0-qwen38-4090-beta.1", "SHA256SUMS")
 
 
-def test_source_date_epoch_env_overrides(release) -> None:
+def test_source_date_epoch_env_overrides(release: Release) -> None:
     assert release.source_date_epoch == 1795132800
     assert load_release(MANIFEST, env={"SOURCE_DATE_EPOCH": "1700000000"}).source_date_epoch == 1700000000
     with pytest.raises(DefinitionError, match="SOURCE_DATE_EPOCH"):
@@ -155,7 +156,7 @@ def test_c28_typo_manifest_is_rejected_at_load(tmp_path: Path) -> None:
     assert [(p.field, p.file) for p in err.value.problems] == [("publication_base_url", str(bad))]
 
 
-def test_missing_manifest_is_exit_4(run_cli, tmp_path: Path) -> None:
+def test_missing_manifest_is_exit_4(run_cli: RunCli, tmp_path: Path) -> None:
     code, out, err = run_cli("manifest", "check", str(tmp_path / "v9.yaml"))
     assert (code, out) == (4, "")
     assert err == f"error: {tmp_path / 'v9.yaml'}: no such file\n"
@@ -163,7 +164,9 @@ def test_missing_manifest_is_exit_4(run_cli, tmp_path: Path) -> None:
         load_release(tmp_path / "v9.yaml", env={})
 
 
-def test_problems_in_a_named_profile_are_reported_with_the_profile_file(tmp_path: Path, run_cli) -> None:
+def test_problems_in_a_named_profile_are_reported_with_the_profile_file(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
     import shutil
 
     for sub in ("manifests", "profiles", "releases", "packaging", "containers"):

@@ -43,7 +43,7 @@ def test_unreachable_registry_is_one_line_without_http_library_internals(tmp_pat
             assert internal not in result.err
 
 
-def test_one_lanes_directory_given_to_build_release_says_so(tmp_path_factory) -> None:
+def test_one_lanes_directory_given_to_build_release_says_so(tmp_path_factory: pytest.TempPathFactory) -> None:
     src = samples(tmp_path_factory) / "rtx4090"
     out = tmp_path_factory.mktemp("one-lane") / "out"
     result = cli("build", "release", RELEASE, "--inputs", src, "--out", out, "--offline")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import RunCli
 from ninfer_release.errors import DefinitionError, InputError
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.profiles import (
@@ -233,7 +234,7 @@ def test_write_bearer_key_mode_0600_and_never_overwrites(tmp_path: Path) -> None
     assert path.read_bytes() == key.encode()
 
 
-def test_cli_keygen_prints_the_key_only_when_asked(run_cli, tmp_path: Path) -> None:
+def test_cli_keygen_prints_the_key_only_when_asked(run_cli: RunCli, tmp_path: Path) -> None:
     code, out, err = run_cli("profile", "keygen", "--out", str(tmp_path / "a.key"))
     key = (tmp_path / "a.key").read_text()
     assert code == 0 and key not in out and key not in err

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import RunCli
+
 BAD = Path(__file__).resolve().parent / "data" / "bad"
 REPO = Path(__file__).resolve().parent.parent
 CASES = sorted(p.name for p in BAD.iterdir() if (p / "case.json").is_file())
@@ -34,7 +36,7 @@ def _check_lines(err: str, target: Path, expect: list[list[str]]) -> None:
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_bad_input_is_refused(name: str, run_cli, tmp_path: Path) -> None:
+def test_bad_input_is_refused(name: str, run_cli: RunCli, tmp_path: Path) -> None:
     case_dir = BAD / name
     spec = json.loads((case_dir / "case.json").read_text())
     target = case_dir / spec["target"]
@@ -53,7 +55,7 @@ def test_bad_input_is_refused(name: str, run_cli, tmp_path: Path) -> None:
     _check_lines(err, target, spec["expect"])
 
 
-def test_json_mode_reports_problems_as_one_document(run_cli) -> None:
+def test_json_mode_reports_problems_as_one_document(run_cli: RunCli) -> None:
     target = BAD / "wrong-types" / "profiles" / "qwen38-4090-native-v0.7.0-beta.2.yaml"
     code, out, _err = run_cli("--json", "profile", "validate", str(target))
     assert code == 3

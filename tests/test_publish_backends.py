@@ -8,7 +8,7 @@ import json
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -316,9 +316,9 @@ def test_registry_conflict_detected_when_another_publisher_wins_the_tag(
     names_b = make_set(tmp_path / "b", {"engine.zip": b"B"})
     rival_plan = plan_publish(request_for(tmp_path / "b", names_b))
     rival = OciPublisher(host=registry, repository="t/conflict")
-    original: Callable[[ArtifactPlan, list[str]], None] = ours._put_manifest  # type: ignore[assignment]
+    original: Callable[[ArtifactPlan, Sequence[str]], None] = ours._put_manifest
 
-    def put_then_rival_wins(plan: ArtifactPlan, tags: list[str]) -> None:
+    def put_then_rival_wins(plan: ArtifactPlan, tags: Sequence[str]) -> None:
         original(plan, tags)
         for blob in rival_plan.blobs:
             rival._put_blob(blob)

@@ -31,6 +31,12 @@ def _json(path: Path, doc: object) -> None:
     path.write_text(json.dumps(doc))
 
 
+def _json_each(doc: object, *paths: Path) -> None:
+    """The same document written to each of ``paths``."""
+    for path in paths:
+        _json(path, doc)
+
+
 def _bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
@@ -206,7 +212,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         id="same-receipt-twice",
-        make=lambda d: (_json(d / "a.json", GOOD), _json(d / "rtx4090" / "b.json", GOOD)),
+        make=lambda d: _json_each(GOOD, d / "a.json", d / "rtx4090" / "b.json"),
         file="rtx4090/b.json",
         message="the same receipt as",
     ),
@@ -365,7 +371,15 @@ def test_receipts_path_that_is_a_file_is_refused(
     file; issue 9: environment faults are not Click usage errors), not that nothing was found."""
     receipts = tmp_path / "receipts.json"
     _json(receipts, GOOD)
-    args = ["build", "lane", "rtx4090", "--release", RELEASE, "--inputs", samples(tmp_path_factory)]
+    args: list[str | Path] = [
+        "build",
+        "lane",
+        "rtx4090",
+        "--release",
+        RELEASE,
+        "--inputs",
+        samples(tmp_path_factory),
+    ]
     res = cli(*args, "--out", tmp_path / "out", "--receipts", receipts)
     assert res.code == 4 and f"{receipts}: " in res.err and "not a directory" in res.err, res.text
     assert len(res.err.strip().splitlines()) == 1, res.err

@@ -8,8 +8,10 @@ import base64
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+import requests
 
 from ninfer_release.errors import ExitCode, InputError, PublishError
 from ninfer_release.registry import RegistryClient, RegistryError, RegistryOptions, find_credential
@@ -244,7 +246,7 @@ def test_htpasswd_without_credentials_says_how_to_log_in(
 
 
 def test_an_expired_token_is_renewed_before_it_is_sent(
-    token_registry: TokenRegistry, test_ca: LoopbackCA, tmp_path: Path
+    token_registry: TokenRegistry, test_ca: LoopbackCA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = write_docker_config(tmp_path / "docker", [token_registry.host])
     client = RegistryClient(
@@ -258,12 +260,12 @@ def test_an_expired_token_is_renewed_before_it_is_sent(
     sent: list[str] = []
     original = transport._session.request
 
-    def spy(method: str, url: str, **kwargs: object) -> object:
+    def spy(method: str, url: str, **kwargs: Any) -> requests.Response:  # Session.request's keywords
         headers = kwargs.get("headers") or {}
         sent.append(str(headers.get("Authorization", "")) if isinstance(headers, dict) else "")
-        return original(method, url, **kwargs)  # type: ignore[arg-type]
+        return original(method, url, **kwargs)
 
-    transport._session.request = spy  # type: ignore[method-assign]
+    monkeypatch.setattr(transport._session, "request", spy)
     before = token_registry.issuer.issued
     assert client.get_manifest("auth/expiry", "v0") is None
     assert f"Bearer {old.value}" not in sent  # the expired token was never sent

@@ -9,11 +9,13 @@ import os
 import subprocess
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import need_tool
+from conftest import RunCli, need_tool
 from ninfer_release.atomic import write_bytes
 from ninfer_release.errors import DefinitionError
 from ninfer_release.profiles import (
@@ -111,7 +113,8 @@ FLAGS = {
 }
 
 
-def _get(doc: dict, dotted: str):
+def _get(doc: Mapping[str, Any], dotted: str) -> Any:
+    """The value at ``a.b.c`` of a parsed JSON/TOML document (any JSON type)."""
     for part in dotted.split("."):
         doc = doc[part]
     return doc
@@ -249,7 +252,7 @@ def test_toml_literal_escapes_and_refuses() -> None:
 # --- CLI -----------------------------------------------------------------------------------------
 
 
-def test_cli_render_prints_the_hash_of_the_written_file(run_cli, tmp_path: Path) -> None:
+def test_cli_render_prints_the_hash_of_the_written_file(run_cli: RunCli, tmp_path: Path) -> None:
     sha256sum = need_tool("sha256sum")
     out = tmp_path / "configs" / "c.toml"
     code, stdout, err = run_cli("profile", "render", str(P4090), "--out", str(out))
@@ -261,7 +264,7 @@ def test_cli_render_prints_the_hash_of_the_written_file(run_cli, tmp_path: Path)
     assert out.stat().st_mode & 0o777 == 0o644
 
 
-def test_cli_render_json_and_overwrite_rules(run_cli, tmp_path: Path) -> None:
+def test_cli_render_json_and_overwrite_rules(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "c.toml"
     code, stdout, _ = run_cli("--json", "profile", "render", str(P3090), "--out", str(out))
     assert code == 0
@@ -280,13 +283,13 @@ def test_cli_render_json_and_overwrite_rules(run_cli, tmp_path: Path) -> None:
     assert code == 0 and out.read_bytes() == render_config(load_profile(P3090)).data
 
 
-def test_cli_validate_accepts_the_product_profiles(run_cli) -> None:
+def test_cli_validate_accepts_the_product_profiles(run_cli: RunCli) -> None:
     code, stdout, err = run_cli("profile", "validate", str(P4090), str(P3090), str(P5090))
     assert (code, err) == (0, "")
     assert len(stdout.splitlines()) == 3
 
 
-def test_cli_render_into_an_unwritable_place_is_exit_4(run_cli, tmp_path: Path) -> None:
+def test_cli_render_into_an_unwritable_place_is_exit_4(run_cli: RunCli, tmp_path: Path) -> None:
     (tmp_path / "file").write_bytes(b"x")
     code, out, err = run_cli("profile", "render", str(P4090), "--out", str(tmp_path / "file" / "c.toml"))
     assert (code, out) == (4, "")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pefile
 import pytest
 
-from conftest import REPO
+from conftest import REPO, RunCli
 from ninfer_release.errors import InputError, IntegrityError
 from ninfer_release.samples import (
     MARKER,
@@ -234,7 +234,7 @@ def test_refetch_into_previous_output_replaces_it_with_identical_bytes(
 
 
 def test_refuses_non_empty_foreign_out_and_keeps_user_data(
-    tmp_path: Path, run_cli, wheel_cache: Path
+    tmp_path: Path, run_cli: RunCli, wheel_cache: Path
 ) -> None:
     out = tmp_path / "mine"
     out.mkdir()
@@ -246,7 +246,7 @@ def test_refuses_non_empty_foreign_out_and_keeps_user_data(
     assert (out / "notes.txt").read_bytes() == b"user data"
 
 
-def test_refuses_previous_output_the_user_changed(tmp_path: Path, run_cli, wheel_cache: Path) -> None:
+def test_refuses_previous_output_the_user_changed(tmp_path: Path, run_cli: RunCli, wheel_cache: Path) -> None:
     out = tmp_path / "inputs"
     fetch_samples(out, full=False, cache=wheel_cache, repo_root=REPO)
     (out / "rtx4090" / "receipts").mkdir()
@@ -273,7 +273,9 @@ def test_empty_existing_out_is_used(tmp_path: Path, wheel_cache: Path) -> None:
     assert (out / "rtx3090" / "bin" / "ninfer-server.exe").is_file()
 
 
-def test_corrupted_cached_wheel_is_a_pin_mismatch_exit_5(tmp_path: Path, run_cli, wheel_cache: Path) -> None:
+def test_corrupted_cached_wheel_is_a_pin_mismatch_exit_5(
+    tmp_path: Path, run_cli: RunCli, wheel_cache: Path
+) -> None:
     """A cached wheel whose bytes differ from the SHA-256 pin is refused (exit 5), not used."""
     ensure_wheel(
         load_spec(REPO).pins.wheels[0], cache=wheel_cache, platform="win_amd64", python_version="3.11"
@@ -367,7 +369,7 @@ def test_member_whose_bytes_differ_from_the_pin_is_refused(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.dll", "x.whl"]  # nothing else extracted
 
 
-def test_cli_json_prints_one_object(tmp_path: Path, run_cli, wheel_cache: Path) -> None:
+def test_cli_json_prints_one_object(tmp_path: Path, run_cli: RunCli, wheel_cache: Path) -> None:
     out = tmp_path / "inputs"
     code, stdout, _ = run_cli("--json", "samples", "fetch", "--out", str(out), "--cache", str(wheel_cache))
     assert code == 0
@@ -442,7 +444,7 @@ def test_leftover_of_an_interrupted_replace_is_removed_only_if_ours(
     assert (leftover / "keep.txt").read_bytes() == b"not ours"
 
 
-def test_cli_repo_without_samples_data_is_exit_4(tmp_path: Path, run_cli, wheel_cache: Path) -> None:
+def test_cli_repo_without_samples_data_is_exit_4(tmp_path: Path, run_cli: RunCli, wheel_cache: Path) -> None:
     code, _, stderr = run_cli(
         "samples",
         "fetch",
@@ -461,7 +463,9 @@ def test_cli_repo_without_samples_data_is_exit_4(tmp_path: Path, run_cli, wheel_
     assert not (tmp_path / "out").exists()
 
 
-def test_member_pin_mismatch_fails_the_whole_fetch_exit_5(tmp_path: Path, run_cli, wheel_cache: Path) -> None:
+def test_member_pin_mismatch_fails_the_whole_fetch_exit_5(
+    tmp_path: Path, run_cli: RunCli, wheel_cache: Path
+) -> None:
     """A wheel that matches its pin but whose DLL does not match the member pin: nothing is written."""
     repo = tmp_path / "repo"
     shutil.copytree(REPO / "samples", repo / "samples")
@@ -480,7 +484,7 @@ def test_member_pin_mismatch_fails_the_whole_fetch_exit_5(tmp_path: Path, run_cl
 
 
 def test_without_busybox_native_samples_still_work_and_the_container_lane_says_what_is_missing(
-    tmp_path: Path, run_cli, wheel_cache: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run_cli: RunCli, wheel_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """busybox-static is needed only for the container lane's sample base (issue 15)."""
     import ninfer_release.containers._samples as container_samples

@@ -107,6 +107,16 @@ _STILL_VALID = {
 }
 
 
+def _steps(*edits: Callable[[Document], object]) -> Callable[[Document], None]:
+    """One mutation made of several edits of the document, applied in order."""
+
+    def apply(d: Document) -> None:
+        for edit in edits:
+            edit(d)
+
+    return apply
+
+
 def _mutations() -> Iterator[tuple[str, Callable[[Document], None]]]:
     """(name, change) pairs, each making the small document invalid in one rule (or keeping it valid)."""
     yield "valid", lambda d: None
@@ -186,27 +196,27 @@ def _mutations() -> Iterator[tuple[str, Callable[[Document], None]]]:
     )
     yield (
         "file without SHA1 and absolute",
-        lambda d: (
-            setattr(d.files[0], "checksums", [Checksum(ChecksumAlgorithm.SHA256, "0" * 64)]),
-            setattr(d.files[0], "name", "/abs"),
+        _steps(
+            lambda d: setattr(d.files[0], "checksums", [Checksum(ChecksumAlgorithm.SHA256, "0" * 64)]),
+            lambda d: setattr(d.files[0], "name", "/abs"),
         ),
     )
     yield (
         "package files_analyzed false with files",
-        lambda d: (
-            setattr(d.packages[0], "files_analyzed", False),
-            d.relationships.append(
+        _steps(
+            lambda d: setattr(d.packages[0], "files_analyzed", False),
+            lambda d: d.relationships.append(
                 Relationship(d.files[0].spdx_id, RelationshipType.CONTAINED_BY, "SPDXRef-Package")
             ),
         ),
     )
     yield (
         "license_info_from_files without analysis",
-        lambda d: (
-            setattr(d.packages[0], "verification_code", None),
-            setattr(d.packages[0], "files_analyzed", False),
-            setattr(d, "relationships", d.relationships[:1]),
-            setattr(d.packages[0], "license_info_from_files", [spdx_licensing.parse("MIT")]),
+        _steps(
+            lambda d: setattr(d.packages[0], "verification_code", None),
+            lambda d: setattr(d.packages[0], "files_analyzed", False),
+            lambda d: setattr(d, "relationships", d.relationships[:1]),
+            lambda d: setattr(d.packages[0], "license_info_from_files", [spdx_licensing.parse("MIT")]),
         ),
     )
     yield (
@@ -385,8 +395,9 @@ def test_hoisted_implicit_relationships_parse_to_the_same_document() -> None:
     raw = _raw_with_implicit_relationships(6)
     hoisted = hoist_implicit_relationships(copy.deepcopy(raw))
     assert "documentDescribes" not in hoisted and all("hasFiles" not in p for p in hoisted["packages"])
-    theirs = JsonLikeDictParser().parse(copy.deepcopy(raw))
-    ours = JsonLikeDictParser().parse(hoisted)
+    # spdx-tools leaves JsonLikeDictParser.__init__ unannotated (a fresh parser per document, as before)
+    theirs = JsonLikeDictParser().parse(copy.deepcopy(raw))  # type: ignore[no-untyped-call]
+    ours = JsonLikeDictParser().parse(hoisted)  # type: ignore[no-untyped-call]
     assert ours == theirs
     assert validate_full_document(ours) == validate_full_spdx_document(theirs)  # files_analyzed false + files
 

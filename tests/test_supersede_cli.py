@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, RunCli
 from flow_support import registry_namespace
 from ninfer_release.releases import open_publisher
 
@@ -33,7 +33,7 @@ def _has_marker(store: str, tag: str) -> bool:
     return open_publisher(store).resolve(f"{tag}.superseded") is not None
 
 
-def test_shared_directory_store_gets_every_marker_once(run_cli, tmp_path: Path) -> None:
+def test_shared_directory_store_gets_every_marker_once(run_cli: RunCli, tmp_path: Path) -> None:
     """A directory store that is no lane's (README: both lanes publish to dir://store) is shared:
     both markers land in it; again, they answer already_published."""
     target = f"dir://{tmp_path / 'store'}"
@@ -52,7 +52,7 @@ def test_shared_directory_store_gets_every_marker_once(run_cli, tmp_path: Path) 
 
 @pytest.mark.parametrize("kind", ["dir", "oci"])
 def test_each_lanes_marker_lands_only_in_its_own_store(
-    run_cli, tmp_path: Path, kind: str, request: pytest.FixtureRequest
+    run_cli: RunCli, tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
     """With the per-lane stores of the README, the 3090 beta.1 marker goes to the 3090 store and the
     4090 one to the 4090 store -- never beside the other lane's sets."""
@@ -71,7 +71,7 @@ def test_each_lanes_marker_lands_only_in_its_own_store(
         assert not _has_marker(store, OLD[other])
 
 
-def test_one_lane_store_gets_only_its_lanes_marker(run_cli, tmp_path: Path) -> None:
+def test_one_lane_store_gets_only_its_lanes_marker(run_cli: RunCli, tmp_path: Path) -> None:
     """One lane's store given: its marker is written, the other lane's is reported skipped (not
     written there)."""
     store = f"dir://{tmp_path / 'omp-ninfer' / 'rtx3090'}"
@@ -82,7 +82,7 @@ def test_one_lane_store_gets_only_its_lanes_marker(run_cli, tmp_path: Path) -> N
     assert _has_marker(store, OLD["rtx3090"]) and not _has_marker(store, OLD["rtx4090"])
 
 
-def test_registry_repository_of_no_lane_is_refused(run_cli, tmp_path: Path) -> None:
+def test_registry_repository_of_no_lane_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     """A registry repository that is no lane's publication repository: exit 7 naming it, nothing
     written (the registry is not even contacted)."""
     code, _, err = run_cli("supersede", MANIFEST, "--to", "oci://127.0.0.1:9/omp-ninfer/everything")
@@ -95,13 +95,15 @@ def test_registry_repository_of_no_lane_is_refused(run_cli, tmp_path: Path) -> N
     assert "Traceback" not in err
 
 
-def test_supersede_bad_target_is_input_error(run_cli) -> None:
+def test_supersede_bad_target_is_input_error(run_cli: RunCli) -> None:
     code, _, err = run_cli("supersede", MANIFEST, "--to", "oci://127.0.0.1:0/x")
     assert code == 4
     assert "Traceback" not in err
 
 
-def test_a_lane_store_named_through_dot_dot_or_a_link_is_still_that_lanes(run_cli, tmp_path: Path) -> None:
+def test_a_lane_store_named_through_dot_dot_or_a_link_is_still_that_lanes(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
     """``dir://…/omp-ninfer/rtx4090/../rtx3090`` and a symbolic link to ``omp-ninfer/rtx3090`` are
     the 3090 store, not a shared one: only the 3090 marker lands there (hostile review of issue 8)."""
     real = tmp_path / "omp-ninfer" / "rtx3090"

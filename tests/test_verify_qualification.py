@@ -99,7 +99,7 @@ def test_forged_qualification_record_is_caught(
 ) -> None:
     """Edit one field of the qualification record and re-bind every digest around it: verify still
     fails naming the record (a failed gate can never hide behind ``qualified``)."""
-    _relabel(qualified_copy, ".qualification.json", path, value)  # type: ignore[arg-type]
+    _relabel(qualified_copy, ".qualification.json", path, value)
     res = cli("verify", qualified_copy)
     assert res.code == 5, res.text
     assert any(
@@ -157,7 +157,7 @@ def test_receipt_entry_naming_another_source_or_profile_is_caught(
     """A receipt entry of a ``qualified`` record that names another source commit or profile than
     ``bound_to`` is caught like one naming another package: sealing
     refuses such a receipt, so a record holding one was edited (hostile review of issue 8)."""
-    _relabel(qualified_copy, ".qualification.json", path, value)  # type: ignore[arg-type]
+    _relabel(qualified_copy, ".qualification.json", path, value)
     res = cli("verify", qualified_copy)
     assert res.code == 5, res.text
     assert f"{S}.qualification.json: receipts[0] " in res.err and message in res.err, res.err

@@ -15,6 +15,7 @@ import sys
 import zipfile
 import zlib
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -346,10 +347,11 @@ def test_staged_file_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     opened: list[Path] = []
     real_open = Path.open
 
-    def counting_open(self: Path, *args: object, **kw: object):  # type: ignore[no-untyped-def]
+    def counting_open(self: Path, *args: Any, **kw: Any) -> IO[Any]:  # Path.open's overloads, passed through
         if self == src:
             opened.append(self)
-        return real_open(self, *args, **kw)  # type: ignore[arg-type]
+        handle: IO[Any] = real_open(self, *args, **kw)
+        return handle
 
     monkeypatch.setattr(Path, "open", counting_open)
     members = compress_members(
