@@ -133,3 +133,23 @@ def test_max_path_counts_utf16_units() -> None:
     name = "x/" + "\U0001f600" * 127
     assert len(name) < 200
     assert list(offending([name], install_root=root)) == [name]
+
+
+def test_problems_come_path_by_path_in_rule_order() -> None:
+    """Each path's problems in rule order (spelling, components, lengths, collisions), then the
+    file-that-is-also-a-folder pairs after every path: the order a reader fixes them in."""
+    root = "C:\\" + "r" * 200
+    long_folder = "d" * 60
+    paths = ["\\A/con.", f"{long_folder}/x", f"{long_folder.upper()}/y", "x", "x/z"]
+    found = [(p.field, p.message) for p in check_windows_paths(paths, install_root=root)]
+    assert [(field, message.split(" ")[0:2]) for field, message in found] == [
+        ("\\A/con.", ["contains", "a"]),
+        ("\\A/con.", ["component", "'con.'"]),
+        ("\\A/con.", ["component", "'con.'"]),
+        (f"{long_folder}/x", ["installs", "as"]),
+        (f"{long_folder}/x", ["its", "folder"]),
+        (f"{long_folder.upper()}/y", ["installs", "as"]),
+        (f"{long_folder.upper()}/y", ["its", "folder"]),
+        (f"{long_folder.upper()}/y", ["folder", f"'{long_folder.upper()}'"]),
+        ("x", ["is", "a"]),
+    ]
