@@ -540,3 +540,35 @@ def test_whole_plan_uses_its_deflate_level(tmp_path: Path) -> None:
     stored_plan = type(plan)(recipe_id=plan.recipe_id, entries=plan.entries, deflate_level=0)
     assert {m.method for m in compress_members(stored_plan, workdir=tmp_path)} == {0}
     assert 8 in {m.method for m in compress_members(plan, workdir=tmp_path)}
+
+
+@pytest.mark.parametrize(
+    ("workers", "level", "chunk_size", "shown"),
+    [
+        (0, 6, 4 << 20, "workers=0"),
+        (2, 10, 4 << 20, "level=10"),
+        (2, -1, 4 << 20, "level=-1"),
+        (2, 6, (64 << 10) - 1, f"chunk_size={(64 << 10) - 1}"),
+    ],
+)
+def test_compress_settings_refused_before_anything_is_read_or_spooled(
+    tmp_path: Path, workers: int, level: int, chunk_size: int, shown: str
+) -> None:
+    """Bad settings are a ValueError naming them; no entry is read and no spool file is made."""
+    missing = PlanEntry(name="a.bin", source=tmp_path / "absent.bin", staged_path="a.bin")
+    with pytest.raises(ValueError, match=shown):
+        compress_members([missing], workdir=tmp_path, workers=workers, level=level, chunk_size=chunk_size)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compress_reports_every_entry_without_bytes_at_once(tmp_path: Path) -> None:
+    """Generated entries whose bytes were not supplied are all named before any spool is made."""
+    entries = [
+        PlanEntry(name="sbom/x.spdx.json"),
+        PlanEntry(name="a.txt", data=b"a"),
+        PlanEntry(name="NOTICE.txt"),
+    ]
+    with pytest.raises(InputError) as exc:
+        compress_members(entries, workdir=tmp_path)
+    assert [p.field for p in exc.value.problems] == ["sbom/x.spdx.json", "NOTICE.txt"]
+    assert list(tmp_path.iterdir()) == []
