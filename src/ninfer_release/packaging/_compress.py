@@ -83,12 +83,20 @@ class CompressedMember:
         return Digests(size=self.size, sha256=self.sha256, sha1=self.sha1)
 
 
+@dataclass(frozen=True, kw_only=True)
+class HeaderRoom:
+    """Room left for one local header in a :class:`ZipLayout`: ``length`` bytes at byte ``offset``."""
+
+    offset: int
+    length: int
+
+
 @dataclass(kw_only=True)
 class ZipLayout:
     """An archive laid out in place: the streams go straight into the zip's own temp file.
 
     Each member's stream is preceded by room for its local header (``reserved``: name →
-    (header offset, header length)); :func:`~ninfer_release.packaging.finish_zip` writes the
+    :class:`HeaderRoom`); :func:`~ninfer_release.packaging.finish_zip` writes the
     headers into that room and the central directory at the end, so no stream is copied. Open it
     with :meth:`create` in the output's folder; ``finish_zip`` (or :meth:`discard`) ends it.
     """
@@ -96,7 +104,7 @@ class ZipLayout:
     path: Path
     file: BinaryIO
     position: int = 0
-    reserved: dict[str, tuple[int, int]] = field(default_factory=dict)
+    reserved: dict[str, HeaderRoom] = field(default_factory=dict)
 
     @classmethod
     def create(cls, directory: Path) -> ZipLayout:
@@ -107,7 +115,7 @@ class ZipLayout:
     def reserve(self, name: str, size: int) -> None:
         """Leave room for ``name``'s local header (zip64 sizes when ``size`` needs them)."""
         length = LOCAL_FMT.size + len(encode_name(name)[0]) + (20 if size >= LIMIT32 else 0)
-        self.reserved[name] = (self.position, length)
+        self.reserved[name] = HeaderRoom(offset=self.position, length=length)
         self.file.write(bytes(length))
         self.position += length
 

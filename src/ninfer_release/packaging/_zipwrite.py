@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.packaging._compress import CompressedMember, ZipLayout
+from ninfer_release.packaging._compress import CompressedMember, HeaderRoom, ZipLayout
 from ninfer_release.packaging._zipformat import (
     STORED,
     central_header,
@@ -268,7 +268,7 @@ def _in_place(layout: ZipLayout, ordered: list[CompressedMember]) -> bool:
             )
         )
         if (
-            room != (position, header)
+            room != HeaderRoom(offset=position, length=header)
             or m.spool != layout.path
             or m.spool_offset != position + header
             or m.spool_length != m.compressed_size
@@ -282,7 +282,7 @@ def _fill_local_headers(layout: ZipLayout, ordered: list[CompressedMember], *, e
     """Write each member's local header into its reserved room; return the headers' offsets."""
     offsets: list[int] = []
     for m in ordered:
-        offset, _ = layout.reserved[m.name]
+        offset = layout.reserved[m.name].offset
         offsets.append(offset)
         os.pwrite(layout.file.fileno(), _local_header_at(m, offset=offset, epoch=epoch), offset)
     return offsets
