@@ -84,7 +84,8 @@ def fetch_base(
         desc = select_manifest(json.loads(data), os_=os_, arch=arch, where=str(ref))
         media, data = client.manifest(ref.repository, desc.digest)
         digest = desc.digest
-    config_desc, layers = parse_manifest(data, where=f"{ref.registry}/{ref.repository}@{digest}")
+    found = parse_manifest(data, where=f"{ref.registry}/{ref.repository}@{digest}")
+    config_desc, layers = found.config, found.layers
     config = client.blob_bytes(ref.repository, config_desc)
     for desc in layers:
         dest = blob_path(dest_layout, desc.digest)

@@ -430,9 +430,15 @@ def check_inputs(request: ImageBuildRequest) -> BaseLocation:
     return base
 
 
-def _archive_entries(
-    archive: Path, item: LayerItem, scratch: Path, *, recipe: ImageRecipe
-) -> tuple[list[LayerEntry], Digests]:
+@dataclass(frozen=True, kw_only=True)
+class _Unpacked:
+    """A staged archive unpacked for a layer: its entries and the digests of the archive's bytes."""
+
+    entries: tuple[LayerEntry, ...]
+    digests: Digests
+
+
+def _archive_entries(archive: Path, item: LayerItem, scratch: Path, *, recipe: ImageRecipe) -> _Unpacked:
     """Unpack the regular files of a staged tar(.gz) into ``scratch``; entries under ``item.dest``.
 
     The archive is read once, as a stream: the same read unpacks it and digests its bytes.
@@ -492,12 +498,24 @@ def _archive_entries(
     if problems:
         raise InputError(problems=problems)
     digests = Digests(size=reader.size, sha256=reader.sha256.hexdigest(), sha1=reader.sha1.hexdigest())
-    return entries, digests
+    return _Unpacked(entries=tuple(entries), digests=digests)
 
 
-def _layer_entries(
-    spec: LayerSpec, request: ImageBuildRequest, scratch: Path
-) -> tuple[list[LayerEntry], list[BoundInput]]:
+@dataclass(frozen=True, kw_only=True)
+class _LayerInputs:
+    """The entries of one of our layers, and the staged archives it binds (their digests known)."""
+
+    entries: tuple[LayerEntry, ...]
+    bound: tuple[BoundInput, ...]
+
+
+def _layer_entries(spec: LayerSpec, request: ImageBuildRequest, scratch: Path) -> _LayerInputs:
+    """Entries of layer ``spec``: directories (the checkpoint mount owned by the image user),
+    rendered files, staged files and unpacked staged archives, in recipe order.
+
+    Raises:
+        InputError: a staged input is missing or unsafe, or an archive holds an unsafe member.
+    """
     recipe = request.recipe
     entries: list[LayerEntry] = []
     bound: list[BoundInput] = []
@@ -533,15 +551,16 @@ def _layer_entries(
                 continue
             sub = scratch / f"{spec.name}-{len(entries)}"
             sub.mkdir()
-            unpacked, d = _archive_entries(path, item, sub, recipe=recipe)
-            entries.extend(unpacked)
+            unpacked = _archive_entries(path, item, sub, recipe=recipe)
+            d = unpacked.digests
+            entries.extend(unpacked.entries)
             if item.bind:
                 bound.append(
                     BoundInput(
                         name=item.bind, staged_path=item.source, size=d.size, sha256=d.sha256, sha1=d.sha1
                     )
                 )
-    return entries, bound
+    return _LayerInputs(entries=tuple(entries), bound=tuple(bound))
 
 
 def _staged_bindings(spec: LayerSpec, blob: LayerBlob) -> list[BoundInput]:
@@ -618,8 +637,9 @@ def _write_own_layers(
     bound: list[BoundInput] = []
     for spec in plan.layers:
         say(f"layer {spec.name}")
-        entries, b = _layer_entries(spec, request, scratch)
-        bound.extend(b)
+        inputs = _layer_entries(spec, request, scratch)
+        entries = inputs.entries
+        bound.extend(inputs.bound)
         tmp = scratch / f"layer-{spec.name}.tar.gz"
         blob: LayerBlob = write_layer(entries, tmp, epoch=request.epoch)
         bound.extend(_staged_bindings(spec, blob))
@@ -685,17 +705,15 @@ def _write_image(
         annotations=plan.annotations,
     )
     archive = stage / "image.tar"
-    archive_sha256, archive_size = write_archive(
-        layout, written, archive, repo_tags=plan.repo_tags, epoch=epoch
-    )
+    info = write_archive(layout, written, archive, repo_tags=plan.repo_tags, epoch=epoch)
     for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
         d.chmod(DIR_MODE)
     return _Written(
         layout=layout,
         image=written,
         archive=archive,
-        archive_sha256=archive_sha256,
-        archive_size=archive_size,
+        archive_sha256=info.sha256,
+        archive_size=info.size,
     )
 
 

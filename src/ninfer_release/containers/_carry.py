@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,50 +169,73 @@ def carry_image(
     client = RegistryClient(target.registry, timeout=timeout)
     checked: list[CheckedBlob] = []
     try:
-        media, _data, config_digest, layers, labels = _verify(client, target, checked)
+        verified = _verify(client, target, checked)
     except RegistryHTTPError as exc:
         if exc.status == 404:
             raise IntegrityError(f"{target}: not found by digest in {target.registry} ({exc})") from None
         raise
-    label_checks = check_labels(carried, labels, where=str(target))
+    label_checks = check_labels(carried, dict(verified.labels), where=str(target))
     return dataclasses.replace(
         unverified,
         status="verified",
         verified_against=target.registry,
-        media_type=media,
-        config_digest=config_digest,
-        layers=tuple(layers),
+        media_type=verified.media_type,
+        config_digest=verified.config_digest,
+        layers=verified.layers,
         checked=tuple(checked),
         label_checks=label_checks,
     )
 
 
-def _verify(
-    client: RegistryClient, ref: ImageReference, checked: list[CheckedBlob]
-) -> tuple[str, bytes, str, list[str], dict[str, Any]]:
+@dataclass(frozen=True, kw_only=True)
+class _Verified:
+    """What re-verifying one image by digest found: its (OCI) media type, the manifest bytes, and of
+    its (first) image manifest the config digest, layer digests and config labels."""
+
+    media_type: str
+    manifest: bytes
+    config_digest: str = ""
+    layers: tuple[str, ...] = ()
+    labels: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _verify(client: RegistryClient, ref: ImageReference, checked: list[CheckedBlob]) -> _Verified:
+    """Fetch ``ref`` by digest and every blob it names, each checked against its digest (appended to
+    ``checked``); an index is followed into each child manifest and reports its first one.
+
+    Raises:
+        IntegrityError: a manifest or blob differs from its digest. RegistryHTTPError: as the registry says.
+    """
     media, data = client.manifest(ref.repository, ref.digest)
     media = oci_media_type(media)
     if is_index(media):
         checked.append(CheckedBlob(kind="index", digest=ref.digest, size=len(data)))
         children = json.loads(data).get("manifests") or []
-        config_digest = ""
-        layers: list[str] = []
-        labels: dict[str, Any] = {}
+        first = _Verified(media_type=media, manifest=data)
         for i, child in enumerate(children):
             desc = parse_descriptor(child, where=f"{ref}: manifests[{i}]")
             sub = ImageReference(
                 registry=ref.registry, repository=ref.repository, tag=None, digest=desc.digest
             )
-            _, _, cfg, lay, lab = _verify(client, sub, checked)
+            found = _verify(client, sub, checked)
             if i == 0:
-                config_digest, layers, labels = cfg, lay, lab
-        return media, data, config_digest, layers, labels
+                first = dataclasses.replace(
+                    first, config_digest=found.config_digest, layers=found.layers, labels=found.labels
+                )
+        return first
     checked.append(CheckedBlob(kind="manifest", digest=ref.digest, size=len(data)))
-    config_desc, layer_descs = parse_manifest(data, where=str(ref))
+    parts = parse_manifest(data, where=str(ref))
+    config_desc, layer_descs = parts.config, parts.layers
     config = client.blob_bytes(ref.repository, config_desc)
     checked.append(CheckedBlob(kind="config", digest=config_desc.digest, size=config_desc.size))
     for desc in layer_descs:
         client.blob_to(ref.repository, desc, None)
         checked.append(CheckedBlob(kind="layer", digest=desc.digest, size=desc.size))
     labels = (json.loads(config).get("config") or {}).get("Labels") or {}
-    return media, data, config_desc.digest, [d.digest for d in layer_descs], dict(labels)
+    return _Verified(
+        media_type=media,
+        manifest=data,
+        config_digest=config_desc.digest,
+        layers=tuple(d.digest for d in layer_descs),
+        labels=dict(labels),
+    )

@@ -230,7 +230,8 @@ def push_layout(result: ImageBuildResult, target: PushTarget) -> dict[str, Any]:
 
     host, _, repo = target.repository.partition("/")
     data = blob_path(result.layout, result.manifest_digest).read_bytes()
-    config, layers = parse_manifest(data, where=f"{result.layout}: {result.manifest_digest}")
+    parts = parse_manifest(data, where=f"{result.layout}: {result.manifest_digest}")
+    config, layers = parts.config, parts.layers
     client = RegistryClient(host)
     try:
         for desc in (*layers, config):

@@ -377,13 +377,21 @@ def _open(entry: LayerEntry) -> BinaryIO:
     return entry.source.open("rb")
 
 
+@dataclass(frozen=True, kw_only=True)
+class TarContents:
+    """What :func:`write_tar` wrote: the files (size, digests) and the symlinks ``(path, target)``."""
+
+    files: tuple[LayerFile, ...]
+    symlinks: tuple[tuple[str, str], ...]
+
+
 def write_tar(
     entries: Iterable[LayerEntry],
     out: BinaryIO | GzipSink | HashingWriter,
     *,
     epoch: int,
     digests: bool = True,
-) -> tuple[list[LayerFile], list[tuple[str, str]]]:
+) -> TarContents:
     """Write ``entries`` (completed and sorted by :func:`complete_entries`) as a tar stream to ``out``.
 
     Every file is read exactly once: the same read feeds the tar and the per-file digests
@@ -423,7 +431,7 @@ def write_tar(
                     origin=entry.origin,
                 )
             )
-    return files, links
+    return TarContents(files=tuple(files), symlinks=tuple(links))
 
 
 def write_layer(
@@ -443,7 +451,7 @@ def write_layer(
     with dest.open("wb") as f:
         sink = GzipSink(f, workers=workers)
         try:
-            files, links = write_tar(plan, sink, epoch=epoch)
+            written = write_tar(plan, sink, epoch=epoch)
             sink.finish()
         finally:
             sink.close()
@@ -452,6 +460,6 @@ def write_layer(
         diff_id="sha256:" + sink.diff_sha256.hexdigest(),
         size=sink.size,
         uncompressed_size=sink.uncompressed_size,
-        files=tuple(files),
-        symlinks=tuple(links),
+        files=written.files,
+        symlinks=written.symlinks,
     )

@@ -165,7 +165,15 @@ def select_manifest(
     return parse_descriptor(fits[0], where=where)
 
 
-def parse_manifest(data: bytes, *, where: str) -> tuple[Descriptor, tuple[Descriptor, ...]]:
+@dataclass(frozen=True, kw_only=True)
+class ManifestParts:
+    """The config and layer descriptors of one image manifest, in manifest order."""
+
+    config: Descriptor
+    layers: tuple[Descriptor, ...]
+
+
+def parse_manifest(data: bytes, *, where: str) -> ManifestParts:
     """Config and layer descriptors of an image manifest.
 
     Raises:
@@ -182,7 +190,7 @@ def parse_manifest(data: bytes, *, where: str) -> tuple[Descriptor, tuple[Descri
     if not isinstance(layers_raw, list):
         raise IntegrityError(f"{where}: manifest has no layers list")
     layers = tuple(parse_descriptor(d, where=f"{where}: layers[{i}]") for i, d in enumerate(layers_raw))
-    return config, layers
+    return ManifestParts(config=config, layers=layers)
 
 
 # --- layouts on disk ---------------------------------------------------------------------------
@@ -255,14 +263,14 @@ def read_layout_image(layout: Path, *, ref: str | None, os_: str, arch: str) -> 
         if media in INDEX_TYPES:
             desc = select_manifest(json.loads(data), os_=os_, arch=arch, where=f"{where}: {desc.digest}")
             continue
-        config_desc, layers = parse_manifest(data, where=f"{where}: {desc.digest}")
-        config = read_verified(blob_path(layout, config_desc.digest), config_desc, where=where)
+        parts = parse_manifest(data, where=f"{where}: {desc.digest}")
+        config = read_verified(blob_path(layout, parts.config.digest), parts.config, where=where)
         return ImageParts(
             manifest_digest=desc.digest,
             manifest_bytes=data,
             config_bytes=config,
-            config_descriptor=config_desc,
-            layers=layers,
+            config_descriptor=parts.config,
+            layers=parts.layers,
         )
     raise InputError(f"{where}: indexes nested too deeply")
 
@@ -328,14 +336,22 @@ def docker_manifest_json(image: WrittenImage, repo_tags: Sequence[str]) -> bytes
     return dumps_stable(doc)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ArchiveInfo:
+    """An ``image.tar`` as written: SHA-256 (64 hex) and size in bytes."""
+
+    sha256: str
+    size: int
+
+
 def write_archive(
     layout: Path, image: WrittenImage, dest: Path, *, repo_tags: Sequence[str], epoch: int
-) -> tuple[str, int]:
+) -> ArchiveInfo:
     """Write one tar holding the layout plus docker ``manifest.json`` (C37), deterministically.
 
     Entries are sorted, root-owned and stamped with ``epoch``; the tar is uncompressed so that
     ``docker load``, ``skopeo copy oci-archive:`` and ``tar -x`` read it without guessing.
-    Returns the tar's SHA-256 (hex) and size in bytes, computed while writing.
+    Returns the tar's SHA-256 and size, computed while writing.
     """
     entries: list[LayerEntry] = [
         LayerEntry(path="manifest.json", kind="file", data=docker_manifest_json(image, repo_tags)),
@@ -350,7 +366,7 @@ def write_archive(
         sink = HashingWriter(f)
         write_tar(complete_entries(entries), sink, epoch=epoch, digests=False)
     dest.chmod(FILE_MODE)
-    return sink.sha256.hexdigest(), sink.size
+    return ArchiveInfo(sha256=sink.sha256.hexdigest(), size=sink.size)
 
 
 def copy_layout_blob(src_layout: Path, dest_layout: Path, desc: Descriptor, *, where: str) -> None:

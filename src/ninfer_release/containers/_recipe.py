@@ -316,12 +316,22 @@ def _check_binding(data: Mapping[str, Any], problems: list[Problem], file: str) 
         )
 
 
-def _parse_platform(data: Mapping[str, Any]) -> tuple[str, str]:
-    """``(os, architecture)`` of ``platform``; linux/amd64 for what is not given."""
+@dataclass(frozen=True, kw_only=True)
+class _Platform:
+    """The image platform (OCI image-spec ``os`` / ``architecture``)."""
+
+    os: str = "linux"
+    architecture: str = "amd64"
+
+
+def _parse_platform(data: Mapping[str, Any]) -> _Platform:
+    """``platform``; linux/amd64 for what is not given (or when it is not a mapping)."""
     platform = data.get("platform") or {}
     if not isinstance(platform, dict):
-        return "linux", "amd64"
-    return str(platform.get("os", "linux")), str(platform.get("architecture", "amd64"))
+        return _Platform()
+    return _Platform(
+        os=str(platform.get("os", "linux")), architecture=str(platform.get("architecture", "amd64"))
+    )
 
 
 def _parse_base(data: Mapping[str, Any], problems: list[Problem], file: str) -> _Base:
@@ -518,7 +528,7 @@ def parse_recipe(data: Any, *, file: str) -> ImageRecipe:
     source_url = _str(data, "source", problems, file)
     profile = _str(data, "profile", problems, file)
     _check_binding(data, problems, file)
-    os_, arch = _parse_platform(data)
+    platform = _parse_platform(data)
     base = _parse_base(data, problems, file)
     user = _parse_user(data, problems, file)
     workdir = _abs_path(str(data.get("workdir", "/")), "workdir", problems, file)
@@ -542,8 +552,8 @@ def parse_recipe(data: Any, *, file: str) -> ImageRecipe:
         source_url=source_url,
         profile=profile,
         config_binding="semantic",
-        os=os_,
-        architecture=arch,
+        os=platform.os,
+        architecture=platform.architecture,
         base_digest=base.digest,
         base_name=base.name,
         base_supplier=base.supplier,

@@ -131,9 +131,16 @@ def _file_problems(files: Sequence[ShippedFile], field: str) -> list[Problem]:
     return problems
 
 
-def _resolve_imports(
-    importer: str, imports: Sequence[str], by_name: Mapping[str, list[str]]
-) -> tuple[list[str], list[str], list[Problem]]:
+@dataclass(frozen=True, kw_only=True)
+class _Imports:
+    """What one PE file's imports resolve to."""
+
+    shipped: tuple[str, ...]  # zip paths of the shipped files imported (sorted)
+    unshipped: tuple[str, ...]  # imported names no shipped file provides, e.g. system DLLs (sorted)
+    problems: tuple[Problem, ...]  # ambiguous names
+
+
+def _resolve_imports(importer: str, imports: Sequence[str], by_name: Mapping[str, list[str]]) -> _Imports:
     """Shipped files ``importer``'s imports name (lowercased basenames; same directory first),
     the imported names no shipped file provides (system DLLs), and ambiguity problems."""
     found: list[str] = []
@@ -158,7 +165,9 @@ def _resolve_imports(
                     message=f"{name} is ambiguous: shipped as {', '.join(sorted(candidates))}",
                 )
             )
-    return sorted(set(found)), sorted(set(unshipped)), problems
+    return _Imports(
+        shipped=tuple(sorted(set(found))), unshipped=tuple(sorted(set(unshipped))), problems=tuple(problems)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,12 +194,12 @@ class _Plan:
 
 
 def _normalize_licences(
-    dependencies: Sequence[DependencyRecord], component_license: str | None
-) -> tuple[dict[str, str], list[Problem]]:
+    dependencies: Sequence[DependencyRecord], component_license: str | None, problems: list[Problem]
+) -> dict[str, str]:
+    """Licence text as given → normalized expression (C29), once per text; bad ones go to ``problems``."""
     wanted = [(dep.license, f"dependencies[{i}:{dep.name}].license") for i, dep in enumerate(dependencies)]
     wanted.append((component_license, "component_license"))
     out: dict[str, str] = {}
-    problems: list[Problem] = []
     for text, field in wanted:
         if text is None or text in out:
             continue
@@ -198,7 +207,7 @@ def _normalize_licences(
             out[text] = normalize_license_expression(text, where=CDX_WHERE, field=field).expression
         except InputError as exc:
             problems.extend(exc.problems)
-    return out, problems
+    return out
 
 
 def _purl_version(dep: DependencyRecord) -> str:
@@ -275,8 +284,7 @@ def _check_plan_inputs(
     """
     problems = _check_records(dependencies)
     problems += _file_problems(package_files or (), "package_files")
-    licences, more = _normalize_licences(dependencies, component_license)
-    problems += more
+    licences = _normalize_licences(dependencies, component_license, problems)
     if problems:
         raise InputError(problems=problems)
     return licences
@@ -358,8 +366,9 @@ def _plan(
     root_files = _root_files(package_files, shipped, ledger)
     if ledger.problems:
         raise InputError(problems=ledger.problems)
-    graph, completeness, more = _package_graph(nodes, pe_infos)
-    ledger.integrity += more
+    package_graph = _package_graph(nodes, pe_infos)
+    graph, completeness = package_graph.edges, package_graph.completeness
+    ledger.integrity += package_graph.problems
     if ledger.integrity:
         raise IntegrityError(problems=ledger.integrity)
     graph[root_ref] = _root_targets(nodes, graph)
@@ -377,9 +386,16 @@ def _plan(
     )
 
 
-def _package_graph(
-    nodes: Sequence[_Node], pe_infos: Mapping[str, PeInfo]
-) -> tuple[dict[str, set[str]], dict[str, str], list[Problem]]:
+@dataclass(frozen=True, kw_only=True)
+class _Graph:
+    """Package → packages edges (bom-refs), each package's completeness, ambiguous imports."""
+
+    edges: dict[str, set[str]]
+    completeness: dict[str, str]  # bom-ref → complete / incomplete / unknown
+    problems: list[Problem]
+
+
+def _package_graph(nodes: Sequence[_Node], pe_infos: Mapping[str, PeInfo]) -> _Graph:
     """Package → packages edges from the PE import tables, and each package's completeness."""
     owner = {f.path: n.ref for n in nodes for f in n.record.files}
     by_name: dict[str, list[str]] = {}
@@ -398,13 +414,13 @@ def _package_graph(
         unshipped: set[str] = set()
         for f in node.record.files:
             pe = pe_infos.get(f.path)
-            found, missing, more = _resolve_imports(f.path, pe.all_imports if pe else (), by_name)
-            problems += more
-            targets.update(owner[t] for t in found)
-            unshipped.update(missing)
+            imports = _resolve_imports(f.path, pe.all_imports if pe else (), by_name)
+            problems += imports.problems
+            targets.update(owner[t] for t in imports.shipped)
+            unshipped.update(imports.unshipped)
         graph[node.ref] = targets - {node.ref}
         completeness[node.ref] = "incomplete" if unshipped else "complete"
-    return graph, completeness, problems
+    return _Graph(edges=graph, completeness=completeness, problems=problems)
 
 
 def tool_component(ref: str, *, name: str, version: str, vendor: str) -> Any:
@@ -890,8 +906,9 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
     if not isinstance(raw, dict):
         return [*out, "top level is not a JSON object"]
     out += _header_messages(raw)
-    refs, unnamed = _bom_refs(raw)
-    out += unnamed
+    bom_refs = _bom_refs(raw)
+    refs = bom_refs.refs
+    out += bom_refs.messages
     duplicates = sorted(r for r, n in Counter(refs).items() if n > 1)
     out.extend(f"bom-ref {r!r} is used more than once" for r in duplicates)
     out += _dangling_refs(raw, set(refs))
@@ -922,9 +939,17 @@ def _header_messages(raw: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _bom_refs(raw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Every bom-ref (``metadata.component``'s, then the components' depth first), and one message
-    per component without one."""
+@dataclass(frozen=True, kw_only=True)
+class _BomRefs:
+    """Every bom-ref of a document (``metadata.component``'s, then the components' depth first),
+    and one message per component without one."""
+
+    refs: list[str]
+    messages: list[str]
+
+
+def _bom_refs(raw: Mapping[str, Any]) -> _BomRefs:
+    """The bom-refs of the parsed document ``raw``."""
     refs: list[str] = []
     out: list[str] = []
     metadata = raw.get("metadata") or {}
@@ -935,7 +960,7 @@ def _bom_refs(raw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
             refs.append(str(c["bom-ref"]))
         else:
             out.append(f"component {c.get('name')!r} has no bom-ref")
-    return refs, out
+    return _BomRefs(refs=refs, messages=out)
 
 
 def _dangling_refs(raw: Mapping[str, Any], known: set[str]) -> list[str]:
