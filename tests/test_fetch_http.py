@@ -451,3 +451,84 @@ def test_sha256sums_is_size_capped_and_every_file_needs_a_recorded_size(nginx: N
         f.write(hashlib.sha256(b"hello\n").hexdigest().encode() + b"  notes.txt\n")
     res = _run(nginx, "verify", f"{nginx.base}/unsized/{TAGS['rtx4090']}/")
     assert res.code == 5 and "records no size for it; cannot fetch it completely" in res.err, res.text
+
+
+# --- signatures beside a tag served over https (issue 14) ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def signed(nginx: Nginx, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The rtx4090 set published with ``--sign`` into ``/signed/`` of the served tree: its URL and
+    the public key (the bundles sit in ``/signed/<tag>.sigstore/``)."""
+    from test_signing import _write_keys
+
+    keys = tmp_path_factory.mktemp("keys")
+    private, public = _write_keys(keys, "ed25519")
+    qual = qualified_out(tmp_path_factory)
+    ok(cli("publish", qual / "rtx4090", "--to", f"files://{nginx.root / 'signed'}", "--sign", private))
+    assert (nginx.root / "signed" / f"{TAGS['rtx4090']}.sigstore").is_dir()
+    return f"{nginx.base}/signed/{TAGS['rtx4090']}/", public
+
+
+def _failure_lines(res: Result) -> list[str]:
+    return [line for line in res.err.splitlines() if line.strip() and not line.startswith("warning")]
+
+
+def test_verify_https_with_key_fetches_and_checks_the_signatures(
+    nginx: Nginx, signed: tuple[str, Path]
+) -> None:
+    url, public = signed
+    res = _run(nginx, "verify", url, "--key", public, "--require-signature")
+    assert res.code == 0, res.text
+    checked = json.loads(res.out)["checked"]
+    assert any("sha256sums.sigstore.json: ed25519 signature" in c.lower() for c in checked), checked
+    assert any(".provenance.json.sigstore.json" in c for c in checked), checked
+
+
+def test_verify_https_require_signature_fails_when_none_is_served(nginx: Nginx, tmp_path: Path) -> None:
+    """The unsigned set under ``/omp/``: ``--key`` alone passes; ``--require-signature`` fails,
+    one line, exit 5."""
+    from test_signing import _write_keys
+
+    _, public = _write_keys(tmp_path, "ed25519")
+    url = _url(nginx, "rtx4090")
+    assert _run(nginx, "verify", url, "--key", public).code == 0
+    res = cli("verify", url, "--key", public, "--require-signature", "--ca-file", nginx.ca, "--retries", "1")
+    assert res.code == 5, res.text
+    lines = _failure_lines(res)
+    assert len(lines) == 1 and "no signature (--require-signature)" in lines[0], res.err
+
+
+def test_verify_https_with_another_key_or_a_changed_bundle_fails_one_line(
+    nginx: Nginx, signed: tuple[str, Path], tmp_path: Path
+) -> None:
+    from ninfer_release.releases._signing import Bundle
+    from test_signing import _write_keys
+
+    url, public = signed
+    _, other = _write_keys(tmp_path, "p256")
+    res = cli("verify", url, "--key", other, "--ca-file", nginx.ca, "--retries", "1")
+    assert res.code == 5 and len(_failure_lines(res)) == 1, res.text
+    assert "signature does not verify with key" in res.err
+    # A copy of the signed tag whose served SHA256SUMS bundle signs other bytes.
+    tag = TAGS["rtx4090"]
+    shutil.copytree(nginx.root / "signed" / tag, nginx.root / "resigned" / tag)
+    shutil.copytree(nginx.root / "signed" / f"{tag}.sigstore", nginx.root / "resigned" / f"{tag}.sigstore")
+    path = nginx.root / "resigned" / f"{tag}.sigstore" / "SHA256SUMS.sigstore.json"
+    bundle = Bundle.parse(path.read_bytes(), where="test")
+    payload = bytearray(bundle.payload)
+    payload[0] ^= 0x01
+    path.write_bytes(
+        Bundle(
+            payload_type=bundle.payload_type,
+            payload=bytes(payload),
+            key_id=bundle.key_id,
+            signature=bundle.signature,
+        ).to_bytes()
+    )
+    res = cli(
+        "verify", f"{nginx.base}/resigned/{tag}/", "--key", public, "--ca-file", nginx.ca, "--retries", "1"
+    )
+    assert res.code == 5, res.text
+    lines = _failure_lines(res)
+    assert len(lines) == 1 and "SHA256SUMS.sigstore.json: signature does not verify" in lines[0], res.err

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ninfer_release.manifests import Lane, Release
     from ninfer_release.registry import RegistryOptions
     from ninfer_release.releases._http_fetch import FetchProgress, HttpPolicy
-    from ninfer_release.releases._publish import PublishResult, Target
+    from ninfer_release.releases._publish import FileDigest, PublishResult, Target
     from ninfer_release.releases._signing import VerifyingKey
 
 # The publisher, the HTTP client and the release definition load only in the flows that use them:
@@ -166,54 +166,94 @@ def verify_location(
     ``require_qualified``: an ``unqualified`` set is a failure too (the CLI exits 5).
     ``registry`` configures the registry client (default: the environment); ``transfer`` gets
     ``(file, bytes, total)`` while pulling. ``signatures`` (``verify --key``): the set's
-    signatures, stored beside it (a directory's ``<dir>.sigstore/``, a store's ``<tag>.sigstore``),
-    must verify with the key and sign this set's exact bytes (:mod:`._signing`); a missing one is
-    a failure only when ``signatures.require``.
+    signatures, stored beside it (a directory's ``<dir>.sigstore/``, a store's ``<tag>.sigstore``,
+    a URL's ``…/<tag>.sigstore/``, or ``signatures.directory``), must verify with the key and
+    sign this set's exact bytes (:mod:`._signing`); a missing one is a failure only when
+    ``signatures.require``.
 
     Raises:
         InputError: the reference is malformed or names nothing (exit 4).
         IntegrityError: a pulled blob does not match its digest (exit 5).
     """
+    expected = _Expected(sums_sha256=expected_sums_sha256, release_manifest=release_manifest)
     if location.startswith(URL_SCHEMES):
         from ninfer_release.releases._http_fetch import HttpPolicy
 
-        located = _verify_url(
-            location,
-            expected_sums_sha256=expected_sums_sha256,
-            release_manifest=release_manifest,
-            http=http or HttpPolicy(),
-            progress=fetch_progress,
-        )
-        if signatures is not None:
-            located = _signed(located, signatures, None, None)
-        return _required(located, require_qualified)
-    if not location.startswith(REMOTE_SCHEMES):
-        if not Path(location).is_dir():
-            # Nothing to verify is a missing input (exit 4), not a set that failed (exit 5).
-            raise InputError(
-                problems=[Problem(file=location, message="not a directory, oci:// or dir:// reference")]
-            )
-        if not _looks_like_a_set(Path(location)):
-            # A directory with neither SHA256SUMS nor a package is the wrong input (exit 4); a set
-            # missing one of them is a set that fails (exit 5).
-            message = f"not an asset set (no {SUMS_NAME}, no *.zip package)"
-            if (Path(location) / "oci-layout").is_file():
-                # A dir:// store is an OCI layout holding sets by tag: name the reference to use.
-                message += f"; it is a dir:// store: verify dir://{location}:TAG"
-            raise InputError(problems=[Problem(file=location, message=message)])
-        report = _verify_dir(
-            Path(location),
-            expected_sums_sha256=expected_sums_sha256,
-            release_manifest=release_manifest,
+        located = _verify_url(location, expected, http or HttpPolicy(), fetch_progress, signatures)
+    elif location.startswith(REMOTE_SCHEMES):
+        located = _verify_store(location, expected, progress, (registry, transfer), signatures)
+    else:
+        located = _verify_local(location, expected, progress, signatures)
+    return _required(located, require_qualified)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Expected:
+    """What a verified set must also be bound to: a ``SHA256SUMS`` digest given on the command
+    line, and the release manifest's binding for its component tag (see :func:`_verify_dir`)."""
+
+    sums_sha256: str | None
+    release_manifest: Mapping[str, Any] | None
+
+    def verify(self, directory: Path, progress: Callable[[int], None] | None = None) -> VerifyReport:
+        return _verify_dir(
+            directory,
+            expected_sums_sha256=self.sums_sha256,
+            release_manifest=self.release_manifest,
             progress=progress,
         )
-        located = LocatedReport(location=location, manifest_digest=None, report=report)
-        if signatures is not None:
-            from ninfer_release.releases._signing import read_bundles, signatures_dir_for
 
-            folder = signatures.directory or signatures_dir_for(Path(location))
-            located = _signed(located, signatures, Path(location), lambda names: read_bundles(folder, names))
-        return _required(located, require_qualified)
+
+def _verify_local(
+    location: str,
+    expected: _Expected,
+    progress: Callable[[int], None] | None,
+    signatures: SignatureCheck | None,
+) -> LocatedReport:
+    """Verify the set directory ``location`` (and its signatures, in ``<dir>.sigstore/``).
+
+    Raises:
+        InputError: not a directory, or a directory that is no asset set (exit 4).
+    """
+    directory = Path(location)
+    if not directory.is_dir():
+        # Nothing to verify is a missing input (exit 4), not a set that failed (exit 5).
+        raise InputError(
+            problems=[Problem(file=location, message="not a directory, oci:// or dir:// reference")]
+        )
+    if not _looks_like_a_set(directory):
+        # A directory with neither SHA256SUMS nor a package is the wrong input (exit 4); a set
+        # missing one of them is a set that fails (exit 5).
+        message = f"not an asset set (no {SUMS_NAME}, no *.zip package)"
+        if (directory / "oci-layout").is_file():
+            # A dir:// store is an OCI layout holding sets by tag: name the reference to use.
+            message += f"; it is a dir:// store: verify dir://{location}:TAG"
+        raise InputError(problems=[Problem(file=location, message=message)])
+    located = LocatedReport(
+        location=location, manifest_digest=None, report=expected.verify(directory, progress)
+    )
+    if signatures is None:
+        return located
+    from ninfer_release.releases._signing import read_bundles, signatures_dir_for
+
+    folder = signatures.directory or signatures_dir_for(directory)
+    return _signed(located, signatures, directory, lambda names: read_bundles(folder, names))
+
+
+def _verify_store(
+    location: str,
+    expected: _Expected,
+    progress: Callable[[int], None] | None,
+    client: tuple[RegistryOptions | None, Callable[[str, int, int], None] | None],
+    signatures: SignatureCheck | None,
+) -> LocatedReport:
+    """Pull the set at the store reference ``location`` into a private temp dir and verify it
+    there (and its signatures, ``<tag>.sigstore`` beside it); ``client`` is the registry options
+    and the transfer callback.
+
+    Raises:
+        InputError: a malformed reference, or one that names no tag or digest (exit 4).
+    """
     from ninfer_release.releases._publish import DRAFT_SUFFIX, open_publisher, parse_target
 
     target = parse_target(location)
@@ -222,34 +262,29 @@ def verify_location(
         raise InputError(
             problems=[Problem(file=location, field="target", message="name a tag or a digest to verify")]
         )
-    publisher = open_publisher(target, options=registry, progress=transfer)
+    options, transfer = client
+    publisher = open_publisher(target, options=options, progress=transfer)
     with tempfile.TemporaryDirectory(prefix="ninfer-verify-") as tmp:
         dest = Path(tmp) / "set"
         dest.mkdir()
         pulled = publisher.pull(ref, dest)
-        report = _verify_dir(
-            dest,
-            expected_sums_sha256=expected_sums_sha256,
-            release_manifest=release_manifest,
-            progress=progress,
-        )
         located = LocatedReport(
             location=location,
             manifest_digest=pulled.manifest_digest,
-            report=replace(report, directory=location),
+            report=replace(expected.verify(dest, progress), directory=location),
             draft_reference=target.tag is not None and target.tag.endswith(DRAFT_SUFFIX),
         )
-        if signatures is not None:
-            tag = target.tag
+        if signatures is None:
+            return located
+        tag = target.tag
 
-            def stored(names: AssetNames) -> Mapping[str, bytes]:
-                del names
-                if tag is None:  # by digest: signatures are found by their tag, <tag>.sigstore
-                    return {}
-                return publisher.pull_signatures(tag, subject=pulled.manifest_digest) or {}
+        def stored(names: AssetNames) -> Mapping[str, bytes]:
+            del names
+            if tag is None:  # by digest: signatures are found by their tag, <tag>.sigstore
+                return {}
+            return publisher.pull_signatures(tag, subject=pulled.manifest_digest) or {}
 
-            located = _signed(located, signatures, dest, stored)
-    return _required(located, require_qualified)
+        return _signed(located, signatures, dest, stored)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -265,8 +300,8 @@ class SignatureCheck:
 def _signed(
     located: LocatedReport,
     check: SignatureCheck,
-    set_dir: Path | None,
-    bundles_of: Callable[[AssetNames], Mapping[str, bytes]] | None,
+    set_dir: Path,
+    bundles_of: Callable[[AssetNames], Mapping[str, bytes]],
 ) -> LocatedReport:
     """``located`` with the signature checks and failures added (one line each)."""
     from ninfer_release.releases._signing import check_signatures
@@ -275,20 +310,7 @@ def _signed(
     if report.stem is None:
         return located  # the set itself failed to name its files; verify already says so
     names = AssetNames(stem=report.stem)
-    if set_dir is None or bundles_of is None:
-        failures = (
-            [
-                f"{located.location}: signatures are not fetched by URL; "
-                "verify a store reference or a directory"
-            ]
-            if check.require
-            else []
-        )
-        checks: list[str] = []
-    else:
-        failures, checks = check_signatures(
-            set_dir, names, bundles_of(names), check.key, require=check.require
-        )
+    failures, checks = check_signatures(set_dir, names, bundles_of(names), check.key, require=check.require)
     return replace(
         located,
         report=replace(report, checked=(*report.checked, *checks), failures=(*report.failures, *failures)),
@@ -309,33 +331,66 @@ def _required(located: LocatedReport, require_qualified: bool) -> LocatedReport:
 
 def _verify_url(
     location: str,
-    *,
-    expected_sums_sha256: str | None,
-    release_manifest: Mapping[str, Any] | None,
+    expected: _Expected,
     http: HttpPolicy,
     progress: FetchProgress | None,
+    signatures: SignatureCheck | None,
 ) -> LocatedReport:
-    def check(directory: Path) -> VerifyReport:
-        return _verify_dir(
-            directory,
-            expected_sums_sha256=expected_sums_sha256,
-            release_manifest=release_manifest,
-            progress=None,
-        )
-
+    """Fetch the set at ``https://…/<tag>/`` into a private temp dir and verify it there; with
+    ``signatures``, also its bundles from ``https://…/<tag>.sigstore/`` (where a ``files://``
+    store keeps them, :meth:`~._files_store.FilesStore.attach_signatures`), or from
+    ``signatures.directory`` when given."""
     from ninfer_release.releases._fetch_flow import fetch_set
     from ninfer_release.releases._publish import DRAFT_SUFFIX
 
     with tempfile.TemporaryDirectory(prefix="ninfer-verify-") as tmp:
-        fetched = fetch_set(location, Path(tmp) / "set", policy=http, progress=progress, check=check)
-    report = replace(fetched.report, directory=location)
-    sums = next((f.sha256 for f in fetched.files if f.name == SUMS_NAME), None)
-    return LocatedReport(
-        location=location,
-        manifest_digest=None if sums is None else "sha256:" + sums,
-        report=report,
-        draft_reference=location.rstrip("/").endswith(DRAFT_SUFFIX),
-    )
+        set_dir = Path(tmp) / "set"
+        fetched = fetch_set(location, set_dir, policy=http, progress=progress, check=expected.verify)
+        sums = next((f.sha256 for f in fetched.files if f.name == SUMS_NAME), None)
+        located = LocatedReport(
+            location=location,
+            manifest_digest=None if sums is None else "sha256:" + sums,
+            report=replace(fetched.report, directory=location),
+            draft_reference=location.rstrip("/").endswith(DRAFT_SUFFIX),
+        )
+        # A set that failed is not kept (fetch removes what it added): its verdict stands alone.
+        if signatures is None or not located.report.ok:
+            return located
+        return _signed(located, signatures, set_dir, _url_bundles(fetched.url, http, signatures))
+
+
+def _url_bundles(
+    base: str, http: HttpPolicy, signatures: SignatureCheck
+) -> Callable[[AssetNames], Mapping[str, bytes]]:
+    """Where a set fetched from ``base`` (``https://…/<tag>/``) finds its bundles: the directory
+    ``signatures.directory`` when given, else ``…/<tag>.sigstore/<file>.sigstore.json`` by URL
+    (an absent one — HTTP 404 or 410 — is left out; size-capped like a stored bundle)."""
+    from ninfer_release.releases._signing import read_bundles
+
+    folder = signatures.directory
+    if folder is not None:
+        return lambda names: read_bundles(folder, names)
+
+    def fetched(names: AssetNames) -> Mapping[str, bytes]:
+        from ninfer_release.releases._http_fetch import HttpFetcher, join_url
+        from ninfer_release.releases._signing import (
+            MAX_BUNDLE_BYTES,
+            SIGNATURES_SUFFIX,
+            bundle_name,
+            signed_files,
+        )
+
+        sig_base = base.rstrip("/") + SIGNATURES_SUFFIX + "/"
+        out: dict[str, bytes] = {}
+        with HttpFetcher(http) as client:
+            for name, _ in signed_files(names):
+                label = bundle_name(name)
+                data = client.read_if_present(join_url(sig_base, label), cap=MAX_BUNDLE_BYTES, name=label)
+                if data is not None:
+                    out[label] = data
+        return out
+
+    return fetched
 
 
 def _component_manifest(set_dir: Path, names: AssetNames) -> dict[str, Any]:
@@ -355,12 +410,16 @@ def publish_set(
     """Verify the set in ``set_dir`` and publish it to ``target`` under its component tag.
 
     ``registry`` configures the registry client (default: the environment); ``transfer`` gets
-    ``(file, bytes, total)`` while uploading.
+    ``(file, bytes, total)`` while uploading. The digests the verification established are
+    passed down (:class:`~._publish.FileDigest`), so the set is hashed once before the upload;
+    each store's upload hashes what it copies and refuses other bytes (a file changed after the
+    verification is caught there, and nothing is published).
 
     Raises:
         PublishError: the set does not verify, is ``unqualified`` without ``draft``, disagrees with
             ``release``, the target names another tag, or the store refuses (immutability) (exit 7).
         InputError: the target is malformed (exit 4).
+        IntegrityError: a file changed after the verification (dir:// and files:// stores, exit 5).
     """
     from ninfer_release.manifests import DEFAULT_ASSET_BUDGET
     from ninfer_release.releases._budget import refuse_over_budget
@@ -373,80 +432,125 @@ def publish_set(
     )
 
     parsed = parse_target(target)  # a malformed target is exit 4 before any work
-    where = str(set_dir)
-    report = verify_set(set_dir)
-    if not report.ok:
-        raise PublishError(
-            problems=[Problem(file=where, message=f"does not verify: {f}") for f in report.failures]
-        )
-    stem = stem_from_names(sorted(p.name for p in set_dir.iterdir()))
-    assert stem is not None  # verify_set found it
-    names = AssetNames(stem=stem)
-    manifest = _component_manifest(set_dir, names)
+    verified = _verified(set_dir)
+    manifest = verified.manifest
     tag = str(manifest["component_tag"])
-    problems: list[Problem] = []
-    if manifest.get("qualification") != "qualified" and not draft:
-        problems.append(
-            Problem(
-                file=names.manifest,
-                field="qualification",
-                message="the set is unqualified; publish it with --draft, or qualify it first",
-            )
-        )
-    if release is not None:
-        lane = release.lanes.get(str(manifest.get("lane")))
-        if lane is None:
-            problems.append(
-                Problem(
-                    file=names.manifest,
-                    field="lane",
-                    message=f"lane {manifest.get('lane')!r} is not in {release.path}",
-                )
-            )
-        else:
-            problems.extend(_lane_store_problems(release, lane, parsed, target))
-            for key, want in (
-                ("component_tag", lane.component_tag),
-                ("source_commit", lane.source_commit),
-                ("profile_id", lane.profile_id),
-                ("release", release.version),
-            ):
-                if manifest.get(key) != want:
-                    problems.append(
-                        Problem(
-                            file=names.manifest,
-                            field=key,
-                            message=f"{manifest.get(key)!r} disagrees with the release definition ({want!r})",
-                        )
-                    )
-    if parsed.tag is not None and parsed.tag != tag:
-        problems.append(
-            Problem(
-                file=target,
-                field="tag",
-                message=f"the set's component tag is {tag!r}; a set is published under its own tag",
-            )
-        )
-    if parsed.digest is not None:
-        problems.append(
-            Problem(file=target, field="target", message="publish to a repository or tag, not a digest")
-        )
+    problems = [
+        *_qualification_problems(verified.names, manifest, draft),
+        *_release_problems(release, verified.names, manifest, parsed, target),
+        *_target_problems(parsed, tag, target),
+    ]
     if problems:
         raise PublishError(problems=problems)
     if isinstance(parsed, FilesTarget):
         # A files:// tree is what a release host serves: refuse what it would reject, first.
         budget = release.asset_budget if release is not None else DEFAULT_ASSET_BUDGET
-        refuse_over_budget(set_dir, names.all, budget, target=target)
+        refuse_over_budget(set_dir, verified.names.all, budget, target=target)
     request = PublishRequest(
         set_dir=set_dir,
         tag=tag,
-        files=list(names.all),
+        files=list(verified.names.all),
         annotations={ANN_REVISION: str(manifest["source_commit"])},
         draft=draft,
         epoch=int(manifest["source_date_epoch"]),
         move_latest=move_latest,
+        verified=verified.digests,
     )
     return open_publisher(parsed, options=registry, progress=transfer).publish(request)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _VerifiedSet:
+    """A set that verified: its names, component manifest and each file's digest and size."""
+
+    names: AssetNames
+    manifest: Mapping[str, Any]
+    digests: Mapping[str, FileDigest]
+
+
+def _verified(set_dir: Path) -> _VerifiedSet:
+    """Verify the set in ``set_dir``; its names, component manifest and verified digests.
+
+    The digests are the ones the verification established: it checked that every entry hashes
+    to what ``SHA256SUMS`` lists, and hashed ``SHA256SUMS`` itself (``sums_sha256``).
+
+    Raises:
+        PublishError: the set does not verify (every failure, one line each; exit 7).
+    """
+    report = verify_set(set_dir)
+    if not report.ok:
+        where = str(set_dir)
+        raise PublishError(
+            problems=[Problem(file=where, message=f"does not verify: {f}") for f in report.failures]
+        )
+    stem = stem_from_names(sorted(p.name for p in set_dir.iterdir()))
+    assert stem is not None and report.sums_sha256 is not None  # verify_set found and hashed them
+    names = AssetNames(stem=stem)
+    return _VerifiedSet(
+        names=names,
+        manifest=_component_manifest(set_dir, names),
+        digests=_verified_digests(set_dir, names, report.sums_sha256),
+    )
+
+
+def _verified_digests(set_dir: Path, names: AssetNames, sums_sha256: str) -> dict[str, FileDigest]:
+    """Name -> digest and size of the 11 files of a set that verified: each entry's SHA-256 as
+    ``SHA256SUMS`` lists it (verify checked it is the file's), ``SHA256SUMS``'s own; sizes read now."""
+    from ninfer_release.checksums import parse_sha256sums, sums_bound
+    from ninfer_release.releases._publish import FileDigest
+
+    sums = strictjson.read_regular(
+        set_dir / SUMS_NAME, limit=sums_bound(len(names.entries)), error=IntegrityError
+    )
+    listed = {**parse_sha256sums(sums, source=SUMS_NAME).as_dict(), SUMS_NAME: sums_sha256}
+    return {
+        n: FileDigest(sha256=listed[n], size=(set_dir / n).stat().st_size) for n in names.all if n in listed
+    }
+
+
+def _qualification_problems(names: AssetNames, manifest: Mapping[str, Any], draft: bool) -> list[Problem]:
+    """An unqualified set is published only as a draft."""
+    if manifest.get("qualification") == "qualified" or draft:
+        return []
+    message = "the set is unqualified; publish it with --draft, or qualify it first"
+    return [Problem(file=names.manifest, field="qualification", message=message)]
+
+
+def _release_problems(
+    release: Release | None, names: AssetNames, manifest: Mapping[str, Any], parsed: Target, target: str
+) -> list[Problem]:
+    """Where the set disagrees with the release definition: its lane, that lane's store, and
+    the component tag, source commit, profile and release the definition names."""
+    if release is None:
+        return []
+    lane = release.lanes.get(str(manifest.get("lane")))
+    if lane is None:
+        message = f"lane {manifest.get('lane')!r} is not in {release.path}"
+        return [Problem(file=names.manifest, field="lane", message=message)]
+    problems = _lane_store_problems(release, lane, parsed, target)
+    for key, want in (
+        ("component_tag", lane.component_tag),
+        ("source_commit", lane.source_commit),
+        ("profile_id", lane.profile_id),
+        ("release", release.version),
+    ):
+        if manifest.get(key) != want:
+            message = f"{manifest.get(key)!r} disagrees with the release definition ({want!r})"
+            problems.append(Problem(file=names.manifest, field=key, message=message))
+    return problems
+
+
+def _target_problems(parsed: Target, tag: str, target: str) -> list[Problem]:
+    """A set is published under its own tag, to a repository or tag, never to a digest."""
+    problems = []
+    if parsed.tag is not None and parsed.tag != tag:
+        message = f"the set's component tag is {tag!r}; a set is published under its own tag"
+        problems.append(Problem(file=target, field="tag", message=message))
+    if parsed.digest is not None:
+        problems.append(
+            Problem(file=target, field="target", message="publish to a repository or tag, not a digest")
+        )
+    return problems
 
 
 def store_path(target: Target) -> str:

@@ -113,6 +113,11 @@ class _Retry(Exception):
     """A transient failure: try again (resuming) while attempts and time remain."""
 
 
+class NotFound(InputError):
+    """HTTP 404 or 410: the server holds no such file (exit 4; :meth:`HttpFetcher.read_if_present`
+    reads it as absent)."""
+
+
 def check_url(url: str) -> urllib3.util.Url:
     """Parse ``url``: ``https://HOST/…``, or ``http://`` for a loopback host only.
 
@@ -237,9 +242,8 @@ class HttpFetcher:
             if resp.status in _RETRY_STATUS:
                 raise _Retry(f"{current}: HTTP {resp.status}")
             reason = resp.reason or ""
-            raise InputError(
-                problems=[Problem(file=current, message=f"HTTP {resp.status} {reason}".rstrip())]
-            )
+            error = NotFound if resp.status in (404, 410) else InputError
+            raise error(problems=[Problem(file=current, message=f"HTTP {resp.status} {reason}".rstrip())])
         raise InputError(
             problems=[Problem(file=url, message=f"more than {self.policy.max_redirects} redirects; refused")]
         )
@@ -290,6 +294,18 @@ class HttpFetcher:
                 resp.release_conn()
 
         return self._with_retries(url, attempt)
+
+    def read_if_present(self, url: str, *, cap: int, name: str) -> bytes | None:
+        """As :meth:`read_capped` (the body only), but ``None`` when the server answers 404 or 410.
+
+        Raises:
+            InputError: as :meth:`open` for any other refusal, or retries/deadline exhausted.
+            IntegrityError: the body is longer than ``cap``.
+        """
+        try:
+            return self.read_capped(url, cap=cap, name=name)[0]
+        except NotFound:
+            return None
 
     def _with_retries(self, url: str, attempt: Callable[[], _T]) -> _T:
         last = ""

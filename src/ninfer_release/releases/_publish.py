@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ninfer_release import checksums, hashing, jsonbytes, reproducible, strictjson
 from ninfer_release.containers import MT_EMPTY, MT_INDEX, MT_MANIFEST, REF_NAME
-from ninfer_release.digests import is_digest
+from ninfer_release.digests import is_digest, is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 
 if TYPE_CHECKING:  # the registry client (requests) loads only when a registry is opened
@@ -123,6 +123,24 @@ class PublishRequest:
     draft: bool = False
     epoch: int
     move_latest: bool = False
+    #: Name -> digest and size the set verification established for these files (from
+    #: :func:`~._flows.publish_set`); the plan uses them instead of hashing the set again. Never a
+    #: weaker check: each store's upload hashes what it copies and refuses bytes other than the
+    #: digest (``write_verified``; the registry's ``PUT ?digest=``), so a file changed since is
+    #: caught there. ``None``: the plan hashes every file.
+    verified: Mapping[str, FileDigest] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileDigest:
+    """A file's SHA-256 (64 lowercase hex) and size in bytes, as a verification read them."""
+
+    sha256: str
+    size: int
+
+    def __post_init__(self) -> None:
+        if not is_sha256_hex(self.sha256) or self.size < 0:
+            raise ValueError(f"not a SHA-256 and size: {self.sha256!r}, {self.size!r}")
 
 
 PublishStatus = Literal["published", "already_published"]
@@ -438,14 +456,24 @@ def _annotation_problems(annotations: Mapping[str, str], where: str) -> list[Pro
     return problems
 
 
-def _sha256_and_size(path: Path) -> tuple[str, int]:
+def _hashed(path: Path) -> tuple[str, int]:
+    """``(sha256 hex, size)`` of the file at ``path``, read once.
+
+    Raises:
+        InputError: it cannot be read (exit 4).
+    """
     size = 0
 
     def count(n: int) -> None:
         nonlocal size
         size += n
 
-    return hashing.sha256_file(path, progress=count), size
+    try:
+        return hashing.sha256_file(path, progress=count), size
+    except OSError as exc:
+        raise InputError(
+            problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]
+        ) from None
 
 
 def plan_publish(request: PublishRequest) -> ArtifactPlan:
@@ -469,14 +497,11 @@ def plan_publish(request: PublishRequest) -> ArtifactPlan:
         raise PublishError(f"{request.set_dir}: latest: {what} is never tagged latest")
     layers: list[Blob] = []
     digests: dict[str, str] = {}
+    verified = request.verified or {}
     for name in sorted(request.files):
         path = request.set_dir / name
-        try:
-            hexdigest, size = _sha256_and_size(path)
-        except OSError as exc:
-            raise InputError(
-                problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]
-            ) from None
+        known = verified.get(name)
+        hexdigest, size = (known.sha256, known.size) if known is not None else _hashed(path)
         digests[name] = hexdigest
         media_type = request.media_types.get(name) or default_media_type(name)
         assert media_type is not None  # checked above
