@@ -94,14 +94,13 @@ def test_the_standalone_names_the_asset_contract_s_sets() -> None:
     assert sv.ENTRY_SUFFIXES == _contract.ENTRY_SUFFIXES
     assert sv.SUMS_NAME == _contract.SUMS_NAME
     assert sv.ZIP_CONFIG_PATH == _contract.ZIP_CONFIG_PATH
-    # The contract names these sets (issue 10); until it does, they are its first 9 and 7 entries.
-    manifest_entries = getattr(_contract, "COMPONENT_MANIFEST_ENTRIES", _contract.ENTRY_SUFFIXES[:9])
-    subjects = getattr(_contract, "PROVENANCE_SUBJECTS", _contract.ENTRY_SUFFIXES[:7])
-    assert tuple(sv.COMPONENT_MANIFEST_ENTRIES) == tuple(manifest_entries)
-    assert tuple(sv.PROVENANCE_SUBJECTS) == tuple(subjects)
+    assert sv.COMPONENT_MANIFEST_ENTRIES == _contract.COMPONENT_MANIFEST_ENTRIES
+    assert sv.PROVENANCE_SUBJECTS == _contract.PROVENANCE_SUBJECTS
     names = sv.Names("ninfer-x-windows-x64")
     contract_names = _contract.AssetNames(stem="ninfer-x-windows-x64")
     assert tuple(names.entries) == contract_names.entries
+    assert tuple(names.component_manifest_entries) == contract_names.component_manifest_entries
+    assert tuple(names.provenance_subjects) == contract_names.provenance_subjects
     assert names.spdx_member == _contract.zip_spdx_path("ninfer-x-windows-x64")
 
 
