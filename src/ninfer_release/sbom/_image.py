@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ninfer_release.digests import is_digest
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.reproducible import datetime_utc, iso8601
@@ -95,12 +96,11 @@ class ImageSboms:
 
 def _hex(digest: str, *, where: str, field: str) -> str:
     """The 64 hex digits of a ``sha256:<hex>`` digest."""
-    hexpart = digest.removeprefix(_DIGEST_PREFIX)
-    if not digest.startswith(_DIGEST_PREFIX) or len(hexpart) != 64 or set(hexpart) - set("0123456789abcdef"):
+    if not is_digest(digest):
         raise InputError(
             problems=[Problem(file=where, field=field, message=f"{digest!r} is not sha256:<64 hex>")]
         )
-    return hexpart
+    return digest.removeprefix(_DIGEST_PREFIX)
 
 
 def _check_records(records: ImageSbomRecords, epoch: int, where: str) -> None:
