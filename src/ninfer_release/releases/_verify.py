@@ -30,12 +30,13 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ninfer_release import packaging, sbom, strictjson
 from ninfer_release.checksums import parse_sha256sums, sums_bound
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
+from ninfer_release.jsonrecord import JsonRecord
 from ninfer_release.releases._contract import (
     SUMS_NAME,
     ZIP_CONFIG_PATH,
@@ -45,7 +46,15 @@ from ninfer_release.releases._contract import (
     zip_spdx_path,
 )
 from ninfer_release.releases._receipts import merge_gates, qualifies
-from ninfer_release.releases._records import release_instance_id
+from ninfer_release.releases._records import (
+    STATEMENT_TYPE,
+    ComponentManifest,
+    ModelRecord,
+    ProfileAsset,
+    ProvenanceStatement,
+    RouteRecord,
+    release_instance_id,
+)
 from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, windows_join
 
 #: Bytes a JSON record or the config of a set can legitimately be: ours are 0.4–6 KiB; 1 MiB is
@@ -170,6 +179,189 @@ def _get(doc: Any, *path: str) -> Any:
     return cur
 
 
+@dataclass
+class _SetFiles:
+    """What one read of the set gave: the bytes of every non-zip entry, every entry's SHA-256 and
+    size, the zip members' SHA-256 by name, and the SBOMs' schema problems."""
+
+    zip_path: Path
+    small: dict[str, bytes] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    members: dict[str, str] = field(default_factory=dict)
+    schema_problems: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def have_zip(self) -> bool:
+        """The zip is there and its members were read."""
+        return self.zip_path.is_file() and bool(self.members)
+
+
+class _ZipScan:
+    """The zip's own SHA-256 and its members' in one read, on a worker thread (DESIGN §11)."""
+
+    def __init__(self, zip_path: Path, files: _SetFiles) -> None:
+        self.zip_path = zip_path
+        self.files = files
+        self.errors: list[str] = []
+        self.digest: list[str] = []
+        self.thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        try:
+            scan = packaging.scan_zip(self.zip_path, sha1=False)
+        except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
+            self.errors.append(str(exc))
+            return
+        self.digest.append(scan.sha256)
+        for d in scan.members:
+            self.files.members[d.name] = d.sha256
+            # A member that fails its CRC/size check or was not inflated (unsafe name, bomb
+            # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
+            self.errors.extend(f"member {d.name!r}: {p}" for p in d.problems)
+
+    def start(self) -> None:
+        if self.zip_path.is_file():
+            self.thread = threading.Thread(target=self._run, name="zip-members")
+            self.thread.start()
+
+    def join(self, run: _Run, name: str, progress: Callable[[int], None] | None) -> None:
+        """Wait for the scan; the zip's digest (hashed again if its structure was unreadable)."""
+        if self.thread is not None:
+            self.thread.join()
+            if self.digest:
+                self.files.digests[name] = self.digest[0]
+                if progress:
+                    progress(self.files.sizes[name])
+            else:  # its structure could not be read: still hash the bytes for SHA256SUMS
+                self.files.digests[name] = sha256_file(self.zip_path, progress=progress)
+        for msg in self.errors:
+            run.fail(name, msg)
+
+
+def _listing(directory: Path) -> list[str] | VerifyReport:
+    """The set directory's file names, or the report of a directory that cannot be listed."""
+    try:
+        return sorted(p.name for p in directory.iterdir())
+    except OSError as exc:
+        return VerifyReport(
+            directory=str(directory),
+            stem=None,
+            checked=(),
+            warnings=(),
+            failures=(f"cannot list: {exc.strerror or exc}",),
+        )
+
+
+def _check_exact_set(run: _Run, names: AssetNames, listing: list[str]) -> None:
+    """Check 1: exactly the 11 files, each a regular file."""
+    for n in names.all:
+        p = run.directory / n
+        if not p.is_file() or p.is_symlink():
+            run.fail(n, "missing from the set (or not a regular file)")
+    for n in listing:
+        if n not in names.all:
+            run.fail(n, "not part of the asset set (exactly 10 entries + SHA256SUMS)")
+    if not run.failures:
+        run.checked.append(f"set: exactly the 11 files of {names.stem}")
+
+
+def _read_small(
+    run: _Run, names: AssetNames, files: _SetFiles, progress: Callable[[int], None] | None
+) -> None:
+    """Read every entry but the zip once, within its bound (what is larger fails, unread)."""
+    for n in names.all:
+        p = run.directory / n
+        if not p.is_file():
+            continue
+        size = p.stat().st_size
+        files.sizes[n] = size
+        if n == names.zip:
+            continue  # hashed by the zip's worker, in the read that inflates its members
+        if size > run.bounds[n]:
+            # Never a skip: what cannot be checked completely fails (issue 9).
+            run.fail(n, f"{size} bytes, larger than the {run.bounds[n]} bytes such an entry can be; not read")
+            continue
+        data = strictjson.read_regular(p, limit=run.bounds[n], source=str(p))
+        files.small[n] = data
+        files.digests[n] = sha256_bytes(data)
+        if progress:
+            progress(size)
+
+
+def _read_set(run: _Run, names: AssetNames, progress: Callable[[int], None] | None) -> _SetFiles:
+    """Check 2's reading: every entry once; the zip (its digest and its members') on a worker thread
+    while the other entries are read and the SBOMs validated."""
+    files = _SetFiles(zip_path=run.directory / names.zip)
+    run.bounds = _entry_bounds(names, files.zip_path)
+    # An entry that cannot be opened is an environment fault (exit 4), not a verdict on the set;
+    # it is found before the zip's worker starts so no thread is left behind.
+    for n in names.all:
+        p = run.directory / n
+        if p.is_file() and not p.is_symlink():
+            _check_readable(p)
+    sbom.prewarm_validators()  # their imports (~0.5 s of CPU) overlap the hashing below
+    scan = _ZipScan(files.zip_path, files)
+    scan.start()
+    _read_small(run, names, files, progress)
+    # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
+    validators = ((names.spdx, sbom.validate_spdx_bytes), (names.cdx, sbom.validate_cyclonedx_bytes))
+    files.schema_problems = {n: validate(files.small[n]) for n, validate in validators if n in files.small}
+    scan.join(run, names.zip, progress)
+    return files
+
+
+def _check_sums(run: _Run, names: AssetNames, files: _SetFiles, expected_sums_sha256: str | None) -> None:
+    """Check 2: ``SHA256SUMS`` lists exactly the 10 entries and every digest holds; optionally
+    its own digest is the one the release manifest binds."""
+    sums_data = files.small.get(SUMS_NAME)
+    sums_sha = files.digests.get(SUMS_NAME)
+    if sums_data is not None:
+        parsed = parse_sha256sums(sums_data, source=SUMS_NAME)
+        run.warnings.extend(str(w) for w in parsed.warnings)
+        run.failures.extend(str(e) for e in parsed.errors)
+        listed = parsed.as_dict()
+        recorded = _recorded_digests(files.small.get(names.manifest))
+        for n in names.entries:
+            _check_sums_line(run, names, n, listed, files.digests, recorded)
+        for n in listed:
+            if n not in names.entries:
+                run.fail(SUMS_NAME, f"lists {n!r}, which is not one of the 10 entries")
+    if expected_sums_sha256 is not None and sums_sha is not None:
+        run.expect(
+            sums_sha == expected_sums_sha256.lower(),
+            SUMS_NAME,
+            f"digest {sums_sha} is not the {expected_sums_sha256} the release manifest binds",
+            "SHA256SUMS: matches the release manifest",
+        )
+
+
+def _check_sums_line(
+    run: _Run,
+    names: AssetNames,
+    n: str,
+    listed: Mapping[str, str],
+    digests: Mapping[str, str],
+    recorded: Mapping[str, str],
+) -> None:
+    """One entry's line of ``SHA256SUMS`` against the file (and the component manifest)."""
+    if n not in listed:
+        run.fail(SUMS_NAME, f"does not list {n!r}")
+    elif n in digests and listed[n] != digests[n] and recorded.get(n) == digests[n]:
+        # The component manifest agrees with the file: the line in SHA256SUMS is what changed.
+        run.fail(
+            SUMS_NAME,
+            f"lists {listed[n]} for {n!r}, but the file (and {names.manifest}) have {digests[n]}",
+        )
+    elif n in digests:
+        run.expect(
+            listed[n] == digests[n],
+            n,
+            f"SHA-256 mismatch: SHA256SUMS lists {listed[n]}, file has {digests[n]}",
+            f"{n}: OK",
+        )
+
+
 def verify_set(
     directory: Path,
     *,
@@ -185,16 +377,9 @@ def verify_set(
         Nothing for a bad set: every finding is in the report (the CLI exits 5 when not ok).
     """
     run = _Run(directory=directory)
-    try:
-        listing = sorted(p.name for p in directory.iterdir())
-    except OSError as exc:
-        return VerifyReport(
-            directory=str(directory),
-            stem=None,
-            checked=(),
-            warnings=(),
-            failures=(f"cannot list: {exc.strerror or exc}",),
-        )
+    listing = _listing(directory)
+    if isinstance(listing, VerifyReport):
+        return listing
     stem = stem_from_names(listing)
     if stem is None:
         # The caller names the directory; the line says only what is wrong with it.
@@ -207,130 +392,18 @@ def verify_set(
             failures=tuple(run.failures),
         )
     names = AssetNames(stem=stem)
-    # 1. exactly the 11 files
-    for n in names.all:
-        p = directory / n
-        if not p.is_file() or p.is_symlink():
-            run.fail(n, "missing from the set (or not a regular file)")
-    for n in listing:
-        if n not in names.all:
-            run.fail(n, "not part of the asset set (exactly 10 entries + SHA256SUMS)")
-    if not run.failures:
-        run.checked.append(f"set: exactly the 11 files of {stem}")
-
-    # 2. read every entry once; the zip (its digest and its members') on a worker thread.
-    digests: dict[str, str] = {}
-    sizes: dict[str, int] = {}
-    small: dict[str, bytes] = {}
-    members: dict[str, str] = {}
-    zip_path = directory / names.zip
-    member_errors: list[str] = []
-
-    zip_digest: list[str] = []
-
-    def hash_members() -> None:
-        try:
-            # One read of the zip: its own SHA-256 and its members' (SHA-256 is what is compared).
-            scan = packaging.scan_zip(zip_path, sha1=False)
-        except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
-            member_errors.append(str(exc))
-            return
-        zip_digest.append(scan.sha256)
-        for d in scan.members:
-            members[d.name] = d.sha256
-            # A member that fails its CRC/size check or was not inflated (unsafe name, bomb
-            # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
-            member_errors.extend(f"member {d.name!r}: {p}" for p in d.problems)
-
-    bounds = run.bounds = _entry_bounds(names, zip_path)
-    # An entry that cannot be opened is an environment fault (exit 4), not a verdict on the set;
-    # it is found before the zip's worker starts so no thread is left behind.
-    for n in names.all:
-        p = directory / n
-        if p.is_file() and not p.is_symlink():
-            _check_readable(p)
-    sbom.prewarm_validators()  # their imports (~0.5 s of CPU) overlap the hashing below
-    worker: threading.Thread | None = None
-    if zip_path.is_file():
-        worker = threading.Thread(target=hash_members, name="zip-members")
-        worker.start()
-    for n in names.all:
-        p = directory / n
-        if not p.is_file():
-            continue
-        size = p.stat().st_size
-        sizes[n] = size
-        if n == names.zip and worker is not None:
-            continue  # hashed by the worker, in the read that inflates its members
-        if size > bounds[n]:
-            # Never a skip: what cannot be checked completely fails (issue 9).
-            run.fail(n, f"{size} bytes, larger than the {bounds[n]} bytes such an entry can be; not read")
-            continue
-        data = strictjson.read_regular(p, limit=bounds[n], source=str(p))
-        small[n] = data
-        digests[n] = sha256_bytes(data)
-        if progress:
-            progress(size)
-    # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
-    validators = ((names.spdx, sbom.validate_spdx_bytes), (names.cdx, sbom.validate_cyclonedx_bytes))
-    schema_problems = {n: validate(small[n]) for n, validate in validators if n in small}
-    if worker is not None:
-        worker.join()
-        if zip_digest:
-            digests[names.zip] = zip_digest[0]
-            if progress:
-                progress(sizes[names.zip])
-        else:  # its structure could not be read: still hash the bytes for SHA256SUMS
-            digests[names.zip] = sha256_file(zip_path, progress=progress)
-    for msg in member_errors:
-        run.fail(names.zip, msg)
-
-    # 3. SHA256SUMS (a SHA256SUMS too large to read has failed above)
-    sums_data = small.get(SUMS_NAME)
-    sums_sha = digests.get(SUMS_NAME)
-    if sums_data is not None:
-        parsed = parse_sha256sums(sums_data, source=SUMS_NAME)
-        run.warnings.extend(str(w) for w in parsed.warnings)
-        run.failures.extend(str(e) for e in parsed.errors)
-        listed = parsed.as_dict()
-        recorded = _recorded_digests(small.get(names.manifest))
-        for n in names.entries:
-            if n not in listed:
-                run.fail(SUMS_NAME, f"does not list {n!r}")
-            elif n in digests and listed[n] != digests[n] and recorded.get(n) == digests[n]:
-                # The component manifest agrees with the file: the line in SHA256SUMS is what changed.
-                run.fail(
-                    SUMS_NAME,
-                    f"lists {listed[n]} for {n!r}, but the file (and {names.manifest}) have {digests[n]}",
-                )
-            elif n in digests:
-                run.expect(
-                    listed[n] == digests[n],
-                    n,
-                    f"SHA-256 mismatch: SHA256SUMS lists {listed[n]}, file has {digests[n]}",
-                    f"{n}: OK",
-                )
-        for n in listed:
-            if n not in names.entries:
-                run.fail(SUMS_NAME, f"lists {n!r}, which is not one of the 10 entries")
-    if expected_sums_sha256 is not None and sums_sha is not None:
-        run.expect(
-            sums_sha == expected_sums_sha256.lower(),
-            SUMS_NAME,
-            f"digest {sums_sha} is not the {expected_sums_sha256} the release manifest binds",
-            "SHA256SUMS: matches the release manifest",
-        )
-
-    # 4. SBOM validity and cross-bindings
-    _check_bindings(run, names, small, digests, sizes, members, zip_path, schema_problems)
-    status, counts, bindings = _qualification_state(small.get(names.qualification))
+    _check_exact_set(run, names, listing)
+    files = _read_set(run, names, progress)
+    _check_sums(run, names, files, expected_sums_sha256)
+    _check_bindings(run, names, files)
+    status, counts, bindings = _qualification_state(files.small.get(names.qualification))
     return VerifyReport(
         directory=str(directory),
         stem=stem,
         checked=tuple(run.checked),
         warnings=tuple(run.warnings),
         failures=tuple(run.failures),
-        sums_sha256=sums_sha,
+        sums_sha256=files.digests.get(SUMS_NAME),
         qualification=status,
         gate_counts=counts,
         bindings=bindings,
@@ -382,182 +455,237 @@ def _zip_member(run: _Run, zip_path: Path, member: str, max_bytes: int) -> bytes
         return None
 
 
-def _check_bindings(
-    run: _Run,
-    names: AssetNames,
-    small: Mapping[str, bytes],
-    digests: Mapping[str, str],
-    sizes: Mapping[str, int],
-    members: Mapping[str, str],
-    zip_path: Path,
-    schema_problems: Mapping[str, list[str]],
-) -> None:
-    have_zip = zip_path.is_file() and bool(members)
-    spdx = small.get(names.spdx)
-    if spdx is not None:
-        problems = schema_problems[names.spdx]
-        for msg in problems:
-            run.fail(names.spdx, f"SPDX 2.3 invalid: {msg}")
-        if not problems:
-            run.checked.append(f"{names.spdx}: valid SPDX 2.3")
-        if have_zip:
-            inner = _zip_member(run, zip_path, zip_spdx_path(names.stem), run.bounds[names.spdx])
-            if inner is not None:
-                run.expect(
-                    inner == spdx,
-                    names.spdx,
-                    "differs from the copy inside the package",
-                    f"{names.spdx}: byte-identical to the package copy",
-                )
-            if not problems:
-                listed = {k.removeprefix("./"): v for k, v in sbom.parse_spdx_files(spdx).items()}
-                inside = {k: v for k, v in members.items() if k != zip_spdx_path(names.stem)}
-                for path in sorted(set(inside) - set(listed)):
-                    run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
-                for path in sorted(set(listed) - set(inside)):
-                    run.fail(names.spdx, f"lists {path!r}, which is not in the package")
-                bad = [p for p in sorted(set(listed) & set(inside)) if listed[p][1] != inside[p]]
-                for path in bad:
-                    run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
-                if set(listed) == set(inside) and not bad:
-                    run.checked.append(f"{names.spdx}: file checksums = package members ({len(inside)})")
+R = TypeVar("R", bound=JsonRecord)
 
-    cdx = small.get(names.cdx)
-    if cdx is not None:
-        problems = schema_problems[names.cdx]
-        for msg in problems:
-            run.fail(names.cdx, f"CycloneDX 1.6 invalid: {msg}")
-        if not problems:
-            run.checked.append(f"{names.cdx}: valid CycloneDX 1.6")
-            if have_zip:
-                hashes = sbom.parse_cyclonedx_hashes(cdx)
-                bad_cdx = False
-                for path, sha in sorted(hashes.items()):
-                    if path not in members:
-                        run.fail(names.cdx, f"names {path!r}, which is not in the package")
-                        bad_cdx = True
-                    elif members[path] != sha:
-                        run.fail(names.cdx, f"SHA-256 of {path!r} differs from the package member")
-                        bad_cdx = True
-                # Every member is evidence of exactly one component (issue 14): a DLL, licence
-                # text or config the inventory does not list is a hole in it.
-                for path in sorted(set(members) - set(hashes)):
-                    run.fail(names.cdx, f"package member {path!r} is listed by no component")
-                    bad_cdx = True
-                if sbom.cyclonedx_root_sha256(cdx) != digests[names.zip]:
-                    run.fail(names.cdx, "metadata.component SHA-256 is not the package's")
-                    bad_cdx = True
-                if not bad_cdx:
-                    run.checked.append(
-                        f"{names.cdx}: evidence = package members ({len(members)}), root = package SHA-256"
-                    )
 
-    config = small.get(names.config)
-    profile = _load_json(run, names.profile, small.get(names.profile))
-    manifest = _load_json(run, names.manifest, small.get(names.manifest))
-    qualification = _load_json(run, names.qualification, small.get(names.qualification))
-    provenance = _load_json(run, names.provenance, small.get(names.provenance))
-    route = _load_json(run, names.route, small.get(names.route))
-    model = _load_json(run, names.model, small.get(names.model))
-    if config is not None:
-        config_sha = digests[names.config]
-        if have_zip:
-            inner = _zip_member(run, zip_path, ZIP_CONFIG_PATH, run.bounds[names.config])
-            if inner is not None:
-                run.expect(
-                    inner == config,
-                    names.config,
-                    "differs from the package's config/ninfer.toml",
-                    f"{names.config}: byte-identical to the package copy",
-                )
-        for doc_name, doc, field_path in (
-            (names.profile, profile, ("config", "bytes_sha256")),
-            (names.manifest, manifest, ("config", "sha256")),
-            (names.qualification, qualification, ("bound_to", "config_bytes_sha256")),
-            (names.route, route, ("install", "config_bytes_sha256")),
-        ):
+@dataclass(frozen=True, kw_only=True)
+class _Records:
+    """The set's JSON records, each parsed with the type sealing wrote it with (``None``: absent,
+    unreadable or not that record — reported when read). The qualification record is also kept
+    as its plain document, which :func:`_check_qualification` reads by the schema-2 rule."""
+
+    profile: ProfileAsset | None
+    manifest: ComponentManifest | None
+    qualification: dict[str, Any] | None
+    provenance: ProvenanceStatement | None
+    route: RouteRecord | None
+    model: ModelRecord | None
+
+    @classmethod
+    def read(cls, run: _Run, names: AssetNames, small: Mapping[str, bytes]) -> _Records:
+        def typed(name: str, record: type[R]) -> R | None:
+            doc = _load_json(run, name, small.get(name))
             if doc is None:
-                continue
-            bound = _get(doc, *field_path)
-            run.expect(
-                bound == config_sha,
-                doc_name,
-                f"binds config SHA-256 {bound}, but {names.config} has {config_sha}",
-                f"{doc_name}: binds the config bytes {config_sha[:12]}…",
-            )
+                return None
+            try:
+                return record.parse_doc(doc, source=name)
+            except IntegrityError as exc:
+                run.failures.extend(exc.lines)
+                return None
 
-    if manifest is not None:
-        entries = _get(manifest, "entries")
-        want = list(names.component_manifest_entries)
-        got = [e.get("name") for e in entries] if isinstance(entries, list) else None
-        if run.expect(
-            got == want,
-            names.manifest,
-            f"entries are {got}, expected entries 1–9 {want}",
-            f"{names.manifest}: lists entries 1–9",
-        ):
-            assert isinstance(entries, list)
-            for e in entries:
-                n = e["name"]
-                if n in digests and (e.get("sha256") != digests[n] or e.get("size") != sizes[n]):
-                    run.fail(names.manifest, f"size/SHA-256 recorded for {n!r} differ from the file")
-    if provenance is not None:
-        subj = {
-            s.get("name"): _get(s, "digest", "sha256")
-            for s in provenance.get("subject", [])
-            if isinstance(s, dict)
-        }
-        want_subj = {n: digests.get(n) for n in names.provenance_subjects}
-        run.expect(
-            subj == want_subj,
-            names.provenance,
-            "subjects do not match entries 1–7 by name and SHA-256",
-            f"{names.provenance}: subjects = entries 1–7",
+        profile = typed(names.profile, ProfileAsset)
+        manifest = typed(names.manifest, ComponentManifest)
+        qualification = _load_json(run, names.qualification, small.get(names.qualification))
+        return cls(
+            profile=profile,
+            manifest=manifest,
+            qualification=qualification,
+            provenance=typed(names.provenance, ProvenanceStatement),
+            route=typed(names.route, RouteRecord),
+            model=typed(names.model, ModelRecord),
         )
-        run.expect(
-            provenance.get("_type") == "https://in-toto.io/Statement/v1",
-            names.provenance,
-            "is not an in-toto Statement v1",
-            f"{names.provenance}: in-toto Statement v1",
-        )
-    _check_identity(
-        run,
-        names,
-        manifest=manifest,
-        qualification=qualification,
-        route=route,
-        profile=profile,
-        provenance=provenance,
-        zip_sha256=digests.get(names.zip),
-    )
-    if isinstance(route, dict) and config is not None and isinstance(manifest, dict):
+
+
+def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> None:
+    """Checks 3–6 of the module docstring, one per record."""
+    _check_spdx(run, names, files)
+    _check_cdx(run, names, files)
+    records = _Records.read(run, names, files.small)
+    config = files.small.get(names.config)
+    if config is not None:
+        _check_config(run, names, files, records, config)
+    if records.manifest is not None:
+        _check_manifest_entries(run, names, files, records.manifest)
+    if records.provenance is not None:
+        _check_provenance(run, names, files, records.provenance)
+    _check_identity(run, names, records, zip_sha256=files.digests.get(names.zip))
+    if records.route is not None and config is not None and records.manifest is not None:
         _check_route_paths(
-            run, names, route=route, config=config, instance=manifest.get("release_instance_id")
+            run, names, route=records.route, config=config, instance=records.manifest.release_instance_id
         )
-    if route is not None and names.zip in digests:
-        pkg = _get(route, "package") or {}
+    if records.route is not None and names.zip in files.digests:
+        _check_route_package(run, names, files, records.route, records.model)
+
+
+def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
+    """Check 3 (SPDX): valid SPDX 2.3, byte-identical to the package's copy, file checksums =
+    package members."""
+    spdx = files.small.get(names.spdx)
+    if spdx is None:
+        return
+    problems = files.schema_problems[names.spdx]
+    for msg in problems:
+        run.fail(names.spdx, f"SPDX 2.3 invalid: {msg}")
+    if not problems:
+        run.checked.append(f"{names.spdx}: valid SPDX 2.3")
+    if not files.have_zip:
+        return
+    inner = _zip_member(run, files.zip_path, zip_spdx_path(names.stem), run.bounds[names.spdx])
+    if inner is not None:
         run.expect(
-            pkg.get("sha256") == digests[names.zip]
-            and pkg.get("size") == sizes[names.zip]
-            and pkg.get("name") == names.zip,
-            names.route,
-            "package name/size/SHA-256 differ from the zip",
-            f"{names.route}: package = {names.zip}",
+            inner == spdx,
+            names.spdx,
+            "differs from the copy inside the package",
+            f"{names.spdx}: byte-identical to the package copy",
         )
-        if model is not None:
-            rm = _get(route, "model") or {}
+    if not problems:
+        _check_spdx_files(run, names, spdx, files.members)
+
+
+def _check_spdx_files(run: _Run, names: AssetNames, spdx: bytes, members: Mapping[str, str]) -> None:
+    listed = {k.removeprefix("./"): v for k, v in sbom.parse_spdx_files(spdx).items()}
+    inside = {k: v for k, v in members.items() if k != zip_spdx_path(names.stem)}
+    for path in sorted(set(inside) - set(listed)):
+        run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
+    for path in sorted(set(listed) - set(inside)):
+        run.fail(names.spdx, f"lists {path!r}, which is not in the package")
+    bad = [p for p in sorted(set(listed) & set(inside)) if listed[p][1] != inside[p]]
+    for path in bad:
+        run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
+    if set(listed) == set(inside) and not bad:
+        run.checked.append(f"{names.spdx}: file checksums = package members ({len(inside)})")
+
+
+def _check_cdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
+    """Check 3 (CycloneDX): valid CycloneDX 1.6; every component hash is a package member's, every
+    member is evidence of a component, the root is the package's SHA-256."""
+    cdx = files.small.get(names.cdx)
+    if cdx is None:
+        return
+    problems = files.schema_problems[names.cdx]
+    for msg in problems:
+        run.fail(names.cdx, f"CycloneDX 1.6 invalid: {msg}")
+    if problems:
+        return
+    run.checked.append(f"{names.cdx}: valid CycloneDX 1.6")
+    if files.have_zip:
+        _check_cdx_evidence(run, names, cdx, files)
+
+
+def _check_cdx_evidence(run: _Run, names: AssetNames, cdx: bytes, files: _SetFiles) -> None:
+    members = files.members
+    before = len(run.failures)
+    hashes = sbom.parse_cyclonedx_hashes(cdx)
+    for path, sha in sorted(hashes.items()):
+        if path not in members:
+            run.fail(names.cdx, f"names {path!r}, which is not in the package")
+        elif members[path] != sha:
+            run.fail(names.cdx, f"SHA-256 of {path!r} differs from the package member")
+    # Every member is evidence of exactly one component (issue 14): a DLL, licence text or config
+    # the inventory does not list is a hole in it.
+    for path in sorted(set(members) - set(hashes)):
+        run.fail(names.cdx, f"package member {path!r} is listed by no component")
+    if sbom.cyclonedx_root_sha256(cdx) != files.digests[names.zip]:
+        run.fail(names.cdx, "metadata.component SHA-256 is not the package's")
+    if len(run.failures) == before:
+        run.checked.append(
+            f"{names.cdx}: evidence = package members ({len(members)}), root = package SHA-256"
+        )
+
+
+def _check_config(run: _Run, names: AssetNames, files: _SetFiles, records: _Records, config: bytes) -> None:
+    """Check 4 (config): the config asset = the package's copy, and every record binds its bytes."""
+    config_sha = files.digests[names.config]
+    if files.have_zip:
+        inner = _zip_member(run, files.zip_path, ZIP_CONFIG_PATH, run.bounds[names.config])
+        if inner is not None:
             run.expect(
-                rm.get("sha256") == model.get("sha256")
-                and rm.get("size") == model.get("size")
-                and rm.get("store_as") == model.get("local_name"),
-                names.route,
-                "model binding differs from the model entry",
-                f"{names.route}: model = {names.model}",
+                inner == config,
+                names.config,
+                "differs from the package's config/ninfer.toml",
+                f"{names.config}: byte-identical to the package copy",
             )
+    bound: list[tuple[str, Any]] = []
+    if records.profile is not None:
+        bound.append((names.profile, records.profile.config.bytes_sha256))
+    if records.manifest is not None:
+        bound.append((names.manifest, records.manifest.config.sha256))
+    if records.qualification is not None:
+        bound.append((names.qualification, _get(records.qualification, "bound_to", "config_bytes_sha256")))
+    if records.route is not None:
+        bound.append((names.route, records.route.install.config_bytes_sha256))
+    for doc_name, sha in bound:
+        run.expect(
+            sha == config_sha,
+            doc_name,
+            f"binds config SHA-256 {sha}, but {names.config} has {config_sha}",
+            f"{doc_name}: binds the config bytes {config_sha[:12]}…",
+        )
+
+
+def _check_manifest_entries(
+    run: _Run, names: AssetNames, files: _SetFiles, manifest: ComponentManifest
+) -> None:
+    """Check 4 (component manifest): it lists the contract's entries 1–9 with their sizes and digests."""
+    want = list(names.component_manifest_entries)
+    got = [e.name for e in manifest.entries]
+    if run.expect(
+        got == want,
+        names.manifest,
+        f"entries are {got}, expected entries 1–9 {want}",
+        f"{names.manifest}: lists entries 1–9",
+    ):
+        for e in manifest.entries:
+            n = e.name
+            if n in files.digests and (e.sha256 != files.digests[n] or e.size != files.sizes[n]):
+                run.fail(names.manifest, f"size/SHA-256 recorded for {n!r} differ from the file")
+
+
+def _check_provenance(
+    run: _Run, names: AssetNames, files: _SetFiles, provenance: ProvenanceStatement
+) -> None:
+    """Check 4 (provenance): an in-toto Statement v1 whose subjects are the contract's entries 1–7."""
+    subj = {s.name: s.digest.get("sha256") for s in provenance.subject}
+    want_subj = {n: files.digests.get(n) for n in names.provenance_subjects}
+    run.expect(
+        subj == want_subj,
+        names.provenance,
+        "subjects do not match entries 1–7 by name and SHA-256",
+        f"{names.provenance}: subjects = entries 1–7",
+    )
+    run.expect(
+        provenance.type == STATEMENT_TYPE,
+        names.provenance,
+        "is not an in-toto Statement v1",
+        f"{names.provenance}: in-toto Statement v1",
+    )
+
+
+def _check_route_package(
+    run: _Run, names: AssetNames, files: _SetFiles, route: RouteRecord, model: ModelRecord | None
+) -> None:
+    """Check 4 (route): its package is the zip, and its model block is the model entry."""
+    pkg = route.package
+    run.expect(
+        pkg.sha256 == files.digests[names.zip]
+        and pkg.size == files.sizes[names.zip]
+        and pkg.name == names.zip,
+        names.route,
+        "package name/size/SHA-256 differ from the zip",
+        f"{names.route}: package = {names.zip}",
+    )
+    if model is not None:
+        rm = route.model
+        run.expect(
+            rm.sha256 == model.sha256 and rm.size == model.size and rm.store_as == model.local_name,
+            names.route,
+            "model binding differs from the model entry",
+            f"{names.route}: model = {names.model}",
+        )
 
 
 def _check_route_paths(
-    run: _Run, names: AssetNames, *, route: dict[str, Any], config: bytes, instance: Any
+    run: _Run, names: AssetNames, *, route: RouteRecord, config: bytes, instance: str
 ) -> None:
     """Check 6: every path the route names is where the config looks (issue 8 §3).
 
@@ -566,34 +694,17 @@ def _check_route_paths(
     no writable path may sit under ``C:\\Program Files``.
     """
     before = len(run.failures)
-    try:
-        cfg = tomllib.loads(config.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        run.fail(names.config, f"is not UTF-8 TOML: {exc}")
+    want = _config_paths(run, names, config, instance)
+    if want is None:
         return
-    root = _get(cfg, "paths", "data_root")
-    rels = {
-        "key_file": _get(cfg, "server", "bearer_key_file"),
-        "model_path": _get(cfg, "model", "path"),
-        "cache_root": _get(cfg, "checkpoint", "root"),
-        "checkpoint_dir": _get(cfg, "checkpoint", "dir_template"),
-    }
-    if not isinstance(root, str) or not all(isinstance(v, str) for v in rels.values()):
-        run.fail(names.config, "lacks paths.data_root or a relative key/model/checkpoint path")
-        return
-    want = {
-        k: windows_join(root, str(v).replace(INSTANCE_PLACEHOLDER, str(instance))) for k, v in rels.items()
-    }
-    want["data_root"] = root
-    install = _get(route, "install") or {}
+    install = route.install
     for key, path in sorted(want.items()):
-        got = install.get(key) if isinstance(install, dict) else None
+        got = getattr(install, key)
         if got != path:
             run.fail(names.route, f"install.{key} is {got!r}, but {names.config} reads {path!r}")
-    if _get(route, "bearer_key", "file") != want["key_file"]:
+    if route.bearer_key.file != want["key_file"]:
         run.fail(names.route, f"bearer_key.file is not {want['key_file']!r}")
-    program = install.get("program_root") if isinstance(install, dict) else None
-    if not isinstance(program, str) or install.get("config") != windows_join(program, ZIP_CONFIG_PATH):
+    if install.config != windows_join(install.program_root, ZIP_CONFIG_PATH):
         run.fail(names.route, f"install.config is not {ZIP_CONFIG_PATH} under install.program_root")
     for key in ("data_root", "key_file", "model_path", "cache_root", "checkpoint_dir"):
         if want[key].casefold().startswith("c:\\program files"):
@@ -604,57 +715,93 @@ def _check_route_paths(
         )
 
 
-def _check_identity(
-    run: _Run,
-    names: AssetNames,
-    *,
-    manifest: Any,
-    qualification: Any,
-    route: Any,
-    profile: Any,
-    provenance: Any,
-    zip_sha256: str | None,
-) -> None:
+def _config_paths(run: _Run, names: AssetNames, config: bytes, instance: str) -> dict[str, str] | None:
+    """The absolute paths the config reads (install key -> path), or ``None`` (reported)."""
+    try:
+        cfg = tomllib.loads(config.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        run.fail(names.config, f"is not UTF-8 TOML: {exc}")
+        return None
+    root = _get(cfg, "paths", "data_root")
+    rels = {
+        "key_file": _get(cfg, "server", "bearer_key_file"),
+        "model_path": _get(cfg, "model", "path"),
+        "cache_root": _get(cfg, "checkpoint", "root"),
+        "checkpoint_dir": _get(cfg, "checkpoint", "dir_template"),
+    }
+    if not isinstance(root, str) or not all(isinstance(v, str) for v in rels.values()):
+        run.fail(names.config, "lacks paths.data_root or a relative key/model/checkpoint path")
+        return None
+    want = {k: windows_join(root, str(v).replace(INSTANCE_PLACEHOLDER, instance)) for k, v in rels.items()}
+    want["data_root"] = root
+    return want
+
+
+_EXTERNAL = "predicate.buildDefinition.externalParameters"
+
+
+def _identity_pairs(names: AssetNames, records: _Records) -> list[tuple[str, str, Any, str]]:
+    """``(record, field path, its value, component manifest field it must equal)`` for every
+    identity field a record states (check 5)."""
+    pairs: list[tuple[str, str, Any, str]] = []
+    q = records.qualification
+    if q is not None:
+        pairs += [
+            (names.qualification, "component_tag", _get(q, "component_tag"), "component_tag"),
+            (names.qualification, "lane", _get(q, "lane"), "lane"),
+            (names.qualification, "status", _get(q, "status"), "qualification"),
+            (
+                names.qualification,
+                "bound_to.source_commit",
+                _get(q, "bound_to", "source_commit"),
+                "source_commit",
+            ),
+            (names.qualification, "bound_to.profile_id", _get(q, "bound_to", "profile_id"), "profile_id"),
+        ]
+    r = records.route
+    if r is not None:
+        pairs += [
+            (names.route, "component_tag", r.component_tag, "component_tag"),
+            (names.route, "lane", r.lane, "lane"),
+            (names.route, "release", r.release, "release"),
+            (names.route, "release_instance_id", r.release_instance_id, "release_instance_id"),
+        ]
+    p = records.profile
+    if p is not None:
+        pairs += [
+            (names.profile, "profile_id", p.profile_id, "profile_id"),
+            (names.profile, "lane", p.lane, "lane"),
+        ]
+    if records.provenance is not None:
+        ext = records.provenance.predicate.buildDefinition.externalParameters
+        pairs += [
+            (names.provenance, f"{_EXTERNAL}.{key}", getattr(ext, key), key)
+            for key in ("component_tag", "lane", "profile_id", "release")
+        ]
+    return pairs
+
+
+def _check_identity(run: _Run, names: AssetNames, records: _Records, *, zip_sha256: str | None) -> None:
     """Check 5 of the module docstring: every record states the same identity as the component manifest."""
-    if not isinstance(manifest, dict):
+    manifest = records.manifest
+    if manifest is None:
         return
     before = len(run.failures)
-    tag = manifest.get("component_tag")
-    if not isinstance(tag, str) or package_stem(tag) != names.stem:
+    tag = manifest.component_tag
+    if package_stem(tag) != names.stem:
         run.fail(names.manifest, f"component_tag {tag!r} does not name this set ({names.stem})")
-    external = ("predicate", "buildDefinition", "externalParameters")
-    # (record, its document, field path in it, field of the component manifest it must equal)
-    pairs: list[tuple[str, Any, tuple[str, ...], str]] = [
-        (names.qualification, qualification, ("component_tag",), "component_tag"),
-        (names.qualification, qualification, ("lane",), "lane"),
-        (names.qualification, qualification, ("status",), "qualification"),
-        (names.qualification, qualification, ("bound_to", "source_commit"), "source_commit"),
-        (names.qualification, qualification, ("bound_to", "profile_id"), "profile_id"),
-        (names.route, route, ("component_tag",), "component_tag"),
-        (names.route, route, ("lane",), "lane"),
-        (names.route, route, ("release",), "release"),
-        (names.route, route, ("release_instance_id",), "release_instance_id"),
-        (names.profile, profile, ("profile_id",), "profile_id"),
-        (names.profile, profile, ("lane",), "lane"),
-        (names.provenance, provenance, (*external, "component_tag"), "component_tag"),
-        (names.provenance, provenance, (*external, "lane"), "lane"),
-        (names.provenance, provenance, (*external, "profile_id"), "profile_id"),
-        (names.provenance, provenance, (*external, "release"), "release"),
-    ]
-    for doc_name, doc, path, key in pairs:
-        if not isinstance(doc, dict):
-            continue
-        got, want = _get(doc, *path), manifest.get(key)
+    for doc_name, path, got, key in _identity_pairs(names, records):
+        want = getattr(manifest, key)
         if got != want:
-            run.fail(doc_name, f"{'.'.join(path)} is {got!r}, but {names.manifest} has {key} {want!r}")
-    if isinstance(qualification, dict):
-        _check_qualification(run, names.qualification, qualification, zip_sha256)
-    if isinstance(tag, str) and zip_sha256 is not None:
+            run.fail(doc_name, f"{path} is {got!r}, but {names.manifest} has {key} {want!r}")
+    if isinstance(records.qualification, dict):
+        _check_qualification(run, names.qualification, records.qualification, zip_sha256)
+    if zip_sha256 is not None:
         instance = release_instance_id(tag, zip_sha256)
-        if manifest.get("release_instance_id") != instance:
+        if manifest.release_instance_id != instance:
             run.fail(
                 names.manifest,
-                f"release_instance_id {manifest.get('release_instance_id')!r} is not {instance!r} "
+                f"release_instance_id {manifest.release_instance_id!r} is not {instance!r} "
                 "(component tag + package digest)",
             )
     if len(run.failures) == before:
