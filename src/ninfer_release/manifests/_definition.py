@@ -259,44 +259,44 @@ def check_base_url(url: str) -> str | None:
     return None
 
 
-def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None = None) -> Release:
-    """Load and validate a staged release manifest and everything it names.
+_TOP_REQUIRED = (
+    "schema",
+    "product",
+    "version",
+    "candidate_commit",
+    "source_date_epoch",
+    "publication_base_url",
+    "components",
+    "lanes",
+)
+_TOP_OPTIONAL = (
+    "state",
+    "published_product_version",
+    "native_line",
+    "superseded",
+    "asset_budget_bytes",
+    "predecessor",
+    "documented_routes",
+)
 
-    Profiles are read from ``<repo_root>/profiles/<id>.yaml`` and carried records from
-    ``<repo_root>/<carried_from>``; ``repo_root`` defaults to the manifest's parent's parent.
-    ``SOURCE_DATE_EPOCH`` in ``env`` overrides ``source_date_epoch`` (DESIGN.md §5).
 
-    Raises:
-        InputError: the manifest file is missing (exit 4).
-        DefinitionError: every problem in the manifest, its profiles and records, at once (exit 3).
-    """
-    root_dir = repo_root if repo_root is not None else path.resolve().parent.parent
-    data = load_yaml_data(path)
-    c = Checker(str(path))
-    d = c.document(data)
-    c.keys(
-        d,
-        "",
-        required=(
-            "schema",
-            "product",
-            "version",
-            "candidate_commit",
-            "source_date_epoch",
-            "publication_base_url",
-            "components",
-            "lanes",
-        ),
-        optional=(
-            "state",
-            "published_product_version",
-            "native_line",
-            "superseded",
-            "asset_budget_bytes",
-            "predecessor",
-            "documented_routes",
-        ),
-    )
+@dataclass(frozen=True, kw_only=True)
+class _Top:
+    """The definition's top-level scalars as read (``None``: missing or invalid, reported)."""
+
+    product: str | None
+    version: str | None
+    state: str
+    published: str | None
+    candidate: str | None
+    epoch: int | None
+    base_url: str | None
+    budget: int | None
+
+
+def _top(c: Checker, d: dict[str, Any]) -> _Top:
+    """Read and check the top-level keys and scalars (schema, product, version, ..., budget)."""
+    c.keys(d, "", required=_TOP_REQUIRED, optional=_TOP_OPTIONAL)
     schema = c.get_int(d, "", "schema")
     if schema is not None and schema != MANIFEST_SCHEMA:
         c.add("schema", f"{schema} is not the supported manifest schema {MANIFEST_SCHEMA}")
@@ -315,118 +315,154 @@ def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None =
         if why is not None:
             c.add("publication_base_url", f"{base_url!r} {why}")
             base_url = None
-    model, client = _components(c, d)
-    upstream = native_cuda = None
+    return _Top(
+        product=product,
+        version=version,
+        state=state,
+        published=published,
+        candidate=candidate,
+        epoch=epoch,
+        base_url=base_url,
+        budget=budget,
+    )
+
+
+def _native_line(c: Checker, d: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``native_line``: ``(upstream_base, cuda_version)``, both ``None`` when absent."""
     native_line = c.get_mapping(d, "", "native_line", required=False)
-    if native_line is not None:
-        c.keys(native_line, "native_line", required=("upstream_base", "cuda_version"))
-        upstream = c.get_str(
-            native_line, "native_line", "upstream_base", pattern=HEX40, what="a full 40-hex commit"
-        )
-        native_cuda = c.get_str(
-            native_line,
-            "native_line",
-            "cuda_version",
-            pattern=CUDA_VERSION,
-            what="a quoted version like 13.3",
-        )
-    superseded = _superseded(c, d)
-    lanes = _lanes(c, d, root_dir)
-    predecessor, document_changes = _documented_routes(c, d, root_dir, {lane.id for lane in lanes})
+    if native_line is None:
+        return None, None
+    c.keys(native_line, "native_line", required=("upstream_base", "cuda_version"))
+    upstream = c.get_str(
+        native_line, "native_line", "upstream_base", pattern=HEX40, what="a full 40-hex commit"
+    )
+    cuda = c.get_str(
+        native_line, "native_line", "cuda_version", pattern=CUDA_VERSION, what="a quoted version like 13.3"
+    )
+    return upstream, cuda
+
+
+def _check_native_cuda(c: Checker, lanes: list[Lane], native_cuda: str | None) -> None:
+    """Reference: "Native packages use CUDA 13.3" — one CUDA version for the whole native line.
+
+    A lane without a (valid) cuda_version was reported where it was read; no "None differs".
+    """
+    if native_cuda is None:
+        return
     for lane in lanes:
-        # Reference: "Native packages use CUDA 13.3" — one CUDA version for the whole native line.
-        # A lane without a (valid) cuda_version was reported where it was read; no "None differs".
-        if (
-            native_cuda is not None
-            and lane.kind == "windows-zip"
-            and lane.cuda_version is not None
-            and lane.cuda_version != native_cuda
-        ):
+        if lane.kind == "windows-zip" and lane.cuda_version is not None and lane.cuda_version != native_cuda:
             c.add(
                 f"lanes.{lane.id}.cuda_version",
                 f"{lane.cuda_version} differs from native_line.cuda_version {native_cuda}",
             )
 
-    # Cross-document checks: each problem in a profile or record is reported with its own file.
-    problems: list[Problem] = list(c.problems)
-    profiles: dict[str, Profile] = {}
-    tags = {s.tag for s in superseded}
-    seen_tags: dict[str, str] = {}
-    seen_profiles: dict[str, str] = {}
-    for lane in sorted(lanes, key=lambda x: x.id):
+
+@dataclass
+class _CrossDocuments:
+    """Cross-document checks of the lanes in lane-id order: each problem in a profile or record is
+    reported with its own file; the profiles loaded on the way."""
+
+    file: str
+    root_dir: Path
+    superseded_tags: set[str]
+    model: ModelBinding | None
+    problems: list[Problem] = field(default_factory=list)
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    seen_tags: dict[str, str] = field(default_factory=dict)
+    seen_profiles: dict[str, str] = field(default_factory=dict)
+
+    def bad(self, where: str, message: str) -> None:
+        self.problems.append(Problem(file=self.file, field=where, message=message))
+
+    def lane(self, lane: Lane) -> None:
+        """One lane: its tag is unique and not superseded; its profile is its own, loads and agrees."""
         where = f"lanes.{lane.id}"
-        if lane.component_tag in seen_tags:
-            problems.append(
-                Problem(
-                    file=str(path),
-                    field=f"{where}.component_tag",
-                    message=f"{lane.component_tag} is also the tag of lane {seen_tags[lane.component_tag]}",
-                )
+        tag = lane.component_tag
+        if tag in self.seen_tags:
+            self.bad(f"{where}.component_tag", f"{tag} is also the tag of lane {self.seen_tags[tag]}")
+        self.seen_tags.setdefault(tag, lane.id)
+        if tag in self.superseded_tags:
+            self.bad(f"{where}.component_tag", f"{tag} was superseded; a superseded tag is never reused")
+        if lane.profile_id in self.seen_profiles:
+            self.bad(
+                f"{where}.profile",
+                f"profile {lane.profile_id} is already used by lane {self.seen_profiles[lane.profile_id]}",
             )
-        seen_tags.setdefault(lane.component_tag, lane.id)
-        if lane.component_tag in tags:
-            problems.append(
-                Problem(
-                    file=str(path),
-                    field=f"{where}.component_tag",
-                    message=f"{lane.component_tag} was superseded; a superseded tag is never reused",
-                )
-            )
-        if lane.profile_id in seen_profiles:
-            problems.append(
-                Problem(
-                    file=str(path),
-                    field=f"{where}.profile",
-                    message=f"profile {lane.profile_id} is already used by lane "
-                    f"{seen_profiles[lane.profile_id]}",
-                )
-            )
-            continue
-        seen_profiles[lane.profile_id] = lane.id
-        profile_path = root_dir / "profiles" / f"{lane.profile_id}.yaml"
+            return
+        self.seen_profiles[lane.profile_id] = lane.id
+        profile = self._profile(where, lane.profile_id)
+        if profile is not None:
+            self.profiles[profile.id] = profile
+            self.problems.extend(_cross_check(self.file, where, lane, profile, self.model))
+
+    def _profile(self, where: str, profile_id: str) -> Profile | None:
+        profile_path = self.root_dir / "profiles" / f"{profile_id}.yaml"
         try:
-            profile = load_profile(profile_path)
+            return load_profile(profile_path)
         except InputError:
-            problems.append(
-                Problem(file=str(path), field=f"{where}.profile", message=f"no such profile: {profile_path}")
-            )
-            continue
+            self.bad(f"{where}.profile", f"no such profile: {profile_path}")
         except NinferError as exc:
-            problems.extend(exc.problems or [Problem(file=str(profile_path), message=str(exc))])
-            continue
-        profiles[profile.id] = profile
-        problems.extend(_cross_check(str(path), where, lane, profile, model))
-    problems.extend(_repository_problems(str(path), lanes))
-    for s in superseded:
-        if s.successor not in seen_tags:
-            problems.append(
-                Problem(
-                    file=str(path),
-                    field="superseded",
-                    message=f"successor {s.successor} of {s.tag} is not a lane's component tag",
-                )
-            )
+            self.problems.extend(exc.problems or [Problem(file=str(profile_path), message=str(exc))])
+        return None
+
+    def successors(self, superseded: tuple[Superseded, ...]) -> None:
+        """Each superseded tag's successor is a lane's component tag."""
+        for s in superseded:
+            if s.successor not in self.seen_tags:
+                self.bad("superseded", f"successor {s.successor} of {s.tag} is not a lane's component tag")
+
+
+def load_release(path: Path, *, env: Mapping[str, str], repo_root: Path | None = None) -> Release:
+    """Load and validate a staged release manifest and everything it names.
+
+    Profiles are read from ``<repo_root>/profiles/<id>.yaml`` and carried records from
+    ``<repo_root>/<carried_from>``; ``repo_root`` defaults to the manifest's parent's parent.
+    ``SOURCE_DATE_EPOCH`` in ``env`` overrides ``source_date_epoch`` (DESIGN.md §5).
+
+    Raises:
+        InputError: the manifest file is missing (exit 4).
+        DefinitionError: every problem in the manifest, its profiles and records, at once (exit 3).
+    """
+    root_dir = repo_root if repo_root is not None else path.resolve().parent.parent
+    c = Checker(str(path))
+    d = c.document(load_yaml_data(path))
+    top = _top(c, d)
+    model, client = _components(c, d)
+    upstream, native_cuda = _native_line(c, d)
+    superseded = _superseded(c, d)
+    lanes = _lanes(c, d, root_dir)
+    predecessor, document_changes = _documented_routes(c, d, root_dir, {lane.id for lane in lanes})
+    _check_native_cuda(c, lanes, native_cuda)
+    cross = _CrossDocuments(
+        file=str(path), root_dir=root_dir, superseded_tags={s.tag for s in superseded}, model=model
+    )
+    for lane in sorted(lanes, key=lambda x: x.id):
+        cross.lane(lane)
+    cross.problems.extend(_repository_problems(str(path), lanes))
+    cross.successors(superseded)
+    problems = [*c.problems, *cross.problems]
     if problems:
         raise DefinitionError(problems=problems)
-    assert product and version and candidate and epoch is not None and base_url and model and client
+    assert top.product and top.version and top.candidate and top.epoch is not None and top.base_url
+    assert model and client
     return Release(
         path=path,
         repo_root=root_dir,
-        version=version,
-        product=product,
-        state=state,
-        published_product_version=published,
-        candidate_commit=candidate,
-        source_date_epoch=source_date_epoch(epoch, env),
-        publication_base_url=base_url,
-        asset_budget=DEFAULT_ASSET_BUDGET if budget is None else budget,
+        version=top.version,
+        product=top.product,
+        state=top.state,
+        published_product_version=top.published,
+        candidate_commit=top.candidate,
+        source_date_epoch=source_date_epoch(top.epoch, env),
+        publication_base_url=top.base_url,
+        asset_budget=DEFAULT_ASSET_BUDGET if top.budget is None else top.budget,
         model=model,
         client=client,
         upstream_base=upstream,
         native_cuda_version=native_cuda,
         superseded=superseded,
         lanes=MappingProxyType({lane.id: lane for lane in sorted(lanes, key=lambda x: x.id)}),
-        profiles=MappingProxyType(dict(sorted(profiles.items()))),
+        profiles=MappingProxyType(dict(sorted(cross.profiles.items()))),
         predecessor=predecessor,
         document_changes=MappingProxyType(dict(sorted(document_changes.items()))),
     )
@@ -573,6 +609,7 @@ _LANE_OPTIONAL = (
 
 
 def _lanes(c: Checker, d: dict[str, Any], root_dir: Path) -> list[Lane]:
+    """``lanes``: every lane that reads completely (the others' problems are in ``c``)."""
     lanes_map = c.get_mapping(d, "", "lanes")
     if lanes_map is None:
         return []
@@ -587,85 +624,143 @@ def _lanes(c: Checker, d: dict[str, Any], root_dir: Path) -> list[Lane]:
         ld = c.mapping(raw, f)
         if ld is None:
             continue
-        c.keys(ld, f, required=_LANE_KEYS, optional=_LANE_OPTIONAL)
-        tag = c.get_str(
-            ld, f, "component_tag", pattern=COMPONENT_TAG, what="a component tag like v0.7.0-x-beta.2"
-        )
-        kind = c.get_str(ld, f, "kind", choices=("windows-zip", "oci-image"))
-        mode = c.get_str(ld, f, "mode", choices=("build", "carry"))
-        profile = c.get_str(ld, f, "profile", pattern=PROFILE_ID, what="a profile id", max_len=120)
-        source = c.get_str(ld, f, "source_commit", pattern=SHORT_HEX, what="a hex commit")
-        if source is not None and mode == "build" and not HEX40.fullmatch(source):
-            c.add(
-                f"{f}.source_commit",
-                f"{source!r} is not a full 40-hex commit; a fresh build needs one "
-                "(a short prefix or branch is not an identity)",
-            )
-            source = None
-        native = kind == "windows-zip"
-        cuda_arch = c.get_str(
-            ld, f, "cuda_arch", required=native, pattern=CUDA_ARCH, what="a CUDA arch like sm_89"
-        )
-        cuda_version = c.get_str(
-            ld, f, "cuda_version", required=native, pattern=CUDA_VERSION, what='a quoted version like "13.3"'
-        )
-        gpu = c.get_str(ld, f, "gpu", max_len=200)
-        package_recipe = c.get_str(
-            ld, f, "package_recipe", required=native, pattern=REL_PATH, what="a repo path"
-        )
-        container_recipe = c.get_str(
-            ld, f, "container_recipe", required=False, pattern=REL_PATH, what="a repo path"
-        )
-        carried_from = c.get_str(
-            ld, f, "carried_from", required=mode == "carry", pattern=REL_PATH, what="a repo path"
-        )
-        rollback = c.get_str(ld, f, "rollback", required=False, choices=("not_applicable",))
-        repository = c.get_str(
-            ld, f, "publication_repository", required=False, pattern=REPOSITORY,
-            what="a registry repository path like omp-ninfer/rtx4090", max_len=255,
-        )  # fmt: skip
-        for key, required in (
-            ("package_recipe", native),
-            ("cuda_arch", native),
-            ("cuda_version", native),
-            ("container_recipe", kind == "oci-image"),
-            ("carried_from", mode == "carry"),
-        ):
-            if required and key not in ld:
-                c.add(f"{f}.{key}", f"required for a {kind} lane in {mode} mode")
-        if native and mode == "carry":
-            c.add(f"{f}.mode", "a windows-zip lane is built fresh (carry applies to images)")
-        if not native and "package_recipe" in ld:
-            c.add(f"{f}.package_recipe", "only windows-zip lanes have a package recipe")
-        if mode != "carry" and "carried_from" in ld:
-            c.add(f"{f}.carried_from", "only a carried lane names a carried record")
-        for key, rel in (("package_recipe", package_recipe), ("container_recipe", container_recipe)):
-            if rel is not None and not (root_dir / rel).is_file():
-                c.add(f"{f}.{key}", f"{rel} does not exist under {root_dir}")
-        carried = None
-        if carried_from is not None and mode == "carry":
-            carried = _load_record(c, root_dir / carried_from, f"{f}.carried_from")
-        if tag and kind and mode and profile and source and gpu:
-            out.append(
-                Lane(
-                    id=lane_id,
-                    component_tag=tag,
-                    kind="windows-zip" if native else "oci-image",
-                    mode="carry" if mode == "carry" else "build",
-                    profile_id=profile,
-                    source_commit=source,
-                    cuda_arch=cuda_arch,
-                    cuda_version=cuda_version,
-                    gpu=gpu,
-                    package_recipe=package_recipe,
-                    container_recipe=container_recipe,
-                    carried_from=carried_from,
-                    carried=carried,
-                    rollback=rollback,
-                    publication_repository=repository,
-                )
-            )
+        lane = _lane(c, lane_id, ld, root_dir)
+        if lane is not None:
+            out.append(lane)
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class _LaneFields:
+    """One lane's fields as read (``None``: missing or invalid, reported)."""
+
+    tag: str | None
+    kind: str | None
+    mode: str | None
+    profile: str | None
+    source: str | None
+    cuda_arch: str | None
+    cuda_version: str | None
+    gpu: str | None
+    package_recipe: str | None
+    container_recipe: str | None
+    carried_from: str | None
+    rollback: str | None
+    repository: str | None
+
+    @property
+    def native(self) -> bool:
+        return self.kind == "windows-zip"
+
+
+def _lane_source(c: Checker, ld: dict[str, Any], f: str, mode: str | None) -> str | None:
+    """``source_commit``: a hex commit; a fresh build needs the full 40 hex."""
+    source = c.get_str(ld, f, "source_commit", pattern=SHORT_HEX, what="a hex commit")
+    if source is not None and mode == "build" and not HEX40.fullmatch(source):
+        c.add(
+            f"{f}.source_commit",
+            f"{source!r} is not a full 40-hex commit; a fresh build needs one "
+            "(a short prefix or branch is not an identity)",
+        )
+        return None
+    return source
+
+
+def _lane_fields(c: Checker, ld: dict[str, Any], f: str) -> _LaneFields:
+    """Read one lane's keys and fields, in the order their problems are reported."""
+    c.keys(ld, f, required=_LANE_KEYS, optional=_LANE_OPTIONAL)
+    tag = c.get_str(
+        ld, f, "component_tag", pattern=COMPONENT_TAG, what="a component tag like v0.7.0-x-beta.2"
+    )
+    kind = c.get_str(ld, f, "kind", choices=("windows-zip", "oci-image"))
+    mode = c.get_str(ld, f, "mode", choices=("build", "carry"))
+    profile = c.get_str(ld, f, "profile", pattern=PROFILE_ID, what="a profile id", max_len=120)
+    source = _lane_source(c, ld, f, mode)
+    native = kind == "windows-zip"
+    return _LaneFields(
+        tag=tag,
+        kind=kind,
+        mode=mode,
+        profile=profile,
+        source=source,
+        cuda_arch=c.get_str(
+            ld, f, "cuda_arch", required=native, pattern=CUDA_ARCH, what="a CUDA arch like sm_89"
+        ),
+        cuda_version=c.get_str(
+            ld, f, "cuda_version", required=native, pattern=CUDA_VERSION, what='a quoted version like "13.3"'
+        ),
+        gpu=c.get_str(ld, f, "gpu", max_len=200),
+        package_recipe=c.get_str(
+            ld, f, "package_recipe", required=native, pattern=REL_PATH, what="a repo path"
+        ),
+        container_recipe=c.get_str(
+            ld, f, "container_recipe", required=False, pattern=REL_PATH, what="a repo path"
+        ),
+        carried_from=c.get_str(
+            ld, f, "carried_from", required=mode == "carry", pattern=REL_PATH, what="a repo path"
+        ),
+        rollback=c.get_str(ld, f, "rollback", required=False, choices=("not_applicable",)),
+        repository=c.get_str(
+            ld,
+            f,
+            "publication_repository",
+            required=False,
+            pattern=REPOSITORY,
+            what="a registry repository path like omp-ninfer/rtx4090",
+            max_len=255,
+        ),
+    )
+
+
+def _lane_rules(c: Checker, ld: dict[str, Any], f: str, lf: _LaneFields, root_dir: Path) -> None:
+    """What a lane of its kind and mode must (not) name, and that its recipes exist."""
+    for key, required in (
+        ("package_recipe", lf.native),
+        ("cuda_arch", lf.native),
+        ("cuda_version", lf.native),
+        ("container_recipe", lf.kind == "oci-image"),
+        ("carried_from", lf.mode == "carry"),
+    ):
+        if required and key not in ld:
+            c.add(f"{f}.{key}", f"required for a {lf.kind} lane in {lf.mode} mode")
+    if lf.native and lf.mode == "carry":
+        c.add(f"{f}.mode", "a windows-zip lane is built fresh (carry applies to images)")
+    if not lf.native and "package_recipe" in ld:
+        c.add(f"{f}.package_recipe", "only windows-zip lanes have a package recipe")
+    if lf.mode != "carry" and "carried_from" in ld:
+        c.add(f"{f}.carried_from", "only a carried lane names a carried record")
+    for key, rel in (("package_recipe", lf.package_recipe), ("container_recipe", lf.container_recipe)):
+        if rel is not None and not (root_dir / rel).is_file():
+            c.add(f"{f}.{key}", f"{rel} does not exist under {root_dir}")
+
+
+def _lane(c: Checker, lane_id: str, ld: dict[str, Any], root_dir: Path) -> Lane | None:
+    """One lane of the definition, or ``None`` when a required field is missing or invalid."""
+    f = f"lanes.{lane_id}"
+    lf = _lane_fields(c, ld, f)
+    _lane_rules(c, ld, f, lf, root_dir)
+    carried = None
+    if lf.carried_from is not None and lf.mode == "carry":
+        carried = _load_record(c, root_dir / lf.carried_from, f"{f}.carried_from")
+    if not (lf.tag and lf.kind and lf.mode and lf.profile and lf.source and lf.gpu):
+        return None
+    return Lane(
+        id=lane_id,
+        component_tag=lf.tag,
+        kind="windows-zip" if lf.native else "oci-image",
+        mode="carry" if lf.mode == "carry" else "build",
+        profile_id=lf.profile,
+        source_commit=lf.source,
+        cuda_arch=lf.cuda_arch,
+        cuda_version=lf.cuda_version,
+        gpu=lf.gpu,
+        package_recipe=lf.package_recipe,
+        container_recipe=lf.container_recipe,
+        carried_from=lf.carried_from,
+        carried=carried,
+        rollback=lf.rollback,
+        publication_repository=lf.repository,
+    )
 
 
 def load_carried_record(path: Path) -> CarriedImage:
@@ -751,43 +846,65 @@ def _shown(value: object) -> str:
 
 
 def _cross_check(file: str, where: str, lane: Lane, p: Profile, model: ModelBinding | None) -> list[Problem]:
-    out: list[Problem] = []
+    """The lane's profile (and carried record) agree with the lane and with ``components.model``."""
+    out = [
+        Problem(file=file, field=f"{where}.{fld}", message=msg)
+        for fld, msg in _profile_disagreements(lane, p)
+    ]
+    if model is not None:
+        out += [
+            Problem(file=file, field=f"{where}.profile", message=m) for m in _model_disagreements(p, model)
+        ]
+    if lane.carried is not None:
+        out += _record_disagreements(where, lane, lane.carried, p)
+    return out
 
-    def bad(field: str, message: str) -> None:
-        out.append(Problem(file=file, field=f"{where}.{field}", message=message))
 
+def _profile_disagreements(lane: Lane, p: Profile) -> list[tuple[str, str]]:
+    """``(lane field, message)`` for each way profile ``p`` is not the lane's."""
+    out: list[tuple[str, str]] = []
     if p.lane != lane.id:
-        bad("profile", f"profile {p.id} is for lane {p.lane!r}, not {lane.id!r}")
+        out.append(("profile", f"profile {p.id} is for lane {p.lane!r}, not {lane.id!r}"))
     if p.component_tag is not None and p.component_tag != lane.component_tag:
-        bad(
-            "component_tag",
-            f"{lane.component_tag!r} differs from profile {p.id}'s component_tag {p.component_tag!r}",
+        out.append(
+            (
+                "component_tag",
+                f"{lane.component_tag!r} differs from profile {p.id}'s component_tag {p.component_tag!r}",
+            )
         )
     if p.gpu != lane.gpu:
-        bad("gpu", f"{_shown(lane.gpu)} differs from profile {p.id}'s gpu {p.gpu!r}")
+        out.append(("gpu", f"{_shown(lane.gpu)} differs from profile {p.id}'s gpu {p.gpu!r}"))
     # A native lane's missing or invalid cuda_arch was already reported as such where it was read.
     if p.cuda_arch != lane.cuda_arch and not (lane.cuda_arch is None and lane.kind == "windows-zip"):
-        bad("cuda_arch", f"{_shown(lane.cuda_arch)} differs from profile {p.id}'s cuda_arch {p.cuda_arch!r}")
+        out.append(
+            ("cuda_arch", f"{_shown(lane.cuda_arch)} differs from profile {p.id}'s cuda_arch {p.cuda_arch!r}")
+        )
     want_kind = "native" if lane.kind == "windows-zip" else "container"
     if p.kind != want_kind:
-        bad("profile", f"a {lane.kind} lane needs a {want_kind} profile; {p.id} is {p.kind}")
+        out.append(("profile", f"a {lane.kind} lane needs a {want_kind} profile; {p.id} is {p.kind}"))
     if p.carried != (lane.mode == "carry"):
-        bad("mode", f"lane mode {lane.mode} but profile {p.id} has carried={str(p.carried).lower()}")
-    if model is not None:
-        if p.model_sha256 != model.sha256:
-            bad(
-                "profile",
-                f"profile {p.id} binds model {p.model_sha256[:8]}…, not components.model {model.sha256[:8]}…",
-            )
-        if p.model_file != model.local_name:
-            bad(
-                "profile",
-                f"profile {p.id} loads {p.model_file!r}, "
-                f"not components.model.local_name {model.local_name!r}",
-            )
-    rec = lane.carried
-    if rec is not None:
-        rf = str(rec.path)
+        out.append(("mode", f"lane mode {lane.mode} but profile {p.id} has carried={str(p.carried).lower()}"))
+    return out
+
+
+def _model_disagreements(p: Profile, model: ModelBinding) -> list[str]:
+    """How profile ``p``'s model differs from ``components.model``."""
+    out: list[str] = []
+    if p.model_sha256 != model.sha256:
+        out.append(
+            f"profile {p.id} binds model {p.model_sha256[:8]}…, not components.model {model.sha256[:8]}…"
+        )
+    if p.model_file != model.local_name:
+        out.append(
+            f"profile {p.id} loads {p.model_file!r}, not components.model.local_name {model.local_name!r}"
+        )
+    return out
+
+
+def _record_disagreements(where: str, lane: Lane, rec: CarriedImage, p: Profile) -> list[Problem]:
+    """Each field of a carried record that disagrees with its lane or profile, in the record's file."""
+    return [
+        Problem(file=str(rec.path), field=field, message=f"{got!r} disagrees with {want!r} ({where})")
         for field, got, want in (
             ("lane", rec.lane, lane.id),
             ("component_tag", rec.component_tag, lane.component_tag),
@@ -796,12 +913,9 @@ def _cross_check(file: str, where: str, lane: Lane, p: Profile, model: ModelBind
             ("strict_origin_config", rec.strict_origin_config, p.strict_origin_config),
             ("checkpoint_mount", rec.checkpoint_mount, p.checkpoint.mount),
             ("model_sha256", rec.model_sha256, p.model_sha256),
-        ):
-            if got != want:
-                out.append(
-                    Problem(file=rf, field=field, message=f"{got!r} disagrees with {want!r} ({where})")
-                )
-    return out
+        )
+        if got != want
+    ]
 
 
 def render_release(release: Release, *, templates_dir: Path | None = None) -> Mapping[str, RenderedConfig]:
