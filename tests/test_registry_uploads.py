@@ -244,16 +244,20 @@ def test_progress_on_a_terminal_shows_files_and_total_and_never_touches_stdout(
     assert "verify: total" not in err  # no progress under --json
 
 
-def test_a_publish_waits_for_the_host_lock_until_its_own_deadline(registry: str, tmp_path: Path) -> None:
+def test_a_publish_waits_for_the_host_lock_until_its_own_deadline(
+    registry: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Publishers to one repository on one host take turns; a waiter gives up when its overall
     deadline is spent (the holder may be uploading a large set), with one line, exit 7."""
     from ninfer_release.errors import PublishError
 
+    # A repository of this session's own: a long-lived NINFER_REGISTRY keeps earlier runs' tags.
+    repo = registry_namespace(tmp_path_factory, "up-locked")
     names = make_set(tmp_path / "set", {"engine.zip": b"L"})
-    holder = OciPublisher(host=registry, repository="up/locked", options=RegistryOptions())
+    holder = OciPublisher(host=registry, repository=repo, options=RegistryOptions())
     # A long request deadline must not stretch the wait: the overall deadline (0.5 s) bounds it.
     waiter = OciPublisher(
-        host=registry, repository="up/locked", options=RegistryOptions(deadline=0.5, request_deadline=600)
+        host=registry, repository=repo, options=RegistryOptions(deadline=0.5, request_deadline=600)
     )
     from concurrent.futures import ThreadPoolExecutor
 
@@ -262,5 +266,86 @@ def test_a_publish_waits_for_the_host_lock_until_its_own_deadline(registry: str,
         with pytest.raises(PublishError, match="another publish on this host holds the lock") as info:
             attempt.result(timeout=20)
     assert len(info.value.lines) == 1
-    patient = OciPublisher(host=registry, repository="up/locked", options=RegistryOptions())
+    patient = OciPublisher(host=registry, repository=repo, options=RegistryOptions())
     assert patient.publish(request_for(tmp_path / "set", names)).status == "published"
+
+
+class _Resumable(_Flaky):
+    """A registry stand-in for one chunked upload whose second ``PATCH`` is cut: the registry keeps
+    the first half of that chunk and answers 500. ``GET`` of the session says ``Range: 0-<last>``."""
+
+    stored = bytearray()
+    posts = 0
+    patches = 0
+    statuses = 0
+    done = False
+    lock = threading.Lock()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/v2/":
+            self._send(200, b"{}")
+            return
+        with self.lock:
+            type(self).statuses += 1
+            held = len(self.stored)
+        self._send(
+            204, b"", {"Range": f"0-{held - 1}", "Location": "/v2/r/x/blobs/uploads/u1?s=" + str(held)}
+        )
+
+    def do_HEAD(self) -> None:
+        self._send(200 if self.done else 404, b"")
+
+    def do_POST(self) -> None:
+        with self.lock:
+            type(self).posts += 1
+            self.stored.clear()
+        self._send(202, b"", {"Location": "/v2/r/x/blobs/uploads/u1"})
+
+    def do_PATCH(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        start = int(self.headers["Content-Range"].split("-")[0])
+        with self.lock:
+            type(self).patches += 1
+            if start != len(self.stored):
+                self._send(416, b"")
+                return
+            if self.patches == 2:  # cut half-way through: half the chunk arrived
+                self.stored += body[: len(body) // 2]
+                self._send(500, b"")
+                return
+            self.stored += body
+        self._send(202, b"", {"Location": "/v2/r/x/blobs/uploads/u1?s=" + str(len(self.stored))})
+
+    def do_PUT(self) -> None:
+        digest = self.path.split("digest=")[1]
+        if digest != "sha256%3A" + hashlib.sha256(self.stored).hexdigest():
+            self._send(400, b'{"errors":[{"code":"DIGEST_INVALID","message":"no"}]}')
+            return
+        type(self).done = True
+        self._send(201, b"")
+
+
+def test_a_cut_chunk_resumes_the_upload_session_from_its_range() -> None:
+    """A transient failure in the middle of a chunked upload goes on from the bytes the registry
+    holds (``GET`` of the session, ``Range: 0-<last>``), in the same session: one ``POST``, the
+    bytes stored once, the final digest right."""
+    _Resumable.stored, _Resumable.posts, _Resumable.patches, _Resumable.statuses = bytearray(), 0, 0, 0
+    _Resumable.done = False
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Resumable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host = f"127.0.0.1:{server.server_address[1]}"
+        data = os.urandom(5 * 64 * 1024 + 123)
+        options = RegistryOptions(retries=2, backoff=0.01, monolithic_max=1, chunk_size=64 * 1024)
+        assert RegistryClient(host, options=options).push_blob("r/x", _blob(data)) == "uploaded"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert bytes(_Resumable.stored) == data
+    assert (_Resumable.posts, _Resumable.statuses) == (1, 1)
+    # Two PATCHes up to the cut (64 KiB + the half of the next that arrived), then 4 from byte 96 Ki on.
+    assert _Resumable.patches == 6

@@ -283,8 +283,9 @@ class RegistryClient:
         ``HEAD`` first; then a cross-repository mount from ``mount_from`` (same registry) when
         given; then a monolithic ``PUT`` for blobs up to ``monolithic_max`` bytes, else (or after
         a 413) a chunked upload: ``POST``, ``PATCH`` with ``Content-Range`` per ``chunk_size``,
-        final ``PUT ?digest=``. A failed upload is restarted from the beginning (an upload
-        session is not safely resumable after an unknown failure), at most ``retries`` times.
+        final ``PUT ?digest=``. A chunk that fails transiently resumes its session from the bytes
+        the registry holds (:meth:`_put_chunked`); any other failed upload is restarted from the
+        beginning, at most ``retries`` times.
 
         Raises:
             RegistryError: refused or failed after the retries; ``code`` ``DIGEST_INVALID`` when
@@ -308,8 +309,7 @@ class RegistryClient:
                         with self._lock:
                             self._chunked = True  # this host caps bodies: chunk from now on
                         location, _ = self._start_upload(repo, blob, None)
-                self._put_chunked(repo, blob, location)
-                return "uploaded"
+                return self._put_chunked(repo, blob, location)
             except RegistryError as exc:
                 last = exc
                 if exc.kind in ("auth", "deadline") or (
@@ -368,43 +368,34 @@ class RegistryClient:
         ):
             pass
 
-    def _put_chunked(self, repo: str, blob: BlobSource, location: str) -> None:
-        report = self._reporter(blob)
+    def _put_chunked(self, repo: str, blob: BlobSource, location: str) -> str:
+        """``PATCH`` the blob in ``chunk_size`` pieces, then the final ``PUT ?digest=``; returns
+        ``uploaded``, or ``present`` when a resume finds the blob already there.
+
+        A chunk that fails transiently (connection, 408, 429, 5xx) resumes the same session: a
+        ``HEAD`` of the blob first (a concurrent publisher may have finished it), then a ``GET`` of
+        the upload URL, whose ``Range: 0-<last>`` says how many bytes the registry holds, and the
+        upload goes on from the byte after it (distribution spec, "Upload progress"; docker does
+        the same), at most ``retries`` times. A session the registry no longer knows, or that
+        holds no byte yet, is not resumed: the error goes to :meth:`push_blob`, which restarts.
+        """
         offset = 0
-        with blob.open() as stream:
-            while offset < blob.size:
-                chunk = stream.read(min(self._chunk_size, blob.size - offset))
-                if not chunk:
-                    raise RegistryError(
-                        f"{blob.name or blob.digest}: file shrank while uploading",
-                        kind="protocol",
-                        code="DIGEST_INVALID",
-                    )
-                headers = {
-                    "Content-Type": "application/octet-stream",
-                    "Content-Range": f"{offset}-{offset + len(chunk) - 1}",
-                    "Content-Length": str(len(chunk)),
-                }
-                try:
-                    with self._call(
-                        "PATCH",
-                        location,
-                        repo=repo,
-                        ok=_ACCEPTED,
-                        name=blob.name,
-                        push=True,
-                        retry=False,
-                        headers=headers,
-                        body=Body(make=lambda c=chunk: c, length=len(chunk)),  # type: ignore[misc]
-                    ) as resp:
-                        location = self._absolute(resp.headers.get("Location", "") or location)
-                except RegistryError as exc:
-                    if exc.status == 413:  # even a chunk is too big here: smaller ones next time
-                        with self._lock:
-                            self._chunk_size = max(_MIN_CHUNK, self._chunk_size // 2)
+        resumes = 0
+        while True:
+            try:
+                location = self._patch_from(repo, blob, location, offset)
+                break
+            except RegistryError as exc:
+                if not _resumable(exc) or resumes >= self.options.retries or self._http.remaining() <= 0:
                     raise
-                offset += len(chunk)
-                report(len(chunk))
+                resumes += 1
+                self._http._sleep(resumes, None)
+                if self.has_blob(repo, blob.digest, blob.size):
+                    return "present"
+                status = self._upload_status(repo, location)
+                if status is None:
+                    raise
+                location, offset = status
         with self._call(
             "PUT",
             location,
@@ -417,6 +408,66 @@ class RegistryClient:
             headers={"Content-Length": "0"},
         ):
             pass
+        return "uploaded"
+
+    def _patch_from(self, repo: str, blob: BlobSource, location: str, offset: int) -> str:
+        """Send the blob's bytes from ``offset`` on as ``PATCH`` chunks; the session's next URL."""
+        report = self._reporter(blob)
+        with blob.open() as stream:
+            stream.seek(offset)
+            while offset < blob.size:
+                chunk = stream.read(min(self._chunk_size, blob.size - offset))
+                if not chunk:
+                    raise RegistryError(
+                        f"{blob.name or blob.digest}: file shrank while uploading",
+                        kind="protocol",
+                        code="DIGEST_INVALID",
+                    )
+                location = self._patch(repo, blob, location, offset, chunk)
+                offset += len(chunk)
+                report(len(chunk))
+        return location
+
+    def _patch(self, repo: str, blob: BlobSource, location: str, offset: int, chunk: bytes) -> str:
+        """One ``PATCH`` of ``chunk`` at ``offset``; the session's next URL (its ``Location``)."""
+        headers = {
+            "Content-Type": "application/octet-stream",
+            "Content-Range": f"{offset}-{offset + len(chunk) - 1}",
+            "Content-Length": str(len(chunk)),
+        }
+        try:
+            with self._call(
+                "PATCH",
+                location,
+                repo=repo,
+                ok=_ACCEPTED,
+                name=blob.name,
+                push=True,
+                retry=False,
+                headers=headers,
+                body=Body(make=lambda: chunk, length=len(chunk)),
+            ) as resp:
+                return self._absolute(resp.headers.get("Location", "") or location)
+        except RegistryError as exc:
+            if exc.status == 413:  # even a chunk is too big here: smaller ones next time
+                with self._lock:
+                    self._chunk_size = max(_MIN_CHUNK, self._chunk_size // 2)
+            raise
+
+    def _upload_status(self, repo: str, location: str) -> tuple[str, int] | None:
+        """``(session URL, next offset)`` of an upload session from its ``GET`` (``204`` with
+        ``Range: 0-<last>``), or ``None`` when it cannot be resumed: gone (404 or any other
+        answer), unreadable, or holding no byte (``0-0`` is also what an empty session says)."""
+        try:
+            with self._call("GET", location, repo=repo, ok=frozenset({204}), push=True, retry=False) as resp:
+                held = resp.headers.get("Range", "")
+                next_url = self._absolute(resp.headers.get("Location", "") or location)
+        except RegistryError:
+            return None
+        start, sep, end = held.partition("-")
+        if start != "0" or not sep or not end.isdigit() or int(end) == 0:
+            return None
+        return next_url, int(end) + 1
 
     def _reporter(self, blob: BlobSource) -> Callable[[int], None]:
         progress = self.progress
@@ -471,3 +522,15 @@ class RegistryClient:
     def close(self) -> None:
         """Close pooled connections."""
         self._http.close()
+
+
+def _resumable(exc: RegistryError) -> bool:
+    """Whether an upload chunk failed transiently (connection, 408, 429, 5xx): its session may
+    still hold the bytes before it. A refusal (other 4xx, a digest mismatch) is not resumed."""
+    if exc.kind == "unreachable":
+        return True
+    return (
+        exc.status is not None
+        and (exc.status >= 500 or exc.status in (408, 429))
+        and exc.code != "DIGEST_INVALID"
+    )
