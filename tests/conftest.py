@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import CodeType
 from typing import Protocol
 
 import pytest
@@ -33,6 +34,117 @@ REPO = Path(__file__).resolve().parent.parent
 REQUIRE = os.environ.get("NINFER_REQUIRE_SERVICES") == "1"
 # Builds in tests use a deflate cache of their own (packaging.DeflateCache), never the user's.
 os.environ.setdefault("NINFER_DEFLATE_CACHE", tempfile.mkdtemp(prefix="ninfer-test-deflate-cache-"))
+
+
+# --- the fast unit subset: ./dev test -m "not slow" (README "Tests") ------------------------------
+#
+# A test is ``slow`` when it starts a service (docker engine, registry, nginx, a TLS CA), builds the
+# sample inputs, release, sets or images, runs the console script in a subprocess, or otherwise
+# takes more than about 0.5 s. It is marked here, from what it uses, so a new test is classified
+# without a decorator; SLOW_TESTS names the rest, measured with ``--durations``.
+
+#: Markers of tests that need a service.
+SLOW_MARKERS = frozenset({"docker", "registry"})
+#: Fixtures (any scope, direct or through other fixtures) that start a service or build samples.
+SLOW_FIXTURES = frozenset(
+    {
+        "registry", "docker_host", "tls_registry", "token_registry", "capped_proxy", "test_ca",
+        "nginx", "samples", "world", "outcomes", "hostile_set_factory", "built", "mirrored",
+        "inputs", "sample_pes", "wheel_dlls", "wheel_cache",
+    }
+)  # fmt: skip
+#: Helpers whose call builds the sample inputs, release or sets, or runs the console script.
+SLOW_CALLS = frozenset(
+    {
+        "samples", "release_out", "release_manifest", "qualified_out", "write_receipts", "run_nr",
+        "start_nr", "nr_command", "subprocess", "make_samples", "make_sample_base_layout",
+        "make_sample_rtx5090_inputs", "fetch_samples", "run_bounded", "hostile_sets",
+    }
+)  # fmt: skip
+#: Parameter values that select a service-backed variant (a registry fetched with getfixturevalue).
+SLOW_PARAMS = frozenset({"oci"})
+#: Tests over ~0.5 s that use none of the above (a module, ``module::test`` for all its parameters
+#: or ``module::test[params]`` for one), measured with ``./dev test -m "not slow" --durations=30``:
+#: local servers with timeouts and retries, wheel downloads, large generated inputs, the stand-ins.
+SLOW_TESTS = frozenset(
+    {
+        "test_http_fetch_unit",
+        "test_registry_auth_tls",
+        "test_registry_uploads",
+        "test_samples_standins",
+        "test_containers_build::test_sample_layout_step_writes_base_and_inputs",
+        "test_containers_layers::test_parallel_gzip_bytes_do_not_depend_on_thread_count",
+        "test_cyclonedx::test_generation_and_validation_are_linear_in_components",
+        "test_messages::test_unreachable_registry_is_one_line_without_http_library_internals",
+        "test_pe::test_not_a_pe_is_an_input_error_naming_the_file",
+        "test_profiles::test_yaml_refuses_unsafe_or_malformed_input[content11-more than 20000 nodes]",
+        "test_publish_backends::test_registry_unreachable_is_one_line_after_bounded_retries",
+        "test_receipts_hostile::test_special_files_are_refused_within_a_second",
+        "test_render::test_cli_render_json_and_overwrite_rules",
+        "test_samples::test_download_failure_is_input_error_naming_the_package",
+        "test_samples::test_download_into_empty_cache_verifies_the_pin",
+        "test_zip_reader::test_ratio_bomb_reported_not_inflated",
+        "test_zip_scan::test_members_spanning_many_read_blocks",
+        "test_zip_writer::test_whole_plan_uses_its_deflate_level",
+    }
+)
+
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def _names_used(code: CodeType) -> set[str]:
+    """Global and attribute names a function's code refers to, nested lambdas and functions included."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= _names_used(const)
+    return names
+
+
+def _calls_slow(function: object, seen: set[CodeType]) -> bool:
+    """Whether ``function`` (a test, a fixture or a helper of tests/) refers to a SLOW_CALLS helper,
+    directly or through the helpers of tests/ it calls."""
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, CodeType) or code in seen or not code.co_filename.startswith(str(TESTS_DIR)):
+        return False
+    seen.add(code)
+    names = _names_used(code)
+    if names & SLOW_CALLS:
+        return True
+    scope: dict[str, object] = getattr(function, "__globals__", {})
+    return any(_calls_slow(scope.get(name), seen) for name in names)
+
+
+def _fixture_functions(item: pytest.Item) -> list[object]:
+    """The functions of every fixture ``item`` uses (its whole closure)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    return [definition.func for defs in info.name2fixturedefs.values() for definition in defs]
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+        return True
+    if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and SLOW_PARAMS.intersection(str(v) for v in callspec.params.values()):
+        return True
+    seen: set[CodeType] = set()
+    if any(_calls_slow(f, seen) for f in [getattr(item, "function", None), *_fixture_functions(item)]):
+        return True
+    module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    test = item.nodeid.split("::", 1)[-1]
+    return bool({module, f"{module}::{test.split('[', 1)[0]}", f"{module}::{test}"} & SLOW_TESTS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every slow test ``slow`` (the full suite still runs them; ``-m "not slow"`` skips them)."""
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 def unavailable(reason: str) -> None:
