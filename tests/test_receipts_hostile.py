@@ -89,6 +89,13 @@ class Case:
     message: str
 
 
+def _field_case(case_id: str, fields: dict[str, object], message: str) -> Case:
+    """A good receipt ``run.json`` with ``fields`` replaced, refused with ``message``."""
+    return Case(
+        id=case_id, make=lambda d: _json(d / "run.json", {**GOOD, **fields}), file="run.json", message=message
+    )
+
+
 CASES: tuple[Case, ...] = (
     Case(
         id="misspelt-lane-directory",
@@ -96,23 +103,17 @@ CASES: tuple[Case, ...] = (
         file="rtx4900",
         message="directory names no lane of the release that takes receipts (rtx3090, rtx4090)",
     ),
-    Case(
-        id="misspelt-lane-field",
-        make=lambda d: _json(d / "run.json", {**GOOD, "lane": "rtx4900"}),
-        file="run.json",
-        message="lane: 'rtx4900' is not a lane of this release",
-    ),
+    _field_case("misspelt-lane-field", {"lane": "rtx4900"}, "lane: 'rtx4900' is not a lane of this release"),
     Case(
         id="cross-lane",
         make=lambda d: _json(d / "rtx4090" / "run.json", {**GOOD, "lane": "rtx3090"}),
         file="rtx4090/run.json",
         message="lane: 'rtx3090' disagrees with its directory rtx4090/",
     ),
-    Case(
-        id="carried-lane",
-        make=lambda d: _json(d / "run.json", {**GOOD, "lane": "rtx5090"}),
-        file="run.json",
-        message="lane: 'rtx5090' is not a lane of this release that takes receipts",
+    _field_case(
+        "carried-lane",
+        {"lane": "rtx5090"},
+        "lane: 'rtx5090' is not a lane of this release that takes receipts",
     ),
     Case(
         id="fifo",
@@ -192,23 +193,14 @@ CASES: tuple[Case, ...] = (
         file="run.json",
         message="larger than its bound of 262144 bytes",
     ),
-    Case(
-        id="unknown-key",
-        make=lambda d: _json(d / "run.json", {**GOOD, "qualified": True}),
-        file="run.json",
-        message="qualified: unknown key",
+    _field_case("unknown-key", {"qualified": True}, "qualified: unknown key"),
+    _field_case(
+        "bad-gate", {"gates": {"G1": "ok"}}, "gates.G1: 'ok' is not one of pass, fail, not_applicable"
     ),
-    Case(
-        id="bad-gate",
-        make=lambda d: _json(d / "run.json", {**GOOD, "gates": {"G1": "ok"}}),
-        file="run.json",
-        message="gates.G1: 'ok' is not one of pass, fail, not_applicable",
-    ),
-    Case(
-        id="nested-measurement",
-        make=lambda d: _json(d / "run.json", {**GOOD, "measurements": {"a": {"b": 1}}}),
-        file="run.json",
-        message="measurements.a: not a number, string or boolean",
+    _field_case(
+        "nested-measurement",
+        {"measurements": {"a": {"b": 1}}},
+        "measurements.a: not a number, string or boolean",
     ),
     Case(
         id="same-receipt-twice",
@@ -216,24 +208,9 @@ CASES: tuple[Case, ...] = (
         file="rtx4090/b.json",
         message="the same receipt as",
     ),
-    Case(
-        id="upper-case-hex",
-        make=lambda d: _json(d / "run.json", {**GOOD, "package_sha256": "CD" * 32}),
-        file="run.json",
-        message="package_sha256: 'CDCD",
-    ),
-    Case(
-        id="digest-with-whitespace",
-        make=lambda d: _json(d / "run.json", {**GOOD, "config_sha256": "ab" * 32 + "\n"}),
-        file="run.json",
-        message="config_sha256: ",
-    ),
-    Case(
-        id="look-alike-lane-field",
-        make=lambda d: _json(d / "run.json", {**GOOD, "lane": "rt\u0445 4090".replace(" ", "")}),
-        file="run.json",
-        message="is not a lane id",
-    ),
+    _field_case("upper-case-hex", {"package_sha256": "CD" * 32}, "package_sha256: 'CDCD"),
+    _field_case("digest-with-whitespace", {"config_sha256": "ab" * 32 + "\n"}, "config_sha256: "),
+    _field_case("look-alike-lane-field", {"lane": "rt\u0445 4090".replace(" ", "")}, "is not a lane id"),
     Case(
         id="look-alike-lane-directory",
         make=lambda d: _json(d / "rtx\uff14090" / "run.json", GOOD),
@@ -265,11 +242,8 @@ CASES: tuple[Case, ...] = (
         file="run.json",
         message="notes: value not valid Unicode (a lone surrogate escape)",
     ),
-    Case(
-        id="short-commit",
-        make=lambda d: _json(d / "run.json", {**GOOD, "source_commit": "7a25cd72"}),
-        file="run.json",
-        message="source_commit: '7a25cd72' is not a full 40-hex commit",
+    _field_case(
+        "short-commit", {"source_commit": "7a25cd72"}, "source_commit: '7a25cd72' is not a full 40-hex commit"
     ),
 )
 
