@@ -52,11 +52,18 @@ from ninfer_release.sbom._spdx3_write import SUMS
 _JSON_LIMIT = 64 << 20
 
 
+#: Licence texts are kept (read in the hashing pass, so the copyright lines taken from them are of
+#: the checked bytes); anything else is only streamed through the hashes.
+_TEXTS = "licenses/"
+_TEXT_LIMIT = 1 << 20
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Member:
     sha1: str
     sha256: str
     sha512: str
+    text: bytes | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,9 +129,11 @@ def _members(zip_path: Path) -> dict[str, _Member]:
             for info in zf.infolist():
                 if info.is_dir():
                     continue
+                keep = info.filename.startswith(_TEXTS) and info.file_size <= _TEXT_LIMIT
                 with zf.open(info) as handle:
-                    sha1, sha256, sha512 = _digests(_stream(handle))
-                out[info.filename] = _Member(sha1=sha1, sha256=sha256, sha512=sha512)
+                    text = handle.read() if keep else None
+                    sha1, sha256, sha512 = _digests([text] if text is not None else _stream(handle))
+                out[info.filename] = _Member(sha1=sha1, sha256=sha256, sha512=sha512, text=text)
     except (zipfile.BadZipFile, OSError) as exc:
         raise IntegrityError(
             problems=[Problem(file=str(zip_path), message=f"not a readable zip: {exc}")]
@@ -252,14 +261,13 @@ def _copyright_lines(texts: Sequence[str | None]) -> str | None:
     return "\n".join(lines) if lines else None
 
 
-def _licence_text_copyright(s: _Set, name: str, licence: str, zip_path: Path) -> str | None:
+def _licence_text_copyright(s: _Set, name: str, licence: str) -> str | None:
     """Copyright lines of the licence text the package ships for vendored ``name``:
     ``licenses/<name>-<licence>.txt`` (the staged licences' naming, docs/staged-inputs.md)."""
-    member = f"licenses/{name}-{licence}.txt"
-    if member not in s.members:
+    member = s.members.get(f"{_TEXTS}{name}-{licence}.txt")
+    if member is None or member.text is None:
         return None
-    with zipfile.ZipFile(zip_path) as zf:
-        text = zf.read(member).decode("utf-8", errors="replace")
+    text = member.text.decode("utf-8", errors="replace")
     lines = [line.strip() for line in text.splitlines() if line.strip().lower().startswith("copyright")]
     return "\n".join(lines) if lines else None
 
@@ -267,7 +275,6 @@ def _licence_text_copyright(s: _Set, name: str, licence: str, zip_path: Path) ->
 @dataclass(frozen=True, kw_only=True)
 class _Context:
     s: _Set
-    zip_path: Path
     graph: Mapping[str, tuple[str, ...]]
     completeness: Mapping[str, Completeness]
     copyrights: Mapping[str, str | None]
@@ -294,7 +301,7 @@ def _component(ctx: _Context, c: Mapping[str, Any]) -> Spdx3Package:
         artifacts = tuple(sorted({a for other in users for a in ctx.occurrences.get(other, ())}))
         url = _refs(c, "source-distribution")
         source = Spdx3Source(name=f"{c['name']} {c['version']} source", url=url) if url else None
-        copyright_text = _licence_text_copyright(ctx.s, str(c["name"]), licence, ctx.zip_path)
+        copyright_text = _licence_text_copyright(ctx.s, str(c["name"]), licence)
     homepage = _refs(c, "website")
     return Spdx3Package(
         key=ref,
@@ -348,7 +355,6 @@ def set_facts(set_dir: Path) -> Spdx3Facts:
     components = list(s.cdx.get("components", []))
     ctx = _Context(
         s=s,
-        zip_path=set_dir / f"{s.stem}.zip",
         graph=_graph(s.cdx),
         completeness=_compositions(s.cdx),
         copyrights={f.path: f.copyright for f in members},
