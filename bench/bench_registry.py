@@ -91,6 +91,44 @@ def _small_samples(work: Path) -> Path:
     return out
 
 
+def _repetition(i: int, work: Path, store: Path, directory: Path, tag: str, pulled: Path) -> tuple[Run, ...]:
+    """One repetition against a fresh registry: skopeo push, our publish, skopeo pull + sha256sum -c,
+    our verify (in the order of the result's rows)."""
+    reg = _Registry(work / "registry-run")
+    try:
+        base = f"docker://{reg.host}"
+        skopeo_push = run(
+            f"skopeo copy oci: -> docker:// #{i}",
+            [
+                "skopeo",
+                "copy",
+                "--quiet",
+                "--dest-tls-verify=false",
+                f"oci:{store}:{tag}",
+                f"{base}/s/set:{tag}",
+            ],
+        )
+        ours_push = run(
+            f"publish #{i}", [CLI, "publish", directory, "--to", f"oci://{reg.host}/n/set", "--draft"]
+        )
+        shutil.rmtree(pulled, ignore_errors=True)
+        blobs = pulled / "blobs" / "sha256"
+        check = f'cd "{blobs}" && for f in *; do echo "$f  $f"; done | sha256sum -c --quiet --strict'
+        skopeo_pull = run(
+            f"skopeo copy docker:// -> oci: + sha256sum -c #{i}",
+            [
+                "bash",
+                "-c",
+                f'skopeo copy --quiet --src-tls-verify=false "{base}/s/set:{tag}" "oci:{pulled}:{tag}"'
+                f" && {check}",
+            ],
+        )
+        ours_pull = run(f"verify oci:// #{i}", [CLI, "verify", f"oci://{reg.host}/n/set:{tag}"])
+    finally:
+        reg.stop()
+    return skopeo_push, ours_push, skopeo_pull, ours_pull
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the benchmark; returns (and with ``--json`` prints) the results."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -121,43 +159,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "verify_oci": [],
     }
     for i in range(args.runs + 1):  # repetition 0 warms caches and is not counted
-        reg = _Registry(args.work / "registry-run")
-        try:
-            base = f"docker://{reg.host}"
-            skopeo_push = run(
-                f"skopeo copy oci: -> docker:// #{i}",
-                [
-                    "skopeo",
-                    "copy",
-                    "--quiet",
-                    "--dest-tls-verify=false",
-                    f"oci:{store}:{tag}",
-                    f"{base}/s/set:{tag}",
-                ],
-            )
-            ours_push = run(
-                f"publish #{i}", [CLI, "publish", directory, "--to", f"oci://{reg.host}/n/set", "--draft"]
-            )
-            shutil.rmtree(pulled, ignore_errors=True)
-            blobs = pulled / "blobs" / "sha256"
-            check = f'cd "{blobs}" && for f in *; do echo "$f  $f"; done | sha256sum -c --quiet --strict'
-            skopeo_pull = run(
-                f"skopeo copy docker:// -> oci: + sha256sum -c #{i}",
-                [
-                    "bash",
-                    "-c",
-                    f'skopeo copy --quiet --src-tls-verify=false "{base}/s/set:{tag}" "oci:{pulled}:{tag}"'
-                    f" && {check}",
-                ],
-            )
-            ours_pull = run(f"verify oci:// #{i}", [CLI, "verify", f"oci://{reg.host}/n/set:{tag}"])
-        finally:
-            reg.stop()
+        timings = _repetition(i, args.work, store, directory, tag, pulled)
         if i > 0:
-            rows["skopeo_push"].append(skopeo_push)
-            rows["publish"].append(ours_push)
-            rows["skopeo_pull_sha256sum"].append(skopeo_pull)
-            rows["verify_oci"].append(ours_pull)
+            for key, timing in zip(rows, timings, strict=True):
+                rows[key].append(timing)
     shutil.rmtree(pulled, ignore_errors=True)
     push_ratio = paired(rows["publish"], rows["skopeo_push"])
     pull_ratio = paired(rows["verify_oci"], rows["skopeo_pull_sha256sum"])

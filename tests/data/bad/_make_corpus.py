@@ -70,6 +70,16 @@ def main() -> None:
     for old in HERE.iterdir():
         if old.is_dir():
             shutil.rmtree(old)
+    _yaml_cases()
+    _type_cases()
+    _rule_cases()
+    _rule_cases_2()
+    _template_cases()
+    _manifest_cases()
+    _manifest_cases_2()
+
+
+def _yaml_cases() -> None:
     # --- YAML itself ------------------------------------------------------------------------
     profile_case(
         "yaml-syntax", PROFILE.replace("speculation:\n", "speculation: [\n", 1), [("", "invalid YAML")]
@@ -98,6 +108,9 @@ def main() -> None:
         [("", "invalid YAML")],
     )
     profile_case("not-a-mapping", "- just\n- a list\n", [("", "must be a mapping")])
+
+
+def _type_cases() -> None:
     # --- types and keys ---------------------------------------------------------------------
     t = sub(PROFILE, "context_tokens: 131072", 'context_tokens: "131072"')
     t = sub(t, "vision: false", "vision: no")
@@ -129,6 +142,9 @@ def main() -> None:
     profile_case(
         "bad-kind", sub(PROFILE, "kind: native", "kind: natve"), [("kind", "did you mean 'native'?")]
     )
+
+
+def _rule_cases() -> None:
     # --- the rules --------------------------------------------------------------------------
     profile_case(
         "obsolete-setting",
@@ -185,6 +201,9 @@ def main() -> None:
         sub(PROFILE, '"14787.734375"', "14787.734375"),
         [("shared_host_budget_mib", "exact decimal in quotes")],
     )
+
+
+def _rule_cases_2() -> None:
     profile_case(
         "budget-not-whole",
         sub(PROFILE, "15506063360 ", "15506063360.5 "),
@@ -241,6 +260,9 @@ def main() -> None:
         sub(PROFILE, "gpu: NVIDIA GeForce RTX 4090", 'gpu: "NVIDIA GeForce\\rRTX 4090"'),
         [("gpu", "U+000D")],
     )
+
+
+def _template_cases() -> None:
     # --- templates ----------------------------------------------------------------------------
     template_case(
         "template-syntax",
@@ -285,6 +307,9 @@ def main() -> None:
         sub(PROFILE, "template: native-engine.toml.j2", "template: ../../etc/passwd.j2"),
         [("template", "not a template file name")],
     )
+
+
+def _manifest_cases() -> None:
     # --- manifests ----------------------------------------------------------------------------
     manifest_case(
         "manifest-native-model",
@@ -324,6 +349,9 @@ def main() -> None:
         ),
         [("lanes.rtx4090.cuda_version", "must be a string, got number 13.3 (quote it)")],
     )
+
+
+def _manifest_cases_2() -> None:
     manifest_case(
         "manifest-unknown-profile",
         sub(
