@@ -209,3 +209,21 @@ def test_without_the_spdx3_extra_the_command_says_what_to_install(
     result = cli("sbom", "spdx3", release_out(tmp_path_factory) / "rtx4090", "--out", tmp_path / "x.json")
     assert result.code == 4, result.text
     assert "pip install 'ninfer-release[spdx3]'" in result.text
+
+
+def test_sbomcheck_detects_spdx3_and_says_conformant(documents: dict[str, tuple[str, Path]]) -> None:
+    """What a consumer runs: ``sbomcheck -c PROFILE -r json FILE`` finds the spec by itself."""
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("sbomcheck")
+    for name, (_, path) in documents.items():
+        for profile in PROFILES:
+            proc = subprocess.run(
+                [str(script), "-c", profile, "-r", "json", str(path)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            report = json.loads(proc.stdout)
+            assert (report["sbomSpec"], report["isConformant"]) == ("spdx3", True), (name, profile)
