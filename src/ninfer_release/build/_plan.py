@@ -45,7 +45,7 @@ CHECKS: Mapping[str, str] = MappingProxyType(
         "package-budget": "docs/release-definition.md: asset_budget_bytes bounds the package",
         "receipts": "docs/staged-inputs.md: the lane's receipts bind these exact bytes",
         "verify": "DESIGN.md §4: the sealed set verifies as a consumer verifies it",
-        "documented-routes": "release notes: a changed route block has a documented_routes entry",
+        "documented-routes": "docs/release-definition.md: a changed route block is documented",
     }
 )
 
