@@ -324,14 +324,27 @@ def test_incompressible_and_empty_members_are_stored(tmp_path: Path) -> None:
             assert zf.read(e.name) == e.data
 
 
+class _Advances:
+    """A :class:`~ninfer_release.progress.Progress` that keeps every advance."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def step(self, message: str, total: int | None = None) -> None:
+        return None
+
+    def advance(self, nbytes: int) -> None:
+        self.seen.append(nbytes)
+
+
 def test_compress_reports_progress_in_input_bytes(tmp_path: Path) -> None:
-    seen: list[int] = []
+    progress = _Advances()
     data = b"x" * 300_000
     compress_members(
-        [PlanEntry(name="a", data=data)], workdir=tmp_path, chunk_size=64 << 10, progress=seen.append
+        [PlanEntry(name="a", data=data)], workdir=tmp_path, chunk_size=64 << 10, progress=progress
     )
-    assert sum(seen) == len(data)
-    assert len(seen) == 5
+    assert sum(progress.seen) == len(data)
+    assert len(progress.seen) == 5
 
 
 def test_compress_refuses_missing_generated_bytes(tmp_path: Path) -> None:

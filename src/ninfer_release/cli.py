@@ -909,22 +909,6 @@ def _fetch_events(progress: Progress) -> Callable[[str, str, int], None] | None:
     return event
 
 
-def _hashing(progress: Progress) -> Callable[[int], None] | None:
-    """Verify's byte counter as the step ``hashed`` of ``progress``, begun at the first byte
-    (after any transfer of the set); ``None`` when nothing is shown."""
-    if not isinstance(progress, _Bars):
-        return None
-    started: list[bool] = []
-
-    def advance(n: int) -> None:
-        if not started:
-            started.append(True)
-            progress.step("hashed")
-        progress.advance(n)
-
-    return advance
-
-
 @cli.command(
     "verify",
     example="ninfer-release verify out/rtx4090 --release-manifest out/release-manifest.json\n"
@@ -1009,7 +993,7 @@ def verify_cmd(
             location,
             expected_sums_sha256=sums_sha256,
             release_manifest=bound,
-            progress=_hashing(progress),
+            progress=progress,
             # Only a URL needs the HTTP client; a directory never loads it (verify start-up cost).
             http=_http_policy(http) if location.startswith(("https://", "http://")) else None,
             fetch_progress=_fetch_events(progress),
@@ -1273,7 +1257,7 @@ def image_carry(
     release = _load_release(ctx, release_path)
     carried = carried_lane(release, lane, where=release_path)
     progress = _Lines(ctx, "carry", verbosity=1)
-    record = containers.carry_image(carried, registry=registry, offline=offline, progress=progress.step)
+    record = containers.carry_image(carried, registry=registry, offline=offline, progress=progress)
     if out:
         write_bytes(Path(out), record.as_bytes())
     where = (

@@ -6,9 +6,10 @@ Files are read in 1 MiB chunks so memory stays flat whatever the file size.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ninfer_release.progress import SILENT, Progress
 
 CHUNK = 1 << 20  # 1 MiB
 
@@ -27,7 +28,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: Path, *, progress: Callable[[int], None] | None = None) -> str:
+def sha256_file(path: Path, *, progress: Progress = SILENT) -> str:
     """Lowercase hex SHA-256 of the file at ``path``, streamed.
 
     Raises:
@@ -37,8 +38,7 @@ def sha256_file(path: Path, *, progress: Callable[[int], None] | None = None) ->
     with path.open("rb") as f:
         while chunk := f.read(CHUNK):
             h.update(chunk)
-            if progress is not None:
-                progress(len(chunk))
+            progress.advance(len(chunk))
     return h.hexdigest()
 
 
@@ -51,7 +51,7 @@ def digests_of_bytes(data: bytes) -> Digests:
     )
 
 
-def digests_of_file(path: Path, *, progress: Callable[[int], None] | None = None) -> Digests:
+def digests_of_file(path: Path, *, progress: Progress = SILENT) -> Digests:
     """Size, SHA-256 and SHA-1 of a file, in one streamed read."""
     h256 = hashlib.sha256()
     h1 = hashlib.sha1(usedforsecurity=False)
@@ -61,6 +61,5 @@ def digests_of_file(path: Path, *, progress: Callable[[int], None] | None = None
             h256.update(chunk)
             h1.update(chunk)
             size += len(chunk)
-            if progress is not None:
-                progress(len(chunk))
+            progress.advance(len(chunk))
     return Digests(size=size, sha256=h256.hexdigest(), sha1=h1.hexdigest())

@@ -49,3 +49,16 @@ class Prefixed:
 
     def advance(self, nbytes: int) -> None:
         self.inner.advance(nbytes)
+
+
+class Counter:
+    """Progress that counts the bytes advanced (``nbytes``), e.g. a file's size as it is hashed."""
+
+    def __init__(self) -> None:
+        self.nbytes = 0
+
+    def step(self, message: str, total: int | None = None) -> None:
+        return None
+
+    def advance(self, nbytes: int) -> None:
+        self.nbytes += nbytes

@@ -196,7 +196,7 @@ def build_image_with_sboms(
     with staged_directory(out) as stage:
         inner = stage / "image"
         built = containers.build_image(
-            dataclasses.replace(request, out=inner), backend=backend, progress=progress.step
+            dataclasses.replace(request, out=inner), backend=backend, progress=progress
         )
         # The image build stages and renames its own directory; lift its entries one level up so
         # the SBOMs join them before the one rename that publishes ``out``.

@@ -124,7 +124,7 @@ def _compress_ready(run: _Run) -> list[packaging.CompressedMember]:
             workdir=run.spool,
             workers=run.workers,
             level=work.package.deflate_level,
-            progress=run.progress.advance if is_staged else None,
+            progress=run.progress if is_staged else SILENT,
             cache=run.deflate_cache,
             known_sha256=work.known_sha256,
             layout=run.layout,

@@ -24,6 +24,7 @@ from ninfer_release.atomic import staged_directory
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import CHUNK, Digests, digests_of_file
 from ninfer_release.jsonbytes import dumps_stable
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.reproducible import DIR_MODE, FILE_MODE, iso8601
 
 from ._base import BaseLocation, fetch_base, parse_base
@@ -762,7 +763,7 @@ def build_image(
     request: ImageBuildRequest,
     *,
     backend: ImageBackend | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress = SILENT,
     timeout: float = 60.0,
 ) -> ImageBuildResult:
     """Build the image daemonlessly into ``request.out`` and hand it to ``backend`` (default: OCI only).
@@ -777,7 +778,7 @@ def build_image(
         IntegrityError: the base does not have the pinned digest, or a blob differs from its digest (5).
         BackendError: the registry or the docker backend failed (6).
     """
-    say = progress or (lambda _msg: None)
+    say = progress.step
     backend = backend or OciBackend()
     recipe = request.recipe
     base_loc = check_inputs(request)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ninfer_release.errors import IntegrityError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.manifests import CarriedImage
+from ninfer_release.progress import SILENT, Progress
 
 from ._oci import parse_descriptor, parse_manifest
 from ._registry import (
@@ -137,7 +138,7 @@ def carry_image(
     registry: str | None = None,
     offline: bool = False,
     timeout: float = 60.0,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress = SILENT,
 ) -> CarryRecord:
     """Re-verify the carried image by digest (or record it unverified when ``offline``).
 
@@ -150,7 +151,7 @@ def carry_image(
             the registry, or a label disagrees with the carried bindings (exit 5).
         BackendError: the registry is unreachable or refuses for another reason (exit 6).
     """
-    say = progress or (lambda _m: None)
+    say = progress.step
     ref = parse_reference(carried.image, where=f"{carried.path}: image")
     unverified = CarryRecord(
         lane=carried.lane,

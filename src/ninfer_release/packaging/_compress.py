@@ -33,7 +33,7 @@ import os
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,7 @@ from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, LIMIT32, LOCAL_FMT, STORED, encode_name
 from ninfer_release.packaging._zlib import engine as zlib
 from ninfer_release.packaging._zlib import require_deflate_engine
+from ninfer_release.progress import SILENT, Progress
 
 #: Size of the independently compressed pieces, in bytes. Part of the output byte format:
 #: changing it changes every package larger than one piece.
@@ -289,7 +290,7 @@ class _Pipeline:
     position: int
     pool: ThreadPoolExecutor
     layout: ZipLayout | None
-    progress: Callable[[int], None] | None
+    progress: Progress
     cache: DeflateCache | None
     known: Mapping[str, str] | None
     workdir: Path
@@ -361,8 +362,8 @@ class _Pipeline:
         self.out.write(blob)
         self.position += len(blob)
         state.length += len(blob)
-        if self.progress is not None and piece:
-            self.progress(len(piece))
+        if piece:
+            self.progress.advance(len(piece))
         if item.last:
             self.done.append(_finish(state, self.spool))
 
@@ -412,7 +413,7 @@ def compress_members(
     workers: int = 2,
     level: int | None = None,
     chunk_size: int = DEFAULT_CHUNK,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress = SILENT,
     cache: DeflateCache | None = None,
     known_sha256: Mapping[str, str] | None = None,
     layout: ZipLayout | None = None,
@@ -421,7 +422,7 @@ def compress_members(
 
     ``entries`` is a whole plan or some of its entries (e.g. ``plan.staged_entries`` first, the
     generated ones after the SBOM is built). ``level`` defaults to the plan's deflate level (6).
-    ``progress`` is called with each piece's size in input bytes as it is compressed. The result
+    ``progress`` advances by each piece's size in input bytes as it is compressed. The result
     keeps input order; the spool file (``workdir/.members-*.deflate``) must live until
     :func:`write_zip` has run — ``workdir`` is the caller's private temp dir.
 
@@ -508,14 +509,14 @@ def _from_cache(
     hit: CachedStream,
     known: Mapping[str, str],
     chunk_size: int,
-    progress: Callable[[int], None] | None,
+    progress: Progress,
 ) -> CompressedMember | None:
     """Read and hash the entry once; the member with the cached stream if the bytes are the key's."""
     state = _State(entry=entry)
     for piece, _ in _pieces(entry, chunk_size):
         state.update(piece)
-        if progress is not None and piece:
-            progress(len(piece))
+        if piece:
+            progress.advance(len(piece))
     sha256, sha1 = state.sha256.hexdigest(), state.sha1.hexdigest()
     if (sha256, sha1, state.crc, state.size) != (
         known.get(entry.staged_path or ""),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ninfer_release import strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
 from ninfer_release.releases._verify import MAX_RECORD_ENTRY, VerifyReport, verify_set
 
@@ -115,7 +116,7 @@ def _verify_dir(
     *,
     expected_sums_sha256: str | None,
     release_manifest: Mapping[str, Any] | None,
-    progress: Callable[[int], None] | None,
+    progress: Progress,
 ) -> VerifyReport:
     unbound: str | None = None
     if release_manifest is not None:
@@ -148,7 +149,7 @@ def verify_location(
     *,
     expected_sums_sha256: str | None = None,
     release_manifest: Mapping[str, Any] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress = SILENT,
     http: HttpPolicy | None = None,
     fetch_progress: FetchProgress | None = None,
     require_qualified: bool = False,
@@ -195,7 +196,7 @@ class _Expected:
     sums_sha256: str | None
     release_manifest: Mapping[str, Any] | None
 
-    def verify(self, directory: Path, progress: Callable[[int], None] | None = None) -> VerifyReport:
+    def verify(self, directory: Path, progress: Progress = SILENT) -> VerifyReport:
         return _verify_dir(
             directory,
             expected_sums_sha256=self.sums_sha256,
@@ -207,7 +208,7 @@ class _Expected:
 def _verify_local(
     location: str,
     expected: _Expected,
-    progress: Callable[[int], None] | None,
+    progress: Progress,
     signatures: SignatureCheck | None,
 ) -> LocatedReport:
     """Verify the set directory ``location`` (and its signatures, in ``<dir>.sigstore/``).
@@ -243,7 +244,7 @@ def _verify_local(
 def _verify_store(
     location: str,
     expected: _Expected,
-    progress: Callable[[int], None] | None,
+    progress: Progress,
     client: tuple[RegistryOptions | None, Callable[[str, int, int], None] | None],
     signatures: SignatureCheck | None,
 ) -> LocatedReport:

@@ -36,6 +36,7 @@ from ninfer_release import checksums, hashing, jsonbytes, reproducible, strictjs
 from ninfer_release.containers import MT_EMPTY, MT_INDEX, MT_MANIFEST, REF_NAME
 from ninfer_release.digests import is_digest, is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
+from ninfer_release.progress import Counter
 
 if TYPE_CHECKING:  # the registry client (requests) loads only when a registry is opened
     from ninfer_release.registry import RegistryOptions
@@ -462,14 +463,9 @@ def _hashed(path: Path) -> tuple[str, int]:
     Raises:
         InputError: it cannot be read (exit 4).
     """
-    size = 0
-
-    def count(n: int) -> None:
-        nonlocal size
-        size += n
-
+    counted = Counter()
     try:
-        return hashing.sha256_file(path, progress=count), size
+        return hashing.sha256_file(path, progress=counted), counted.nbytes
     except OSError as exc:
         raise InputError(
             problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror or exc}")]

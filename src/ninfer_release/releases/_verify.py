@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import threading
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,6 +37,7 @@ from ninfer_release.checksums import parse_sha256sums, sums_bound
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.jsonrecord import JsonRecord
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases._contract import (
     SUMS_NAME,
     ZIP_CONFIG_PATH,
@@ -225,14 +226,13 @@ class _ZipScan:
             self.thread = threading.Thread(target=self._run, name="zip-members")
             self.thread.start()
 
-    def join(self, run: _Run, name: str, progress: Callable[[int], None] | None) -> None:
+    def join(self, run: _Run, name: str, progress: Progress) -> None:
         """Wait for the scan; the zip's digest (hashed again if its structure was unreadable)."""
         if self.thread is not None:
             self.thread.join()
             if self.digest:
                 self.files.digests[name] = self.digest[0]
-                if progress:
-                    progress(self.files.sizes[name])
+                progress.advance(self.files.sizes[name])
             else:  # its structure could not be read: still hash the bytes for SHA256SUMS
                 self.files.digests[name] = sha256_file(self.zip_path, progress=progress)
         for msg in self.errors:
@@ -266,9 +266,7 @@ def _check_exact_set(run: _Run, names: AssetNames, listing: list[str]) -> None:
         run.checked.append(f"set: exactly the 11 files of {names.stem}")
 
 
-def _read_small(
-    run: _Run, names: AssetNames, files: _SetFiles, progress: Callable[[int], None] | None
-) -> None:
+def _read_small(run: _Run, names: AssetNames, files: _SetFiles, progress: Progress) -> None:
     """Read every entry but the zip once, within its bound (what is larger fails, unread)."""
     for n in names.all:
         p = run.directory / n
@@ -285,11 +283,10 @@ def _read_small(
         data = strictjson.read_regular(p, limit=run.bounds[n], source=str(p))
         files.small[n] = data
         files.digests[n] = sha256_bytes(data)
-        if progress:
-            progress(size)
+        progress.advance(size)
 
 
-def _read_set(run: _Run, names: AssetNames, progress: Callable[[int], None] | None) -> _SetFiles:
+def _read_set(run: _Run, names: AssetNames, progress: Progress) -> _SetFiles:
     """Check 2's reading: every entry once; the zip (its digest and its members') on a worker thread
     while the other entries are read and the SBOMs validated."""
     files = _SetFiles(zip_path=run.directory / names.zip)
@@ -366,12 +363,12 @@ def verify_set(
     directory: Path,
     *,
     expected_sums_sha256: str | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress = SILENT,
 ) -> VerifyReport:
     """Verify the native asset set in ``directory`` (see the module docstring for every check).
 
     ``expected_sums_sha256`` is the ``SHA256SUMS`` digest a release manifest binds, if known.
-    ``progress`` receives byte counts as files are hashed.
+    ``progress`` gets the step ``hashed`` and every byte hashed.
 
     Raises:
         Nothing for a bad set: every finding is in the report (the CLI exits 5 when not ok).
@@ -393,6 +390,7 @@ def verify_set(
         )
     names = AssetNames(stem=stem)
     _check_exact_set(run, names, listing)
+    progress.step("hashed")
     files = _read_set(run, names, progress)
     _check_sums(run, names, files, expected_sums_sha256)
     _check_bindings(run, names, files)
