@@ -87,11 +87,11 @@ def empty_index() -> dict[str, Any]:
 
 
 def ref_name(descriptor: object) -> str | None:
-    """The tag a descriptor of ``index.json`` carries (:data:`REF_NAME`), or None."""
+    """The tag a descriptor of ``index.json`` carries (:data:`REF_NAME`, a string), or None."""
     if not isinstance(descriptor, dict):
         return None
     name = (descriptor.get("annotations") or {}).get(REF_NAME)
-    return None if name is None else str(name)
+    return name if isinstance(name, str) else None
 
 
 def retag(
