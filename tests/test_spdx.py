@@ -147,6 +147,14 @@ def test_c29_free_text_is_rejected_with_a_message() -> None:
     assert normalize_license_expression("MIT AND Custom-EULA").expression == "MIT AND LicenseRef-Custom-EULA"
 
 
+@pytest.mark.parametrize("text", ["( )", "()", "(())", "MIT AND ( )", "( ) OR MIT"])
+def test_c29_empty_parentheses_are_an_input_error_not_a_crash(text: str) -> None:
+    """The licensing library raises IndexError on these; the user gets one line naming the field."""
+    with pytest.raises(InputError, match="not a well-formed licence expression") as info:
+        normalize_license_expression(text, where="sbom/catalog.json", field="license")
+    assert "sbom/catalog.json" in str(info.value)
+
+
 def test_c29_license_ref_without_text_is_an_input_error() -> None:
     with pytest.raises(InputError, match="LicenseRef-Custom-EULA: no extracted licence text"):
         make([rec("bin/a.dll", b"A", "MIT AND Custom-EULA")])

@@ -150,6 +150,10 @@ def _check_structure(expression: str, fail: Callable[[str], InputError]) -> None
         parsed = spdx_licensing.parse(expression, validate=False, simple=False)
     except ExpressionError as exc:
         raise fail(f"not a well-formed licence expression: {exc}") from None
+    except (IndexError, TypeError, ValueError, AttributeError):
+        # license-expression 30.4 crashes on some malformed input (``( )``, ``()``) instead of
+        # raising its ExpressionError; a parser crash on our input is still "not well-formed".
+        raise fail("not a well-formed licence expression") from None
     if parsed is None:
         raise fail("empty licence expression")
 
