@@ -37,6 +37,21 @@ def docker_dir(tls_registry: Registry, capped_proxy: Proxy, tmp_path: Path) -> P
     return write_docker_config(tmp_path / "docker", [tls_registry.host, capped_proxy.host])
 
 
+class _Transfers:
+    """A :class:`~ninfer_release.progress.Progress` keeping ``(step, bytes, step total)`` per advance."""
+
+    def __init__(self) -> None:
+        self.step_name = ""
+        self.step_total: int | None = None
+        self.seen: list[tuple[str, int, int | None]] = []
+
+    def step(self, message: str, total: int | None = None) -> None:
+        self.step_name, self.step_total = message, total
+
+    def advance(self, nbytes: int) -> None:
+        self.seen.append((self.step_name, nbytes, self.step_total))
+
+
 def test_nginx_413_switches_to_chunked_upload(
     capped_proxy: Proxy, test_ca: LoopbackCA, docker_dir: Path, tmp_path: Path
 ) -> None:
@@ -45,12 +60,12 @@ def test_nginx_413_switches_to_chunked_upload(
     back byte for byte."""
     big = os.urandom(3 * (1 << 19))
     names = make_set(tmp_path / "set", {"engine.zip": big})
-    progress: list[tuple[str, int, int]] = []
+    transfers = _Transfers()
     pub = OciPublisher(
         host=capped_proxy.host,
         repository="up/chunked",
         options=_options(test_ca, docker_dir, chunk_size=512 * 1024),
-        progress=lambda name, n, total: progress.append((name, n, total)),
+        progress=transfers,
     )
     assert pub.publish(request_for(tmp_path / "set", names)).status == "published"
     assert pub.client._chunked  # the 413 was seen and remembered
@@ -58,9 +73,9 @@ def test_nginx_413_switches_to_chunked_upload(
     dest.mkdir()
     pub.pull("v1.0.0-beta.1", dest)
     assert (dest / "engine.zip").read_bytes() == big
-    uploaded = sum(n for name, n, _ in progress if name == "engine.zip")
+    uploaded = sum(n for name, n, _ in transfers.seen if name == "engine.zip")
     assert uploaded >= 2 * len(big)  # uploaded (chunks) and pulled, each reported in bytes
-    assert {total for name, _, total in progress if name == "engine.zip"} == {len(big)}
+    assert {total for name, _, total in transfers.seen if name == "engine.zip"} == {len(big)}
 
 
 def test_chunked_above_the_threshold_without_a_413(

@@ -605,22 +605,6 @@ def _registry_options(ca_file: str | None, insecure: tuple[str, ...]) -> Any:
     return RegistryOptions.from_env(os.environ, ca_file=ca_file, insecure_hosts=insecure)
 
 
-def _transfer(progress: Progress) -> Callable[[str, int, int], None] | None:
-    """The registry client's transfer callback ``(file, bytes, file size)`` as steps of
-    ``progress``: a step per file, advanced by its bytes (``None`` when nothing is shown)."""
-    if not isinstance(progress, _Bars):
-        return None
-    current: list[str] = []
-
-    def report(name: str, n: int, total: int) -> None:
-        if current != [name]:
-            current[:] = [name]
-            progress.step(name, total)
-        progress.advance(n)
-
-    return report
-
-
 def _lane_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("mode") == "carry":
         return [f"{summary['lane']}: carried {summary.get('image')} ({summary.get('verification')})"]
@@ -999,7 +983,7 @@ def verify_cmd(
             fetch_progress=_fetch_events(progress),
             require_qualified=require_qualified,
             registry=options,
-            transfer=_transfer(progress),
+            transfer=progress,
             signatures=signatures,
         )
     report = located.report
@@ -1544,15 +1528,13 @@ def publish_cmd(
             move_latest=latest,
             release=release,
             registry=options,
-            transfer=_transfer(progress),
+            transfer=progress,
         )
         signed = None
         if key is not None:
             from ninfer_release.releases import sign_published
 
-            signed = sign_published(
-                Path(set_dir), to, key, draft=draft, registry=options, transfer=_transfer(progress)
-            )
+            signed = sign_published(Path(set_dir), to, key, draft=draft, registry=options, transfer=progress)
     lines = [f"{result.status}: {result.ref} ({result.manifest_digest})"]
     if signed is not None:
         lines.append(f"signatures {signed.status}: {signed.ref} ({signed.manifest_digest})")

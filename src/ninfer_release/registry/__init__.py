@@ -8,11 +8,11 @@ docs/publishing.md, "Registry client", for credentials, TLS, timeouts, retries a
 
 from __future__ import annotations
 
+from ninfer_release.progress import Progress
 from ninfer_release.registry._client import (
     MANIFEST_ACCEPT,
     BlobSource,
     Manifest,
-    Progress,
     RegistryClient,
 )
 from ninfer_release.registry._credentials import Credential, docker_config_path, find_credential

@@ -21,11 +21,13 @@ from typing import Any, BinaryIO
 import requests
 import urllib3.exceptions
 
+from ninfer_release.progress import SILENT, Progress
+
 from ._options import RegistryOptions
 from ._transport import Body, RegistryError, Transport, error_detail, exchange, read_capped
 
-#: Progress callback: ``(file name, bytes just moved, total bytes of that file)``.
-Progress = Callable[[str, int, int], None]
+#: Blob transfers report through the one progress protocol: a step per file (its name, its size),
+#: advanced by the bytes moved.
 
 MANIFEST_ACCEPT = ", ".join(
     [
@@ -129,12 +131,12 @@ class RegistryClient:
     """One registry host (``HOST[:PORT]``; ``docker.io`` means Docker Hub) for one command.
 
     ``options`` (default: :meth:`RegistryOptions.from_env`) sets trust, timeouts, retries and
-    upload sizes; ``progress`` receives ``(name, bytes, total)`` for blob transfers. The
+    upload sizes; ``progress`` gets a step per blob transfer (its name, its size) and its bytes. The
     overall deadline counts from construction. Thread-safe for concurrent blob transfers.
     """
 
     def __init__(
-        self, host: str, *, options: RegistryOptions | None = None, progress: Progress | None = None
+        self, host: str, *, options: RegistryOptions | None = None, progress: Progress = SILENT
     ) -> None:
         self.host = host
         self.options = options if options is not None else RegistryOptions.from_env()
@@ -254,10 +256,10 @@ class RegistryClient:
 
     def _chunks(self, resp: requests.Response, size: int, label: str) -> Iterator[bytes]:
         got = 0
+        self.progress.step(label, size)
         for chunk in resp.raw.stream(_STREAM_CHUNK, decode_content=False):
             got += len(chunk)
-            if self.progress is not None:
-                self.progress(label, len(chunk), size)
+            self.progress.advance(len(chunk))
             yield chunk
             if got > size:
                 return
@@ -470,11 +472,9 @@ class RegistryClient:
         return next_url, int(end) + 1
 
     def _reporter(self, blob: BlobSource) -> Callable[[int], None]:
-        progress = self.progress
-        label = blob.name or blob.digest
-        if progress is None:
-            return lambda n: None
-        return lambda n: progress(label, n, blob.size)
+        """The blob's step begins; its bytes advance it."""
+        self.progress.step(blob.name or blob.digest, blob.size)
+        return self.progress.advance
 
     # -- one exchange ----------------------------------------------------------------------------
 

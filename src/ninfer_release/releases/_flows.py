@@ -154,7 +154,7 @@ def verify_location(
     fetch_progress: FetchProgress | None = None,
     require_qualified: bool = False,
     registry: RegistryOptions | None = None,
-    transfer: Callable[[str, int, int], None] | None = None,
+    transfer: Progress = SILENT,
     signatures: SignatureCheck | None = None,
 ) -> LocatedReport:
     """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG``, ``dir://PATH:TAG``,
@@ -166,7 +166,7 @@ def verify_location(
     binds no such lane is a failure (DESIGN.md §4: one digest pins everything).
     ``require_qualified``: an ``unqualified`` set is a failure too (the CLI exits 5).
     ``registry`` configures the registry client (default: the environment); ``transfer`` gets
-    ``(file, bytes, total)`` while pulling. ``signatures`` (``verify --key``): the set's
+    a step per file pulled (name, size) and its bytes. ``signatures`` (``verify --key``): the set's
     signatures, stored beside it (a directory's ``<dir>.sigstore/``, a store's ``<tag>.sigstore``,
     a URL's ``…/<tag>.sigstore/``, or ``signatures.directory``), must verify with the key and
     sign this set's exact bytes (:mod:`._signing`); a missing one is a failure only when
@@ -245,12 +245,12 @@ def _verify_store(
     location: str,
     expected: _Expected,
     progress: Progress,
-    client: tuple[RegistryOptions | None, Callable[[str, int, int], None] | None],
+    client: tuple[RegistryOptions | None, Progress],
     signatures: SignatureCheck | None,
 ) -> LocatedReport:
     """Pull the set at the store reference ``location`` into a private temp dir and verify it
     there (and its signatures, ``<tag>.sigstore`` beside it); ``client`` is the registry options
-    and the transfer callback.
+    and the transfer progress.
 
     Raises:
         InputError: a malformed reference, or one that names no tag or digest (exit 4).
@@ -406,12 +406,12 @@ def publish_set(
     move_latest: bool = False,
     release: Release | None = None,
     registry: RegistryOptions | None = None,
-    transfer: Callable[[str, int, int], None] | None = None,
+    transfer: Progress = SILENT,
 ) -> PublishResult:
     """Verify the set in ``set_dir`` and publish it to ``target`` under its component tag.
 
     ``registry`` configures the registry client (default: the environment); ``transfer`` gets
-    ``(file, bytes, total)`` while uploading. The digests the verification established are
+    a step per file uploaded (name, size) and its bytes. The digests the verification established are
     passed down (:class:`~._publish.FileDigest`), so the set is hashed once before the upload;
     each store's upload hashes what it copies and refuses other bytes (a file changed after the
     verification is caught there, and nothing is published).

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ninfer_release.errors import IntegrityError, Problem, PublishError
 from ninfer_release.hashing import sha256_bytes
+from ninfer_release.progress import SILENT
 from ninfer_release.registry import (
     BlobSource,
     Progress,
@@ -59,7 +60,7 @@ class OciPublisher(StorePublisher):
     """Publisher over an OCI distribution registry repository ``host/repository``.
 
     ``options`` configure the client (default: :meth:`RegistryOptions.from_env`); ``progress``
-    receives ``(file name, bytes, total)`` for every blob moved.
+    gets a step per blob moved (file name, size) and its bytes.
     """
 
     def __init__(
@@ -68,7 +69,7 @@ class OciPublisher(StorePublisher):
         host: str,
         repository: str,
         options: RegistryOptions | None = None,
-        progress: Progress | None = None,
+        progress: Progress = SILENT,
     ) -> None:
         self.host = host
         self.repository = repository

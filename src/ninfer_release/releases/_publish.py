@@ -36,7 +36,7 @@ from ninfer_release import checksums, hashing, jsonbytes, reproducible, strictjs
 from ninfer_release.containers import MT_EMPTY, MT_INDEX, MT_MANIFEST, REF_NAME
 from ninfer_release.digests import is_digest, is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
-from ninfer_release.progress import Counter
+from ninfer_release.progress import SILENT, Counter, Progress
 
 if TYPE_CHECKING:  # the registry client (requests) loads only when a registry is opened
     from ninfer_release.registry import RegistryOptions
@@ -752,14 +752,14 @@ def open_publisher(
     target: str | Target,
     *,
     options: RegistryOptions | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress = SILENT,
 ) -> Publisher:
     """The publisher for a target URL or parsed target (its tag/digest is not used here).
 
     Registries are reached through :mod:`ninfer_release.registry` with ``options`` (default:
     from the environment): HTTPS first; plain HTTP only for loopback hosts whose port does not
-    speak TLS, or hosts named with ``--insecure-registry``. ``progress`` gets
-    ``(file name, bytes, total)`` for every blob moved.
+    speak TLS, or hosts named with ``--insecure-registry``. ``progress`` gets a step per blob
+    moved (file name, size) and its bytes.
 
     Raises:
         InputError: malformed URL.

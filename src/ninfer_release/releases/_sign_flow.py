@@ -12,11 +12,11 @@ Signing a set that does not verify is refused: a signature is a promise about th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ninfer_release.errors import IntegrityError, Problem
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases._contract import AssetNames, stem_from_names
 from ninfer_release.releases._signing import SigningKey, sign_set, signatures_dir_for, write_bundles
 from ninfer_release.releases._verify import verify_set
@@ -58,7 +58,7 @@ def sign_published(
     *,
     draft: bool = False,
     registry: RegistryOptions | None = None,
-    transfer: Callable[[str, int, int], None] | None = None,
+    transfer: Progress = SILENT,
 ) -> PublishResult:
     """Sign the set in ``set_dir`` and attach the bundles beside its tag (``<tag>.draft`` when
     ``draft``) in the store ``target``, where :func:`~._flows.publish_set` published it.
