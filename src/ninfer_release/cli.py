@@ -474,7 +474,7 @@ def samples_fetch(ctx: Context, out: str, full: bool, cache: str | None, native_
         full=full,
         cache=Path(cache) if cache else default_wheel_cache(os.environ),
         repo_root=repo_root,
-        progress=_Lines(ctx, "samples", verbosity=0).step,
+        progress=_Lines(ctx, "samples", verbosity=0),
         extra_steps=extra_steps,
     )
     mib = 2**20

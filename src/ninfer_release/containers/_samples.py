@@ -187,7 +187,8 @@ def sample_layout_step(staging: Path, context: object = None) -> None:
     """``samples fetch`` layout step: write ``staging/base-layout/`` and ``staging/rtx5090/``.
 
     Uses :data:`SAMPLE_EPOCH`, so the base digest is the one ``containers/qwen38-5090.yaml`` pins.
-    ``context`` (the samples stage's step context) may carry a ``progress`` callable.
+    ``context`` (the samples stage's step context) may carry a ``progress``
+    (:class:`~ninfer_release.progress.Progress`).
 
     Raises:
         InputError: busybox-static is not installed, or ``staging/base-layout`` exists.
@@ -195,5 +196,5 @@ def sample_layout_step(staging: Path, context: object = None) -> None:
     progress = getattr(context, "progress", None)
     digest = make_sample_base_layout(staging / "base-layout", epoch=SAMPLE_EPOCH)
     make_sample_rtx5090_inputs(staging, epoch=SAMPLE_EPOCH)
-    if callable(progress):
-        progress(f"rtx5090: sample base {digest} and stand-in inputs")
+    if progress is not None:
+        progress.step(f"rtx5090: sample base {digest} and stand-in inputs")

@@ -13,10 +13,11 @@ from typing import Any
 from ninfer_release.atomic import staged_directory
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.reproducible import DIR_MODE, FILE_MODE, sorted_walk
 from ninfer_release.samples._plan import FromBytes, FromWheel, SamplesPlan, plan_samples
 from ninfer_release.samples._spec import load_spec
-from ninfer_release.samples._wheels import Progress, WheelUse, ensure_wheel, extract_member
+from ninfer_release.samples._wheels import WheelUse, ensure_wheel, extract_member
 
 #: Written at the top of every samples output; its presence (and a tree that still matches it)
 #: is what allows a later ``samples fetch`` to replace the directory.
@@ -32,7 +33,7 @@ class StepContext:
     full: bool
     repo_root: Path
     env: Mapping[str, str] | None
-    progress: Progress | None
+    progress: Progress
 
 
 #: An extra layout step writes more sample inputs into the staging directory (its only argument
@@ -195,14 +196,13 @@ def _write_bytes(dest: Path, data: bytes) -> None:
 
 
 def _lay_out(
-    plan: SamplesPlan, wheels: Mapping[str, WheelUse], stage: Path, progress: Progress | None
+    plan: SamplesPlan, wheels: Mapping[str, WheelUse], stage: Path, progress: Progress
 ) -> tuple[LaneLayout, ...]:
     first_copy: dict[tuple[str, str], Path] = {}  # (wheel file, member) -> first extracted copy
     layouts = []
     for lane in plan.lanes:
         root = stage / lane.lane
-        if progress:
-            progress(f"laying out {lane.lane} ({lane.cuda_arch}): {len(lane.files)} files")
+        progress.step(f"laying out {lane.lane} ({lane.cuda_arch}): {len(lane.files)} files")
         for pf in lane.files:
             dest = root / pf.path
             _mkdirs(dest.parent, stage)
@@ -236,7 +236,7 @@ def fetch_samples(
     full: bool,
     cache: Path,
     repo_root: Path,
-    progress: Progress | None = None,
+    progress: Progress = SILENT,
     env: Mapping[str, str] | None = None,
     extra_steps: Sequence[LayoutStep] = (),
 ) -> SamplesResult:

@@ -14,15 +14,14 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import CHUNK, sha256_file
+from ninfer_release.progress import SILENT, Progress
 from ninfer_release.samples._spec import PINS_FILE, WheelMember, WheelPin
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,7 +166,7 @@ def ensure_wheel(
     platform: str,
     python_version: str,
     env: Mapping[str, str] | None = None,
-    progress: Progress | None = None,
+    progress: Progress = SILENT,
 ) -> WheelUse:
     """Return the pinned wheel from ``cache``, downloading it with pip first if absent.
 
@@ -179,13 +178,11 @@ def ensure_wheel(
     """
     path = cache / pin.filename
     if path.is_file():
-        if progress:
-            progress(f"checking cached {pin.filename}")
+        progress.step(f"checking cached {pin.filename}")
         _check_wheel_file(pin, path, "cached")
         return _use(pin, path, downloaded=False)
     cache.mkdir(parents=True, exist_ok=True)
-    if progress:
-        progress(f"downloading {pin.requirement} ({pin.size / 2**20:.1f} MiB) into {cache}")
+    progress.step(f"downloading {pin.requirement} ({pin.size / 2**20:.1f} MiB) into {cache}")
     with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
         cmd = _pip_download_command(pin, platform=platform, python_version=python_version, dest=tmp)
         _run_pip(pin, cmd, env)
