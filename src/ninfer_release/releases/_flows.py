@@ -1,12 +1,15 @@
 """Consumer and CI flows over sealed sets: verify a set wherever it is, publish one safely.
 
-* :func:`verify_location` — verify a set in a directory, or pulled from ``oci://`` / ``dir://``
-  into a private temp dir (never the user's directory), then removed; optionally against the
-  ``SHA256SUMS`` digest a release manifest binds for the set's component tag.
+* :func:`verify_location` — verify a set in a directory, or pulled from ``oci://`` / ``dir://`` /
+  ``files://`` or fetched from ``https://…/<tag>/`` into a private temp dir (never the user's
+  directory), then removed; optionally against the ``SHA256SUMS`` digest a release manifest
+  binds for the set's component tag, and with ``--key`` its signatures stored beside it (one
+  step per kind of location: :func:`_verify_local`, :func:`_verify_store`, :func:`_verify_url`).
 * :func:`publish_set` — refuse what must not be published (a set that does not verify; an
   ``unqualified`` set unless it is a draft; a set whose component manifest disagrees with the
   release definition; a target tag other than the set's component tag), then publish it as one
-  immutable OCI artifact (DESIGN.md §8).
+  immutable OCI artifact (DESIGN.md §8), handing the store the digests the verification
+  established (:class:`~._publish.FileDigest`) so the set is hashed once.
 """
 
 from __future__ import annotations
