@@ -43,19 +43,18 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         lane_result_name,
         load_lane_result,
     )
+    from ninfer_release.manifests._carried import CarriedImage, load_carried_record
     from ninfer_release.manifests._definition import (
         DEFAULT_ASSET_BUDGET,
-        CarriedImage,
         ClientBinding,
-        Lane,
         ModelBinding,
         Release,
         Superseded,
         check_base_url,
-        load_carried_record,
         load_release,
         render_release,
     )
+    from ninfer_release.manifests._lanes import Lane
     from ninfer_release.manifests._records import (
         LANE_RESULT_KIND,
         MANIFEST_KIND,
@@ -88,17 +87,19 @@ _EXPORTS = {
     ),
     "._definition": (
         "DEFAULT_ASSET_BUDGET",
-        "CarriedImage",
         "ClientBinding",
-        "Lane",
         "ModelBinding",
         "Release",
         "Superseded",
         "check_base_url",
-        "load_carried_record",
         "load_release",
         "render_release",
     ),
+    "._carried": (
+        "CarriedImage",
+        "load_carried_record",
+    ),
+    "._lanes": ("Lane",),
     "._records": (
         "BaseImageRef",
         "CarriedBindings",

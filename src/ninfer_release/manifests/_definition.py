@@ -16,19 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
-from ninfer_release.digests import DIGEST, SHA256_HEX
+from ninfer_release.digests import SHA256_HEX
 from ninfer_release.errors import DefinitionError, InputError, NinferError, Problem
+from ninfer_release.manifests._carried import VERSION, CarriedImage
+from ninfer_release.manifests._lanes import CUDA_VERSION, Lane, _lanes
 from ninfer_release.profiles import RenderedConfig, load_yaml_data, render_config
 from ninfer_release.profiles._check import HEX40, SHORT_HEX, Checker
 from ninfer_release.profiles._profile import (
     COMPONENT_TAG,
-    CUDA_ARCH,
     FILE_NAME,
-    LANE_ID,
-    PROFILE_ID,
     Profile,
     load_profile,
 )
@@ -36,20 +35,6 @@ from ninfer_release.reproducible import MAX_EPOCH, source_date_epoch
 
 #: Manifest schema (ours).
 MANIFEST_SCHEMA = 1
-#: Carried-record schema (ours).
-RECORD_SCHEMA = 1
-
-VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?")
-CUDA_VERSION = re.compile(r"[0-9]+\.[0-9]+")
-REL_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*")
-#: A registry repository path (OCI distribution spec grammar), e.g. ``omp-ninfer/rtx4090``.
-REPOSITORY = re.compile(r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*")
-IMAGE_REF = re.compile(r"[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+@" + DIGEST.pattern)
-
-LaneKind = Literal["windows-zip", "oci-image"]
-LaneMode = Literal["build", "carry"]
-
-
 #: Default per-asset budget (bytes): GitHub release assets must be under 2 GiB, so 2 GiB - 1.
 DEFAULT_ASSET_BUDGET = (2 << 30) - 1
 
@@ -96,86 +81,6 @@ class Superseded:
     tag: str
     source: str
     successor: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class CarriedImage:
-    """``releases/<release>/<lane>.yaml``: the bindings of a container carried unchanged.
-
-    Short hex values are kept exactly as published (reference "Carried RTX 5090 container").
-    """
-
-    path: Path
-    release: str
-    lane: str
-    component_tag: str
-    source: str
-    server: str
-    archive: str
-    image: str
-    base_image: str
-    profile_id: str
-    strict_origin_config: str
-    checkpoint_mount: str
-    model_sha256: str
-
-    @property
-    def image_repository(self) -> str:
-        """``image`` without its digest, e.g. ``ghcr.io/alphastorm/ninfer-runtime``."""
-        return self.image.split("@", 1)[0]
-
-    @property
-    def image_digest(self) -> str:
-        """``sha256:<64 hex>`` of the image manifest."""
-        return self.image.split("@", 1)[1]
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form (without the local path)."""
-        return {
-            "release": self.release,
-            "lane": self.lane,
-            "component_tag": self.component_tag,
-            "source": self.source,
-            "server": self.server,
-            "archive": self.archive,
-            "image": self.image,
-            "base_image": self.base_image,
-            "profile_id": self.profile_id,
-            "strict_origin_config": self.strict_origin_config,
-            "checkpoint_mount": self.checkpoint_mount,
-            "model_sha256": self.model_sha256,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Lane:
-    """One lane of the release: a Windows zip built fresh, or an OCI image (built or carried)."""
-
-    id: str
-    component_tag: str
-    kind: LaneKind
-    mode: LaneMode
-    profile_id: str
-    source_commit: str
-    cuda_arch: str | None
-    cuda_version: str | None
-    gpu: str
-    package_recipe: str | None
-    container_recipe: str | None
-    carried_from: str | None
-    carried: CarriedImage | None
-    rollback: str | None
-    #: Where this lane's sets are published (ours): a registry repository path such as
-    #: ``omp-ninfer/rtx4090``, host-independent. A store whose repository (or directory) path is
-    #: it, or ends in ``/`` + it, belongs to this lane; ``None`` when the definition names none.
-    publication_repository: str | None = None
-
-    def owns_store_path(self, path: str) -> bool:
-        """Whether a store's repository or directory path ``path`` is this lane's repository:
-        equal to it or ending in ``/<repository>`` (a registry namespace or store root may precede it)."""
-        repo = self.publication_repository
-        path = path.rstrip("/")
-        return repo is not None and (path == repo or path.endswith("/" + repo))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -594,250 +499,6 @@ def _superseded(c: Checker, d: dict[str, Any]) -> tuple[Superseded, ...]:
         elif tag and src and succ:
             out.append(Superseded(tag=tag, source=src, successor=succ))
     return tuple(out)
-
-
-_LANE_KEYS = ("component_tag", "kind", "mode", "profile", "source_commit", "gpu")
-_LANE_OPTIONAL = (
-    "cuda_arch",
-    "cuda_version",
-    "package_recipe",
-    "container_recipe",
-    "carried_from",
-    "rollback",
-    "publication_repository",
-)
-
-
-def _lanes(c: Checker, d: dict[str, Any], root_dir: Path) -> list[Lane]:
-    """``lanes``: every lane that reads completely (the others' problems are in ``c``)."""
-    lanes_map = c.get_mapping(d, "", "lanes")
-    if lanes_map is None:
-        return []
-    if not lanes_map:
-        c.add("lanes", "at least one lane is required")
-    out: list[Lane] = []
-    for lane_id, raw in lanes_map.items():
-        f = f"lanes.{lane_id}"
-        if not LANE_ID.fullmatch(lane_id):
-            c.add(f, f"{lane_id!r} is not a lane id ([a-z0-9-])")
-            continue
-        ld = c.mapping(raw, f)
-        if ld is None:
-            continue
-        lane = _lane(c, lane_id, ld, root_dir)
-        if lane is not None:
-            out.append(lane)
-    return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class _LaneFields:
-    """One lane's fields as read (``None``: missing or invalid, reported)."""
-
-    tag: str | None
-    kind: str | None
-    mode: str | None
-    profile: str | None
-    source: str | None
-    cuda_arch: str | None
-    cuda_version: str | None
-    gpu: str | None
-    package_recipe: str | None
-    container_recipe: str | None
-    carried_from: str | None
-    rollback: str | None
-    repository: str | None
-
-    @property
-    def native(self) -> bool:
-        return self.kind == "windows-zip"
-
-
-def _lane_source(c: Checker, ld: dict[str, Any], f: str, mode: str | None) -> str | None:
-    """``source_commit``: a hex commit; a fresh build needs the full 40 hex."""
-    source = c.get_str(ld, f, "source_commit", pattern=SHORT_HEX, what="a hex commit")
-    if source is not None and mode == "build" and not HEX40.fullmatch(source):
-        c.add(
-            f"{f}.source_commit",
-            f"{source!r} is not a full 40-hex commit; a fresh build needs one "
-            "(a short prefix or branch is not an identity)",
-        )
-        return None
-    return source
-
-
-def _lane_fields(c: Checker, ld: dict[str, Any], f: str) -> _LaneFields:
-    """Read one lane's keys and fields, in the order their problems are reported."""
-    c.keys(ld, f, required=_LANE_KEYS, optional=_LANE_OPTIONAL)
-    tag = c.get_str(
-        ld, f, "component_tag", pattern=COMPONENT_TAG, what="a component tag like v0.7.0-x-beta.2"
-    )
-    kind = c.get_str(ld, f, "kind", choices=("windows-zip", "oci-image"))
-    mode = c.get_str(ld, f, "mode", choices=("build", "carry"))
-    profile = c.get_str(ld, f, "profile", pattern=PROFILE_ID, what="a profile id", max_len=120)
-    source = _lane_source(c, ld, f, mode)
-    native = kind == "windows-zip"
-    return _LaneFields(
-        tag=tag,
-        kind=kind,
-        mode=mode,
-        profile=profile,
-        source=source,
-        cuda_arch=c.get_str(
-            ld, f, "cuda_arch", required=native, pattern=CUDA_ARCH, what="a CUDA arch like sm_89"
-        ),
-        cuda_version=c.get_str(
-            ld, f, "cuda_version", required=native, pattern=CUDA_VERSION, what='a quoted version like "13.3"'
-        ),
-        gpu=c.get_str(ld, f, "gpu", max_len=200),
-        package_recipe=c.get_str(
-            ld, f, "package_recipe", required=native, pattern=REL_PATH, what="a repo path"
-        ),
-        container_recipe=c.get_str(
-            ld, f, "container_recipe", required=False, pattern=REL_PATH, what="a repo path"
-        ),
-        carried_from=c.get_str(
-            ld, f, "carried_from", required=mode == "carry", pattern=REL_PATH, what="a repo path"
-        ),
-        rollback=c.get_str(ld, f, "rollback", required=False, choices=("not_applicable",)),
-        repository=c.get_str(
-            ld,
-            f,
-            "publication_repository",
-            required=False,
-            pattern=REPOSITORY,
-            what="a registry repository path like omp-ninfer/rtx4090",
-            max_len=255,
-        ),
-    )
-
-
-def _lane_rules(c: Checker, ld: dict[str, Any], f: str, lf: _LaneFields, root_dir: Path) -> None:
-    """What a lane of its kind and mode must (not) name, and that its recipes exist."""
-    for key, required in (
-        ("package_recipe", lf.native),
-        ("cuda_arch", lf.native),
-        ("cuda_version", lf.native),
-        ("container_recipe", lf.kind == "oci-image"),
-        ("carried_from", lf.mode == "carry"),
-    ):
-        if required and key not in ld:
-            c.add(f"{f}.{key}", f"required for a {lf.kind} lane in {lf.mode} mode")
-    if lf.native and lf.mode == "carry":
-        c.add(f"{f}.mode", "a windows-zip lane is built fresh (carry applies to images)")
-    if not lf.native and "package_recipe" in ld:
-        c.add(f"{f}.package_recipe", "only windows-zip lanes have a package recipe")
-    if lf.mode != "carry" and "carried_from" in ld:
-        c.add(f"{f}.carried_from", "only a carried lane names a carried record")
-    for key, rel in (("package_recipe", lf.package_recipe), ("container_recipe", lf.container_recipe)):
-        if rel is not None and not (root_dir / rel).is_file():
-            c.add(f"{f}.{key}", f"{rel} does not exist under {root_dir}")
-
-
-def _lane(c: Checker, lane_id: str, ld: dict[str, Any], root_dir: Path) -> Lane | None:
-    """One lane of the definition, or ``None`` when a required field is missing or invalid."""
-    f = f"lanes.{lane_id}"
-    lf = _lane_fields(c, ld, f)
-    _lane_rules(c, ld, f, lf, root_dir)
-    carried = None
-    if lf.carried_from is not None and lf.mode == "carry":
-        carried = _load_record(c, root_dir / lf.carried_from, f"{f}.carried_from")
-    if not (lf.tag and lf.kind and lf.mode and lf.profile and lf.source and lf.gpu):
-        return None
-    return Lane(
-        id=lane_id,
-        component_tag=lf.tag,
-        kind="windows-zip" if lf.native else "oci-image",
-        mode="carry" if lf.mode == "carry" else "build",
-        profile_id=lf.profile,
-        source_commit=lf.source,
-        cuda_arch=lf.cuda_arch,
-        cuda_version=lf.cuda_version,
-        gpu=lf.gpu,
-        package_recipe=lf.package_recipe,
-        container_recipe=lf.container_recipe,
-        carried_from=lf.carried_from,
-        carried=carried,
-        rollback=lf.rollback,
-        publication_repository=lf.repository,
-    )
-
-
-def load_carried_record(path: Path) -> CarriedImage:
-    """Load and validate a carried-container record such as ``releases/v0.13.0/rtx5090.yaml``.
-
-    Raises:
-        InputError: the file is missing.
-        DefinitionError: any field is missing or malformed (all at once).
-    """
-    data = load_yaml_data(path)
-    c = Checker(str(path))
-    d = c.document(data)
-    c.keys(
-        d,
-        "",
-        required=(
-            "schema",
-            "release",
-            "lane",
-            "component_tag",
-            "source",
-            "server",
-            "archive",
-            "image",
-            "base_image",
-            "profile",
-            "strict_origin_config",
-            "checkpoint_mount",
-            "model_sha256",
-        ),
-        optional=("description",),
-    )
-    schema = c.get_int(d, "", "schema")
-    if schema is not None and schema != RECORD_SCHEMA:
-        c.add("schema", f"{schema} is not the supported record schema {RECORD_SCHEMA}")
-    hexs = {
-        k: c.get_str(d, "", k, pattern=SHORT_HEX, what="a hex digest as published")
-        for k in ("source", "server", "archive", "base_image", "strict_origin_config")
-    }
-    release = c.get_str(d, "", "release", pattern=VERSION, what="a version")
-    lane = c.get_str(d, "", "lane", pattern=LANE_ID, what="a lane id")
-    tag = c.get_str(d, "", "component_tag", pattern=COMPONENT_TAG, what="a component tag")
-    image = c.get_str(d, "", "image", pattern=IMAGE_REF, what="an image reference pinned by sha256 digest")
-    profile = c.get_str(d, "", "profile", pattern=PROFILE_ID, what="a profile id")
-    mount = c.get_str(
-        d, "", "checkpoint_mount", pattern=re.compile(r"/[A-Za-z0-9._/-]+"), what="an absolute path"
-    )
-    model = c.get_str(d, "", "model_sha256", pattern=SHA256_HEX, what="64 lowercase hex digits")
-    c.get_str(d, "", "description", required=False, max_len=2000)
-    c.raise_if_any()
-    assert release and lane and tag and image and profile and mount and model and all(hexs.values())
-    return CarriedImage(
-        path=path,
-        release=release,
-        lane=lane,
-        component_tag=tag,
-        source=str(hexs["source"]),
-        server=str(hexs["server"]),
-        archive=str(hexs["archive"]),
-        image=image,
-        base_image=str(hexs["base_image"]),
-        profile_id=profile,
-        strict_origin_config=str(hexs["strict_origin_config"]),
-        checkpoint_mount=mount,
-        model_sha256=model,
-    )
-
-
-def _load_record(c: Checker, path: Path, field: str) -> CarriedImage | None:
-    try:
-        return load_carried_record(path)
-    except NinferError as exc:
-        if exc.problems and not (len(exc.problems) == 1 and exc.problems[0].message == "no such file"):
-            c.problems.extend(exc.problems)
-        else:
-            c.add(field, f"carried record {path} does not exist")
-        return None
 
 
 def _shown(value: object) -> str:
