@@ -85,7 +85,7 @@ def test_parse_refuses_a_missing_an_unknown_and_a_wrongly_typed_field(
     cases = {
         "missing": ({k: v for k, v in doc.items() if k != missing}, missing, "missing"),
         "unknown": ({**doc, "hostile": 1}, "hostile", "unknown field"),
-        "type": ({**doc, missing: 7}, missing, "expected a string, got a number"),
+        "type": ({**doc, missing: 7}, missing, "expected a string"),
     }
     for case, (bad, field, says) in cases.items():
         with pytest.raises(IntegrityError) as exc:

@@ -105,6 +105,18 @@ def _decode_scalar(tp: Any, value: Any) -> Any:
     return _MISSING
 
 
+_SCALARS = (str, int, float, bool)
+
+
+def _without_none(tp: Any) -> Any:
+    """``X`` of ``X | None`` (``tp`` itself otherwise)."""
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        others = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(others) == 1:
+            return others[0]
+    return tp
+
+
 def _describe(tp: Any) -> str:
     origin = typing.get_origin(tp)
     if origin is typing.Literal:
@@ -161,7 +173,7 @@ def _decode_union(tp: Any, value: Any, reader: Reader, where: str) -> Any:
     if value is None and type(None) in args:
         return None
     others = [a for a in args if a is not type(None)]
-    if len(others) == 1:  # X | None: X decides (a record, an array, an object, a scalar)
+    if len(others) == 1 and others[0] not in _SCALARS:  # X | None: X decides (record, array, object)
         return decode_value(others[0], value, reader, where)
     for a in args:
         if typing.get_origin(a) is typing.Literal:
@@ -254,7 +266,10 @@ class JsonRecord:
                 values[f.name] = None
                 continue
             raw = doc[f.key]
-            if f.decode is not None:
+            if raw is None and f.absent_when_none:  # written without the key, never as null
+                reader.bad(at, f"expected {_describe(_without_none(f.type))}, got null")
+                values[f.name] = None
+            elif f.decode is not None:
                 values[f.name] = f.decode(raw, reader, at)
             else:
                 values[f.name] = decode_value(f.type, raw, reader, at)

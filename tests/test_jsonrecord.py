@@ -1,0 +1,100 @@
+"""The typed-record base (``ninfer_release.jsonrecord``): exact bytes, strict reading, field paths."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from ninfer_release.errors import InputError, IntegrityError
+from ninfer_release.jsonbytes import dumps_stable
+from ninfer_release.jsonrecord import ABSENT_WHEN_NONE, JsonRecord, json_key
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inner(JsonRecord):
+    RECORD_KIND = "an inner block"
+
+    n: int
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outer(JsonRecord):
+    RECORD_KIND = "an outer record"
+
+    type: str = field(metadata=json_key("_type"))
+    mode: Literal["build", "carry"]
+    ratio: float
+    flag: bool
+    maybe: int | None
+    inner: Inner
+    table: Mapping[str, int]
+    note: str | None = field(default=None, metadata=ABSENT_WHEN_NONE)
+
+
+SAMPLE = Outer(
+    type="t",
+    mode="build",
+    ratio=1.5,
+    flag=True,
+    maybe=None,
+    inner=Inner(n=2, tags=("a", "b")),
+    table={"x": 1},
+)
+
+
+def test_to_bytes_is_the_stable_json_of_its_keys() -> None:
+    doc = {
+        "_type": "t",
+        "mode": "build",
+        "ratio": 1.5,
+        "flag": True,
+        "maybe": None,
+        "inner": {"n": 2, "tags": ["a", "b"]},
+        "table": {"x": 1},
+    }
+    assert SAMPLE.to_bytes() == dumps_stable(doc)
+    assert Outer.parse(SAMPLE.to_bytes(), source="f") == SAMPLE
+    with_note = Outer.parse(dumps_stable({**doc, "note": "n"}), source="f")
+    assert with_note.note == "n" and b'"note": "n"' in with_note.to_bytes()
+
+
+@pytest.mark.parametrize(
+    ("change", "field_path", "message"),
+    [
+        ({"mode": "borrow"}, "mode", "expected 'build' or 'carry', got 'borrow'"),
+        ({"ratio": "1.5"}, "ratio", "expected a number, got a string"),
+        ({"flag": 1}, "flag", "expected a boolean, got a number"),
+        ({"maybe": False}, "maybe", "expected an integer or null, got a boolean"),
+        ({"inner": {"n": 2, "tags": ["a", 3]}}, "inner.tags[1]", "expected a string, got a number"),
+        ({"inner": {"n": 2}}, "inner.tags", "missing"),
+        ({"inner": {"n": 2, "tags": [], "x": 0}}, "inner.x", "unknown field (not part of an inner block)"),
+        ({"table": {"x": "1"}}, "table.x", "expected an integer, got a string"),
+        ({"note": None}, "note", "expected a string, got null"),
+    ],
+)
+def test_a_wrong_field_is_named_with_its_path(
+    change: dict[str, object], field_path: str, message: str
+) -> None:
+    doc = {**SAMPLE.to_json(), **change}
+    with pytest.raises(IntegrityError) as exc:
+        Outer.parse(dumps_stable(doc), source="rec.json")
+    assert [(p.file, p.field, p.message) for p in exc.value.problems] == [("rec.json", field_path, message)]
+
+
+def test_every_problem_is_reported_at_once_with_the_callers_error_type() -> None:
+    doc = {k: v for k, v in SAMPLE.to_json().items() if k != "_type"}
+    doc["extra"] = 1
+    with pytest.raises(InputError) as exc:
+        Outer.parse(dumps_stable(doc), source="rec.json", error=InputError)
+    assert [p.field for p in exc.value.problems] == ["extra", "_type"]
+
+
+def test_not_strict_json_is_refused_before_any_field() -> None:
+    with pytest.raises(IntegrityError, match="duplicate key"):
+        Outer.parse(b'{"mode": "build", "mode": "carry"}', source="rec.json")
+    with pytest.raises(IntegrityError, match="top level must be a JSON object"):
+        Outer.parse(b"[1]", source="rec.json")
