@@ -507,3 +507,14 @@ def test_without_busybox_native_samples_still_work_and_the_container_lane_says_w
     doc = json.loads(stdout)
     assert [ln["lane"] for ln in doc["lanes"]] == ["rtx4090", "rtx3090"] and doc["extra"] == []
     assert sorted(p.name for p in out.iterdir()) == [".ninfer-samples.json", "rtx3090", "rtx4090"]
+
+
+def test_a_lane_vendored_entry_that_is_not_a_name_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "samples", tmp_path / "samples")
+    lanes = json.loads((tmp_path / "samples/lanes.json").read_bytes())
+    lanes["lanes"][0]["vendored"] = [{"name": "x"}, *lanes["lanes"][0]["vendored"]]
+    (tmp_path / "samples/lanes.json").write_text(json.dumps(lanes))
+    with pytest.raises(InputError) as info:
+        load_spec(tmp_path)
+    got = [str(p) for p in info.value.problems]
+    assert got == ["samples/lanes.json: lanes[0].vendored: {'name': 'x'} is not a name (a string)"]

@@ -262,7 +262,9 @@ def _chosen_vendored(
         doc.bad(f"{where}.vendored", "missing or not a list of names")
     else:
         for name in names:
-            if name in vendored:
+            if not isinstance(name, str):
+                doc.bad(f"{where}.vendored", f"{name!r} is not a name (a string)")
+            elif name in vendored:
                 chosen.append(vendored[name])
             else:
                 doc.bad(f"{where}.vendored", f"{name!r} is not defined in vendored[]")
