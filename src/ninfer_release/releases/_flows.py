@@ -25,6 +25,7 @@ from ninfer_release import strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
+from ninfer_release.releases._records import ComponentManifest
 from ninfer_release.releases._verify import MAX_RECORD_ENTRY, VerifyReport, verify_set
 
 if TYPE_CHECKING:
@@ -397,8 +398,14 @@ def _url_bundles(
     return fetched
 
 
-def _component_manifest(set_dir: Path, names: AssetNames) -> dict[str, Any]:
-    return strictjson.read_object(set_dir / names.manifest, limit=MAX_RECORD_ENTRY, error=IntegrityError)
+def _component_manifest(set_dir: Path, names: AssetNames) -> ComponentManifest:
+    """The set's component manifest as the typed record sealing wrote (and verify read).
+
+    Raises:
+        IntegrityError: not that record (exit 5).
+    """
+    data = strictjson.read_regular(set_dir / names.manifest, limit=MAX_RECORD_ENTRY, error=IntegrityError)
+    return ComponentManifest.parse(data, source=names.manifest)
 
 
 def publish_set(
@@ -438,7 +445,7 @@ def publish_set(
     parsed = parse_target(target)  # a malformed target is exit 4 before any work
     verified = _verified(set_dir)
     manifest = verified.manifest
-    tag = str(manifest["component_tag"])
+    tag = manifest.component_tag
     problems = [
         *_qualification_problems(verified.names, manifest, draft),
         *_release_problems(release, verified.names, manifest, parsed, target),
@@ -454,9 +461,9 @@ def publish_set(
         set_dir=set_dir,
         tag=tag,
         files=list(verified.names.all),
-        annotations={ANN_REVISION: str(manifest["source_commit"])},
+        annotations={ANN_REVISION: manifest.source_commit},
         draft=draft,
-        epoch=int(manifest["source_date_epoch"]),
+        epoch=manifest.source_date_epoch,
         move_latest=move_latest,
         verified=verified.digests,
     )
@@ -468,7 +475,7 @@ class _VerifiedSet:
     """A set that verified: its names, component manifest and each file's digest and size."""
 
     names: AssetNames
-    manifest: Mapping[str, Any]
+    manifest: ComponentManifest
     digests: Mapping[str, FileDigest]
 
 
@@ -512,24 +519,24 @@ def _verified_digests(set_dir: Path, names: AssetNames, sums_sha256: str) -> dic
     }
 
 
-def _qualification_problems(names: AssetNames, manifest: Mapping[str, Any], draft: bool) -> list[Problem]:
+def _qualification_problems(names: AssetNames, manifest: ComponentManifest, draft: bool) -> list[Problem]:
     """An unqualified set is published only as a draft."""
-    if manifest.get("qualification") == "qualified" or draft:
+    if manifest.qualification == "qualified" or draft:
         return []
     message = "the set is unqualified; publish it with --draft, or qualify it first"
     return [Problem(file=names.manifest, field="qualification", message=message)]
 
 
 def _release_problems(
-    release: Release | None, names: AssetNames, manifest: Mapping[str, Any], parsed: Target, target: str
+    release: Release | None, names: AssetNames, manifest: ComponentManifest, parsed: Target, target: str
 ) -> list[Problem]:
     """Where the set disagrees with the release definition: its lane, that lane's store, and
     the component tag, source commit, profile and release the definition names."""
     if release is None:
         return []
-    lane = release.lanes.get(str(manifest.get("lane")))
+    lane = release.lanes.get(manifest.lane)
     if lane is None:
-        message = f"lane {manifest.get('lane')!r} is not in {release.path}"
+        message = f"lane {manifest.lane!r} is not in {release.path}"
         return [Problem(file=names.manifest, field="lane", message=message)]
     problems = _lane_store_problems(release, lane, parsed, target)
     for key, want in (
@@ -538,8 +545,9 @@ def _release_problems(
         ("profile_id", lane.profile_id),
         ("release", release.version),
     ):
-        if manifest.get(key) != want:
-            message = f"{manifest.get(key)!r} disagrees with the release definition ({want!r})"
+        have = getattr(manifest, key)
+        if have != want:
+            message = f"{have!r} disagrees with the release definition ({want!r})"
             problems.append(Problem(file=names.manifest, field=key, message=message))
     return problems
 

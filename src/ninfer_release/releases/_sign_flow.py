@@ -11,13 +11,13 @@ Signing a set that does not verify is refused: a signature is a promise about th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ninfer_release.errors import IntegrityError, Problem
 from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases._contract import AssetNames, stem_from_names
+from ninfer_release.releases._records import ComponentManifest
 from ninfer_release.releases._signing import SigningKey, sign_set, signatures_dir_for, write_bundles
 from ninfer_release.releases._verify import verify_set
 
@@ -70,8 +70,8 @@ def sign_published(
     from ninfer_release.releases._publish import DRAFT_SUFFIX, open_publisher, parse_target
 
     names = _verified_names(set_dir)
-    manifest = json.loads((set_dir / names.manifest).read_bytes())
-    tag = str(manifest["component_tag"]) + (DRAFT_SUFFIX if draft else "")
+    manifest = ComponentManifest.parse((set_dir / names.manifest).read_bytes(), source=names.manifest)
+    tag = manifest.component_tag + (DRAFT_SUFFIX if draft else "")
     publisher = open_publisher(parse_target(target), options=registry, progress=transfer)
     bundles = sign_set(set_dir, names, key)
-    return publisher.attach_signatures(tag, bundles, epoch=int(manifest["source_date_epoch"]))
+    return publisher.attach_signatures(tag, bundles, epoch=manifest.source_date_epoch)
