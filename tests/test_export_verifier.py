@@ -435,6 +435,14 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         False,
     ),
     "provenance-subject-not-a-list": (_set_key(".provenance.json", ("subject",), 7, deep=True), False),
+    # verify reads these records as typed records: an unknown key is refused, and by the stdlib
+    # verifier too (RECORD_SHAPES).
+    "route-unknown-key": (_set_key(".route.json", ("colour",), "red", deep=True), False),
+    "route-install-unknown-key": (_set_key(".route.json", ("install", "colour"), "red", deep=True), False),
+    "provenance-unknown-key": (_set_key(".provenance.json", ("colour",), "red", deep=True), False),
+    "manifest-unknown-key": (_set_key(".manifest.json", ("colour",), "red", deep=False), False),
+    "profile-unknown-key": (_set_key(".profile.json", ("colour",), "red", deep=True), False),
+    "model-unknown-key": (_set_key(".model.json", ("colour",), "red", deep=True), False),
     # Schema-only faults in a fully re-sealed CycloneDX (the issue 12 gap, closed): only the
     # schema's rules can see them; the stdlib verifier checks them as ``CDX_SHAPES``.
     "cdx-component-type-outside-enum-resealed": (_cdx_edit(lambda cs: cs[0].update(type="gizmo")), False),
@@ -760,3 +768,52 @@ def test_the_standalone_iri_check_accepts_only_what_verify_accepts() -> None:
             assert is_iri_reference(s), s
     assert sv._IRI_REFERENCE.fullmatch("https://github.com/fmtlib/fmt")
     assert not sv._IRI_REFERENCE.fullmatch("https://a b")
+
+
+# --- the typed records' keys, against the record types verify reads them with --------------------
+
+
+def _record_shape(cls: type[Any]) -> dict[str, Any]:
+    """``key -> (required, nested)`` of a :class:`JsonRecord` type, as ``RECORD_SHAPES`` holds it."""
+    import types
+    import typing
+
+    from ninfer_release.jsonrecord import JsonRecord
+
+    def unwrap(tp: Any) -> Any:
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            return unwrap(args[0]) if len(args) == 1 else None
+        return tp
+
+    def is_record(tp: Any) -> bool:
+        return isinstance(tp, type) and issubclass(tp, JsonRecord)
+
+    out: dict[str, Any] = {}
+    for f in cls._json_fields():
+        tp = unwrap(f.type)
+        nested: Any = None
+        if f.decode is None and is_record(tp):
+            nested = _record_shape(tp)
+        elif f.decode is None and typing.get_origin(tp) in (tuple, list):
+            item = unwrap(typing.get_args(tp)[0])
+            nested = [_record_shape(item)] if is_record(item) else None
+        out[f.key] = (not f.absent_when_none, nested)
+    return out
+
+
+def test_the_standalone_record_keys_are_the_record_types() -> None:
+    """``RECORD_SHAPES`` of the stdlib verifier equals what ``releases._records`` declares for the
+    records ``verify`` parses as typed records (profile, model, provenance, route, component
+    manifest): a field added on one side cannot be forgotten on the other."""
+    from ninfer_release.releases import _records
+    from ninfer_release.releases import _standalone_verifier as sv
+
+    types_by_suffix = {
+        ".profile.json": _records.ProfileAsset,
+        ".model.json": _records.ModelRecord,
+        ".provenance.json": _records.ProvenanceStatement,
+        ".route.json": _records.RouteRecord,
+        ".manifest.json": _records.ComponentManifest,
+    }
+    assert {k: _record_shape(v) for k, v in types_by_suffix.items()} == sv.RECORD_SHAPES

@@ -86,6 +86,333 @@ PROVENANCE_SUBJECTS = (
     ".qualification.json",
 )
 ZIP_CONFIG_PATH = "config/ninfer.toml"
+#: The keys of each JSON record ``verify`` reads as a typed record (``ninfer_release.releases._records``),
+#: by entry suffix: key -> (required, nested), nested being ``None`` (a value), the keys of a nested
+#: object, or ``[keys]`` (a list of such objects). ``verify`` refuses an unknown or missing key, so
+#: this file does too. Generated from the record types; a test keeps them equal.
+RECORD_SHAPES: dict[str, dict[str, Any]] = {
+    ".profile.json": {
+        "profile_schema": (True, None),
+        "profile_id": (True, None),
+        "kind": (True, None),
+        "lane": (True, None),
+        "component_tag": (True, None),
+        "carried": (True, None),
+        "carried_from": (True, None),
+        "gpu": (True, None),
+        "cuda_arch": (True, None),
+        "config_schema": (True, None),
+        "model": (True, {"local_name": (True, None), "sha256": (True, None)}),
+        "context_tokens": (True, None),
+        "kv_capacity_tokens": (True, None),
+        "kv_cache_dtype": (True, None),
+        "speculation": (True, {"mode": (True, None), "lm_head_draft": (True, None), "dflash2": (True, None)}),
+        "concurrent_requests": (True, None),
+        "pending_timeout_ms": (True, None),
+        "extra_device_state_slots": (True, None),
+        "prefill_chunk_tokens": (True, None),
+        "shared_host_budget_bytes": (True, None),
+        "shared_host_budget_mib": (True, None),
+        "admission_headroom_mib": (True, None),
+        "keep_warm_ms": (True, None),
+        "vision": (True, None),
+        "host_memory_floor_mib": (True, None),
+        "gpu_power_limit_w": (True, None),
+        "endpoint": (
+            True,
+            {
+                "host": (True, None),
+                "port": (True, None),
+                "auth": (True, None),
+                "key_file": (True, None),
+                "key_min_bytes": (True, None),
+                "key_generation": (True, None),
+            },
+        ),
+        "checkpoint": (
+            True,
+            {
+                "root": (True, None),
+                "dir_template": (True, None),
+                "mount": (True, None),
+                "schema": (True, None),
+                "require_origin_auth": (True, None),
+            },
+        ),
+        "strict_origin_config": (True, None),
+        "flags": (True, None),
+        "args": (True, None),
+        "config": (True, {"path": (True, None), "hash_kind": (True, None), "bytes_sha256": (True, None)}),
+    },
+    ".model.json": {
+        "schema": (True, None),
+        "binding": (True, None),
+        "repository": (True, None),
+        "revision": (True, None),
+        "artifact": (True, None),
+        "url": (True, None),
+        "size": (True, None),
+        "sha256": (True, None),
+        "local_name": (True, None),
+        "container_version": (True, None),
+    },
+    ".provenance.json": {
+        "_type": (True, None),
+        "subject": (True, [{"name": (True, None), "digest": (True, None)}]),
+        "predicateType": (True, None),
+        "predicate": (
+            True,
+            {
+                "buildDefinition": (
+                    True,
+                    {
+                        "buildType": (True, None),
+                        "externalParameters": (
+                            True,
+                            {
+                                "release": (True, None),
+                                "lane": (True, None),
+                                "component_tag": (True, None),
+                                "profile_id": (True, None),
+                                "definition_sha256": (True, None),
+                            },
+                        ),
+                        "internalParameters": (
+                            True,
+                            {
+                                "source_date_epoch": (True, None),
+                                "cuda_arch": (True, None),
+                                "cuda_version": (True, None),
+                                "config_bytes_sha256": (True, None),
+                                "model_sha256": (True, None),
+                                "deflate_engine": (True, None),
+                            },
+                        ),
+                        "resolvedDependencies": (
+                            True,
+                            [{"name": (True, None), "uri": (False, None), "digest": (False, None)}],
+                        ),
+                    },
+                ),
+                "runDetails": (
+                    True,
+                    {
+                        "builder": (True, {"id": (True, None), "version": (True, None)}),
+                        "metadata": (True, {"invocationId": (True, None)}),
+                    },
+                ),
+            },
+        ),
+    },
+    ".route.json": {
+        "schema": (True, None),
+        "release": (True, None),
+        "lane": (True, None),
+        "component_tag": (True, None),
+        "release_instance_id": (True, None),
+        "package": (
+            True,
+            {"name": (True, None), "url": (True, None), "size": (True, None), "sha256": (True, None)},
+        ),
+        "stand_ins": (True, None),
+        "model": (
+            True,
+            {
+                "binding": (True, None),
+                "url": (True, None),
+                "size": (True, None),
+                "sha256": (True, None),
+                "revision": (True, None),
+                "store_as": (True, None),
+                "resume_onto_older_version": (True, None),
+            },
+        ),
+        "hardware": (
+            True,
+            {
+                "gpu": (True, None),
+                "gpu_binding": (True, None),
+                "cuda_arch": (True, None),
+                "cuda_version": (True, None),
+                "cuda_runtime_version": (True, None),
+                "host_memory_floor_mib": (True, None),
+                "gpu_power_limit_w": (True, None),
+                "exclusive": (True, None),
+            },
+        ),
+        "install": (
+            True,
+            {
+                "program_root": (True, None),
+                "program_root_writable": (True, None),
+                "extract": (True, None),
+                "config": (True, None),
+                "config_bytes_sha256": (True, None),
+                "data_root": (True, None),
+                "create_dirs": (True, None),
+                "key_file": (True, None),
+                "model_path": (True, None),
+                "cache_root": (True, None),
+                "cache_acl": (
+                    True,
+                    {
+                        "inheritance": (True, None),
+                        "grants": (
+                            True,
+                            [
+                                {
+                                    "rights": (True, None),
+                                    "sid": (False, None),
+                                    "name": (False, None),
+                                    "principal": (False, None),
+                                }
+                            ],
+                        ),
+                    },
+                ),
+                "checkpoint_dir": (True, None),
+                "checkpoint_schema": (True, None),
+                "path_budget": (
+                    True,
+                    {
+                        "max_path": (True, None),
+                        "max_dir_path": (True, None),
+                        "units": (True, None),
+                        "checkpoint_file_name_chars": (True, None),
+                        "extended_length": (True, None),
+                        "program_root": (
+                            True,
+                            {
+                                "root": (True, None),
+                                "longest_file": (
+                                    True,
+                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                ),
+                                "longest_dir": (
+                                    True,
+                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                ),
+                            },
+                        ),
+                        "data_root": (
+                            True,
+                            {
+                                "root": (True, None),
+                                "longest_file": (
+                                    True,
+                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                ),
+                                "longest_dir": (
+                                    True,
+                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                ),
+                            },
+                        ),
+                    },
+                ),
+            },
+        ),
+        "endpoint": (
+            True,
+            {"host": (True, None), "port": (True, None), "auth": (True, None), "loopback_only": (True, None)},
+        ),
+        "bearer_key": (
+            True,
+            {
+                "file": (True, None),
+                "min_bytes": (True, None),
+                "generated_chars": (True, None),
+                "file_bytes": (True, None),
+                "random_bytes": (True, None),
+                "randomness": (True, None),
+                "alphabet": (True, None),
+                "encoding": (True, None),
+                "bom": (True, None),
+                "trailing_newline": (True, None),
+                "overwrite_existing": (True, None),
+                "acl": (
+                    True,
+                    {
+                        "inheritance": (True, None),
+                        "grants": (
+                            True,
+                            [
+                                {
+                                    "rights": (True, None),
+                                    "sid": (False, None),
+                                    "name": (False, None),
+                                    "principal": (False, None),
+                                }
+                            ],
+                        ),
+                    },
+                ),
+                "stored_in_assets": (True, None),
+            },
+        ),
+    },
+    ".manifest.json": {
+        "schema": (True, None),
+        "release": (True, None),
+        "candidate_commit": (True, None),
+        "lane": (True, None),
+        "component_tag": (True, None),
+        "kind": (True, None),
+        "profile_id": (True, None),
+        "source_commit": (True, None),
+        "upstream_base": (True, None),
+        "cuda_arch": (True, None),
+        "cuda_version": (True, None),
+        "cuda_runtime_version": (True, None),
+        "config": (True, {"hash_kind": (True, None), "sha256": (True, None)}),
+        "release_instance_id": (True, None),
+        "qualification": (True, None),
+        "rollback": (True, {"state": (True, None), "directions": (True, None)}),
+        "source_date_epoch": (True, None),
+        "path_budget": (
+            True,
+            {
+                "max_path": (True, None),
+                "max_dir_path": (True, None),
+                "units": (True, None),
+                "checkpoint_file_name_chars": (True, None),
+                "extended_length": (True, None),
+                "program_root": (
+                    True,
+                    {
+                        "root": (True, None),
+                        "longest_file": (
+                            True,
+                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                        ),
+                        "longest_dir": (
+                            True,
+                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                        ),
+                    },
+                ),
+                "data_root": (
+                    True,
+                    {
+                        "root": (True, None),
+                        "longest_file": (
+                            True,
+                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                        ),
+                        "longest_dir": (
+                            True,
+                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                        ),
+                    },
+                ),
+            },
+        ),
+        "entries": (
+            True,
+            [{"name": (True, None), "url": (True, None), "size": (True, None), "sha256": (True, None)}],
+        ),
+    },
+}
 #: Bytes a JSON record or the config can legitimately be (as ``verify``: ours are 0.4-6 KiB).
 MAX_RECORD_ENTRY = 1 << 20
 #: An SBOM's bound: a fixed part plus one file/component entry per zip member.
@@ -706,13 +1033,55 @@ class Records:
 
     def __init__(self, run: Run, names: Names, small: dict[str, bytes]) -> None:
         self.config = small.get(names.config)
-        self.profile = _load_json(run, names.profile, small.get(names.profile))
-        self.manifest = _load_json(run, names.manifest, small.get(names.manifest))
+        self.profile = _load_record(run, names.profile, small.get(names.profile))
+        self.manifest = _load_record(run, names.manifest, small.get(names.manifest))
         self.qualification = _load_json(run, names.qualification, small.get(names.qualification))
         _note_qualification(run, self.qualification)
-        self.provenance = _load_json(run, names.provenance, small.get(names.provenance))
-        self.route = _load_json(run, names.route, small.get(names.route))
-        self.model = _load_json(run, names.model, small.get(names.model))
+        self.provenance = _load_record(run, names.provenance, small.get(names.provenance))
+        self.route = _load_record(run, names.route, small.get(names.route))
+        self.model = _load_record(run, names.model, small.get(names.model))
+
+
+def _load_record(run: Run, name: str, data: bytes | None) -> Any:
+    """The strict JSON object ``name`` holds, or None; each key its record type does not have,
+    and each required key it lacks, is a failure (``RECORD_SHAPES``)."""
+    doc = _load_json(run, name, data)
+    if isinstance(doc, dict):
+        shape = next(v for k, v in RECORD_SHAPES.items() if name.endswith(k))
+        for problem in _shape_problems(doc, shape, ""):
+            run.fail(name, problem)
+    return doc
+
+
+def _shape_problems(doc: dict[str, Any], shape: dict[str, Any], where: str) -> Iterator[str]:
+    """Unknown and missing keys of ``doc`` (and of its nested records) under ``shape``."""
+    for key in doc:
+        if key not in shape:
+            yield f"{where}{key}: unknown field"
+    for key, (required, nested) in shape.items():
+        if key not in doc:
+            if required:
+                yield f"{where}{key}: missing"
+        elif nested is not None:
+            yield from _nested_problems(doc[key], nested, f"{where}{key}")
+
+
+def _nested_problems(value: Any, nested: Any, where: str) -> Iterator[str]:
+    """A nested record (``nested`` a dict of keys) or list of records (``[keys]``); null is left
+    to the record's own checks, as a value of another type is named here."""
+    if value is None:
+        return
+    if isinstance(nested, dict):
+        if isinstance(value, dict):
+            yield from _shape_problems(value, nested, where + ".")
+        else:
+            yield f"{where}: expected an object"
+    elif not isinstance(value, list):
+        yield f"{where}: expected an array"
+    else:
+        for i, item in enumerate(value):
+            if isinstance(item, dict):
+                yield from _shape_problems(item, nested[0], f"{where}[{i}].")
 
 
 def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
