@@ -443,6 +443,8 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
     "manifest-unknown-key": (_set_key(".manifest.json", ("colour",), "red", deep=False), False),
     "profile-unknown-key": (_set_key(".profile.json", ("colour",), "red", deep=True), False),
     "model-unknown-key": (_set_key(".model.json", ("colour",), "red", deep=True), False),
+    "route-schema-a-string": (_set_key(".route.json", ("schema",), "1", deep=True), False),
+    "manifest-cuda-arch-a-number": (_set_key(".manifest.json", ("cuda_arch",), 7, deep=False), False),
     # Schema-only faults in a fully re-sealed CycloneDX (the issue 12 gap, closed): only the
     # schema's rules can see them; the stdlib verifier checks them as ``CDX_SHAPES``.
     "cdx-component-type-outside-enum-resealed": (_cdx_edit(lambda cs: cs[0].update(type="gizmo")), False),
@@ -773,8 +775,35 @@ def test_the_standalone_iri_check_accepts_only_what_verify_accepts() -> None:
 # --- the typed records' keys, against the record types verify reads them with --------------------
 
 
+def _json_types(tp: Any) -> str:
+    """The JSON types a value of annotation ``tp`` can have, ``|``-joined in a fixed order
+    (``any``: not constrained here); a superset of what the record's decoder accepts."""
+    import types
+    import typing
+    from collections.abc import Mapping
+
+    from ninfer_release.jsonrecord import JsonRecord
+
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        parts = {t for a in typing.get_args(tp) for t in _json_types(a).split("|")}
+    elif origin is typing.Literal:
+        parts = {_json_types(type(a)) for a in typing.get_args(tp)}
+    elif origin is tuple or origin is list:
+        parts = {"array"}
+    elif origin is Mapping or (isinstance(tp, type) and issubclass(tp, JsonRecord)):
+        parts = {"object"}
+    else:
+        parts = {{type(None): "null", bool: "bool", int: "int", float: "number", str: "str"}.get(tp, "any")}
+    if "any" in parts:
+        return "any"
+    order = ("null", "bool", "int", "number", "str", "array", "object")
+    return "|".join(t for t in order if t in parts)
+
+
 def _record_shape(cls: type[Any]) -> dict[str, Any]:
-    """``key -> (required, nested)`` of a :class:`JsonRecord` type, as ``RECORD_SHAPES`` holds it."""
+    """``key -> (required, JSON types, nested)`` of a :class:`JsonRecord` type, as
+    ``RECORD_SHAPES`` holds it."""
     import types
     import typing
 
@@ -798,14 +827,16 @@ def _record_shape(cls: type[Any]) -> dict[str, Any]:
         elif f.decode is None and typing.get_origin(tp) in (tuple, list):
             item = unwrap(typing.get_args(tp)[0])
             nested = [_record_shape(item)] if is_record(item) else None
-        out[f.key] = (not f.absent_when_none, nested)
+        kinds = "any" if f.decode is not None else _json_types(f.type)
+        out[f.key] = (not f.absent_when_none, kinds, nested)
     return out
 
 
 def test_the_standalone_record_keys_are_the_record_types() -> None:
     """``RECORD_SHAPES`` of the stdlib verifier equals what ``releases._records`` declares for the
     records ``verify`` parses as typed records (profile, model, provenance, route, component
-    manifest): a field added on one side cannot be forgotten on the other."""
+    manifest): keys, whether each is required, its JSON types and nested records. A field added
+    on one side cannot be forgotten on the other."""
     from ninfer_release.releases import _records
     from ninfer_release.releases import _standalone_verifier as sv
 

@@ -87,224 +87,294 @@ PROVENANCE_SUBJECTS = (
 )
 ZIP_CONFIG_PATH = "config/ninfer.toml"
 #: The keys of each JSON record ``verify`` reads as a typed record (``ninfer_release.releases._records``),
-#: by entry suffix: key -> (required, nested), nested being ``None`` (a value), the keys of a nested
-#: object, or ``[keys]`` (a list of such objects). ``verify`` refuses an unknown or missing key, so
-#: this file does too. Generated from the record types; a test keeps them equal.
+#: by entry suffix: key -> (required, JSON types, nested): the types ``|``-joined (``null``, ``bool``,
+#: ``int``, ``number``, ``str``, ``array``, ``object``; ``any``: not constrained), nested ``None``, the
+#: keys of a nested record, or ``[keys]`` (a list of records). ``verify`` refuses an unknown or
+#: missing key or a value of another type, so this file does too. Generated from the record types;
+#: a test keeps them equal.
 RECORD_SHAPES: dict[str, dict[str, Any]] = {
     ".profile.json": {
-        "profile_schema": (True, None),
-        "profile_id": (True, None),
-        "kind": (True, None),
-        "lane": (True, None),
-        "component_tag": (True, None),
-        "carried": (True, None),
-        "carried_from": (True, None),
-        "gpu": (True, None),
-        "cuda_arch": (True, None),
-        "config_schema": (True, None),
-        "model": (True, {"local_name": (True, None), "sha256": (True, None)}),
-        "context_tokens": (True, None),
-        "kv_capacity_tokens": (True, None),
-        "kv_cache_dtype": (True, None),
-        "speculation": (True, {"mode": (True, None), "lm_head_draft": (True, None), "dflash2": (True, None)}),
-        "concurrent_requests": (True, None),
-        "pending_timeout_ms": (True, None),
-        "extra_device_state_slots": (True, None),
-        "prefill_chunk_tokens": (True, None),
-        "shared_host_budget_bytes": (True, None),
-        "shared_host_budget_mib": (True, None),
-        "admission_headroom_mib": (True, None),
-        "keep_warm_ms": (True, None),
-        "vision": (True, None),
-        "host_memory_floor_mib": (True, None),
-        "gpu_power_limit_w": (True, None),
+        "profile_schema": (True, "int", None),
+        "profile_id": (True, "str", None),
+        "kind": (True, "str", None),
+        "lane": (True, "str", None),
+        "component_tag": (True, "null|str", None),
+        "carried": (True, "bool", None),
+        "carried_from": (True, "null|str", None),
+        "gpu": (True, "str", None),
+        "cuda_arch": (True, "null|str", None),
+        "config_schema": (True, "null|int", None),
+        "model": (True, "object", {"local_name": (True, "str", None), "sha256": (True, "str", None)}),
+        "context_tokens": (True, "null|int", None),
+        "kv_capacity_tokens": (True, "null|int", None),
+        "kv_cache_dtype": (True, "null|str", None),
+        "speculation": (
+            True,
+            "null|object",
+            {
+                "mode": (True, "str", None),
+                "lm_head_draft": (True, "bool", None),
+                "dflash2": (True, "bool", None),
+            },
+        ),
+        "concurrent_requests": (True, "null|int", None),
+        "pending_timeout_ms": (True, "null|int", None),
+        "extra_device_state_slots": (True, "null|int", None),
+        "prefill_chunk_tokens": (True, "null|int", None),
+        "shared_host_budget_bytes": (True, "null|int", None),
+        "shared_host_budget_mib": (True, "null|str", None),
+        "admission_headroom_mib": (True, "null|int", None),
+        "keep_warm_ms": (True, "null|int", None),
+        "vision": (True, "null|bool", None),
+        "host_memory_floor_mib": (True, "null|int", None),
+        "gpu_power_limit_w": (True, "null|int", None),
         "endpoint": (
             True,
+            "object",
             {
-                "host": (True, None),
-                "port": (True, None),
-                "auth": (True, None),
-                "key_file": (True, None),
-                "key_min_bytes": (True, None),
-                "key_generation": (True, None),
+                "host": (True, "str", None),
+                "port": (True, "int", None),
+                "auth": (True, "str", None),
+                "key_file": (True, "str", None),
+                "key_min_bytes": (True, "int", None),
+                "key_generation": (True, "str", None),
             },
         ),
         "checkpoint": (
             True,
+            "object",
             {
-                "root": (True, None),
-                "dir_template": (True, None),
-                "mount": (True, None),
-                "schema": (True, None),
-                "require_origin_auth": (True, None),
+                "root": (True, "null|str", None),
+                "dir_template": (True, "null|str", None),
+                "mount": (True, "null|str", None),
+                "schema": (True, "null|int", None),
+                "require_origin_auth": (True, "bool", None),
             },
         ),
-        "strict_origin_config": (True, None),
-        "flags": (True, None),
-        "args": (True, None),
-        "config": (True, {"path": (True, None), "hash_kind": (True, None), "bytes_sha256": (True, None)}),
+        "strict_origin_config": (True, "null|str", None),
+        "flags": (True, "array", None),
+        "args": (True, "array", None),
+        "config": (
+            True,
+            "object",
+            {
+                "path": (True, "str", None),
+                "hash_kind": (True, "str", None),
+                "bytes_sha256": (True, "str", None),
+            },
+        ),
     },
     ".model.json": {
-        "schema": (True, None),
-        "binding": (True, None),
-        "repository": (True, None),
-        "revision": (True, None),
-        "artifact": (True, None),
-        "url": (True, None),
-        "size": (True, None),
-        "sha256": (True, None),
-        "local_name": (True, None),
-        "container_version": (True, None),
+        "schema": (True, "int", None),
+        "binding": (True, "str", None),
+        "repository": (True, "str", None),
+        "revision": (True, "str", None),
+        "artifact": (True, "str", None),
+        "url": (True, "str", None),
+        "size": (True, "int", None),
+        "sha256": (True, "str", None),
+        "local_name": (True, "str", None),
+        "container_version": (True, "int", None),
     },
     ".provenance.json": {
-        "_type": (True, None),
-        "subject": (True, [{"name": (True, None), "digest": (True, None)}]),
-        "predicateType": (True, None),
+        "_type": (True, "str", None),
+        "subject": (True, "array", [{"name": (True, "str", None), "digest": (True, "object", None)}]),
+        "predicateType": (True, "str", None),
         "predicate": (
             True,
+            "object",
             {
                 "buildDefinition": (
                     True,
+                    "object",
                     {
-                        "buildType": (True, None),
+                        "buildType": (True, "str", None),
                         "externalParameters": (
                             True,
+                            "object",
                             {
-                                "release": (True, None),
-                                "lane": (True, None),
-                                "component_tag": (True, None),
-                                "profile_id": (True, None),
-                                "definition_sha256": (True, None),
+                                "release": (True, "str", None),
+                                "lane": (True, "str", None),
+                                "component_tag": (True, "str", None),
+                                "profile_id": (True, "str", None),
+                                "definition_sha256": (True, "str", None),
                             },
                         ),
                         "internalParameters": (
                             True,
+                            "object",
                             {
-                                "source_date_epoch": (True, None),
-                                "cuda_arch": (True, None),
-                                "cuda_version": (True, None),
-                                "config_bytes_sha256": (True, None),
-                                "model_sha256": (True, None),
-                                "deflate_engine": (True, None),
+                                "source_date_epoch": (True, "int", None),
+                                "cuda_arch": (True, "str", None),
+                                "cuda_version": (True, "str", None),
+                                "config_bytes_sha256": (True, "str", None),
+                                "model_sha256": (True, "str", None),
+                                "deflate_engine": (True, "str", None),
                             },
                         ),
                         "resolvedDependencies": (
                             True,
-                            [{"name": (True, None), "uri": (False, None), "digest": (False, None)}],
+                            "array",
+                            [
+                                {
+                                    "name": (True, "str", None),
+                                    "uri": (False, "null|str", None),
+                                    "digest": (False, "null|object", None),
+                                }
+                            ],
                         ),
                     },
                 ),
                 "runDetails": (
                     True,
+                    "object",
                     {
-                        "builder": (True, {"id": (True, None), "version": (True, None)}),
-                        "metadata": (True, {"invocationId": (True, None)}),
+                        "builder": (
+                            True,
+                            "object",
+                            {"id": (True, "str", None), "version": (True, "object", None)},
+                        ),
+                        "metadata": (True, "object", {"invocationId": (True, "str", None)}),
                     },
                 ),
             },
         ),
     },
     ".route.json": {
-        "schema": (True, None),
-        "release": (True, None),
-        "lane": (True, None),
-        "component_tag": (True, None),
-        "release_instance_id": (True, None),
+        "schema": (True, "int", None),
+        "release": (True, "str", None),
+        "lane": (True, "str", None),
+        "component_tag": (True, "str", None),
+        "release_instance_id": (True, "str", None),
         "package": (
             True,
-            {"name": (True, None), "url": (True, None), "size": (True, None), "sha256": (True, None)},
+            "object",
+            {
+                "name": (True, "str", None),
+                "url": (True, "str", None),
+                "size": (True, "int", None),
+                "sha256": (True, "str", None),
+            },
         ),
-        "stand_ins": (True, None),
+        "stand_ins": (True, "array", None),
         "model": (
             True,
+            "object",
             {
-                "binding": (True, None),
-                "url": (True, None),
-                "size": (True, None),
-                "sha256": (True, None),
-                "revision": (True, None),
-                "store_as": (True, None),
-                "resume_onto_older_version": (True, None),
+                "binding": (True, "str", None),
+                "url": (True, "str", None),
+                "size": (True, "int", None),
+                "sha256": (True, "str", None),
+                "revision": (True, "str", None),
+                "store_as": (True, "str", None),
+                "resume_onto_older_version": (True, "bool", None),
             },
         ),
         "hardware": (
             True,
+            "object",
             {
-                "gpu": (True, None),
-                "gpu_binding": (True, None),
-                "cuda_arch": (True, None),
-                "cuda_version": (True, None),
-                "cuda_runtime_version": (True, None),
-                "host_memory_floor_mib": (True, None),
-                "gpu_power_limit_w": (True, None),
-                "exclusive": (True, None),
+                "gpu": (True, "str", None),
+                "gpu_binding": (True, "str", None),
+                "cuda_arch": (True, "str", None),
+                "cuda_version": (True, "str", None),
+                "cuda_runtime_version": (True, "null|str", None),
+                "host_memory_floor_mib": (True, "null|int", None),
+                "gpu_power_limit_w": (True, "null|int", None),
+                "exclusive": (True, "str", None),
             },
         ),
         "install": (
             True,
+            "object",
             {
-                "program_root": (True, None),
-                "program_root_writable": (True, None),
-                "extract": (True, None),
-                "config": (True, None),
-                "config_bytes_sha256": (True, None),
-                "data_root": (True, None),
-                "create_dirs": (True, None),
-                "key_file": (True, None),
-                "model_path": (True, None),
-                "cache_root": (True, None),
+                "program_root": (True, "str", None),
+                "program_root_writable": (True, "bool", None),
+                "extract": (True, "str", None),
+                "config": (True, "str", None),
+                "config_bytes_sha256": (True, "str", None),
+                "data_root": (True, "str", None),
+                "create_dirs": (True, "array", None),
+                "key_file": (True, "str", None),
+                "model_path": (True, "str", None),
+                "cache_root": (True, "str", None),
                 "cache_acl": (
                     True,
+                    "object",
                     {
-                        "inheritance": (True, None),
+                        "inheritance": (True, "str", None),
                         "grants": (
                             True,
+                            "array",
                             [
                                 {
-                                    "rights": (True, None),
-                                    "sid": (False, None),
-                                    "name": (False, None),
-                                    "principal": (False, None),
+                                    "rights": (True, "str", None),
+                                    "sid": (False, "null|str", None),
+                                    "name": (False, "null|str", None),
+                                    "principal": (False, "null|str", None),
                                 }
                             ],
                         ),
                     },
                 ),
-                "checkpoint_dir": (True, None),
-                "checkpoint_schema": (True, None),
+                "checkpoint_dir": (True, "str", None),
+                "checkpoint_schema": (True, "int", None),
                 "path_budget": (
                     True,
+                    "object",
                     {
-                        "max_path": (True, None),
-                        "max_dir_path": (True, None),
-                        "units": (True, None),
-                        "checkpoint_file_name_chars": (True, None),
-                        "extended_length": (True, None),
+                        "max_path": (True, "int", None),
+                        "max_dir_path": (True, "int", None),
+                        "units": (True, "str", None),
+                        "checkpoint_file_name_chars": (True, "int", None),
+                        "extended_length": (True, "bool", None),
                         "program_root": (
                             True,
+                            "object",
                             {
-                                "root": (True, None),
+                                "root": (True, "str", None),
                                 "longest_file": (
                                     True,
-                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                    "object",
+                                    {
+                                        "path": (True, "str", None),
+                                        "chars": (True, "int", None),
+                                        "limit": (True, "int", None),
+                                    },
                                 ),
                                 "longest_dir": (
                                     True,
-                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                    "object",
+                                    {
+                                        "path": (True, "str", None),
+                                        "chars": (True, "int", None),
+                                        "limit": (True, "int", None),
+                                    },
                                 ),
                             },
                         ),
                         "data_root": (
                             True,
+                            "object",
                             {
-                                "root": (True, None),
+                                "root": (True, "str", None),
                                 "longest_file": (
                                     True,
-                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                    "object",
+                                    {
+                                        "path": (True, "str", None),
+                                        "chars": (True, "int", None),
+                                        "limit": (True, "int", None),
+                                    },
                                 ),
                                 "longest_dir": (
                                     True,
-                                    {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                                    "object",
+                                    {
+                                        "path": (True, "str", None),
+                                        "chars": (True, "int", None),
+                                        "limit": (True, "int", None),
+                                    },
                                 ),
                             },
                         ),
@@ -314,94 +384,130 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
         ),
         "endpoint": (
             True,
-            {"host": (True, None), "port": (True, None), "auth": (True, None), "loopback_only": (True, None)},
+            "object",
+            {
+                "host": (True, "str", None),
+                "port": (True, "int", None),
+                "auth": (True, "str", None),
+                "loopback_only": (True, "bool", None),
+            },
         ),
         "bearer_key": (
             True,
+            "object",
             {
-                "file": (True, None),
-                "min_bytes": (True, None),
-                "generated_chars": (True, None),
-                "file_bytes": (True, None),
-                "random_bytes": (True, None),
-                "randomness": (True, None),
-                "alphabet": (True, None),
-                "encoding": (True, None),
-                "bom": (True, None),
-                "trailing_newline": (True, None),
-                "overwrite_existing": (True, None),
+                "file": (True, "str", None),
+                "min_bytes": (True, "int", None),
+                "generated_chars": (True, "int", None),
+                "file_bytes": (True, "int", None),
+                "random_bytes": (True, "int", None),
+                "randomness": (True, "str", None),
+                "alphabet": (True, "str", None),
+                "encoding": (True, "str", None),
+                "bom": (True, "bool", None),
+                "trailing_newline": (True, "bool", None),
+                "overwrite_existing": (True, "bool", None),
                 "acl": (
                     True,
+                    "object",
                     {
-                        "inheritance": (True, None),
+                        "inheritance": (True, "str", None),
                         "grants": (
                             True,
+                            "array",
                             [
                                 {
-                                    "rights": (True, None),
-                                    "sid": (False, None),
-                                    "name": (False, None),
-                                    "principal": (False, None),
+                                    "rights": (True, "str", None),
+                                    "sid": (False, "null|str", None),
+                                    "name": (False, "null|str", None),
+                                    "principal": (False, "null|str", None),
                                 }
                             ],
                         ),
                     },
                 ),
-                "stored_in_assets": (True, None),
+                "stored_in_assets": (True, "bool", None),
             },
         ),
     },
     ".manifest.json": {
-        "schema": (True, None),
-        "release": (True, None),
-        "candidate_commit": (True, None),
-        "lane": (True, None),
-        "component_tag": (True, None),
-        "kind": (True, None),
-        "profile_id": (True, None),
-        "source_commit": (True, None),
-        "upstream_base": (True, None),
-        "cuda_arch": (True, None),
-        "cuda_version": (True, None),
-        "cuda_runtime_version": (True, None),
-        "config": (True, {"hash_kind": (True, None), "sha256": (True, None)}),
-        "release_instance_id": (True, None),
-        "qualification": (True, None),
-        "rollback": (True, {"state": (True, None), "directions": (True, None)}),
-        "source_date_epoch": (True, None),
+        "schema": (True, "int", None),
+        "release": (True, "str", None),
+        "candidate_commit": (True, "str", None),
+        "lane": (True, "str", None),
+        "component_tag": (True, "str", None),
+        "kind": (True, "str", None),
+        "profile_id": (True, "str", None),
+        "source_commit": (True, "str", None),
+        "upstream_base": (True, "null|str", None),
+        "cuda_arch": (True, "str", None),
+        "cuda_version": (True, "str", None),
+        "cuda_runtime_version": (True, "null|str", None),
+        "config": (True, "object", {"hash_kind": (True, "str", None), "sha256": (True, "str", None)}),
+        "release_instance_id": (True, "str", None),
+        "qualification": (True, "str", None),
+        "rollback": (
+            True,
+            "object",
+            {"state": (True, "null|str", None), "directions": (True, "null|int", None)},
+        ),
+        "source_date_epoch": (True, "int", None),
         "path_budget": (
             True,
+            "object",
             {
-                "max_path": (True, None),
-                "max_dir_path": (True, None),
-                "units": (True, None),
-                "checkpoint_file_name_chars": (True, None),
-                "extended_length": (True, None),
+                "max_path": (True, "int", None),
+                "max_dir_path": (True, "int", None),
+                "units": (True, "str", None),
+                "checkpoint_file_name_chars": (True, "int", None),
+                "extended_length": (True, "bool", None),
                 "program_root": (
                     True,
+                    "object",
                     {
-                        "root": (True, None),
+                        "root": (True, "str", None),
                         "longest_file": (
                             True,
-                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                            "object",
+                            {
+                                "path": (True, "str", None),
+                                "chars": (True, "int", None),
+                                "limit": (True, "int", None),
+                            },
                         ),
                         "longest_dir": (
                             True,
-                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                            "object",
+                            {
+                                "path": (True, "str", None),
+                                "chars": (True, "int", None),
+                                "limit": (True, "int", None),
+                            },
                         ),
                     },
                 ),
                 "data_root": (
                     True,
+                    "object",
                     {
-                        "root": (True, None),
+                        "root": (True, "str", None),
                         "longest_file": (
                             True,
-                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                            "object",
+                            {
+                                "path": (True, "str", None),
+                                "chars": (True, "int", None),
+                                "limit": (True, "int", None),
+                            },
                         ),
                         "longest_dir": (
                             True,
-                            {"path": (True, None), "chars": (True, None), "limit": (True, None)},
+                            "object",
+                            {
+                                "path": (True, "str", None),
+                                "chars": (True, "int", None),
+                                "limit": (True, "int", None),
+                            },
                         ),
                     },
                 ),
@@ -409,7 +515,15 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
         ),
         "entries": (
             True,
-            [{"name": (True, None), "url": (True, None), "size": (True, None), "sha256": (True, None)}],
+            "array",
+            [
+                {
+                    "name": (True, "str", None),
+                    "url": (True, "str", None),
+                    "size": (True, "int", None),
+                    "sha256": (True, "str", None),
+                }
+            ],
         ),
     },
 }
@@ -1054,16 +1168,35 @@ def _load_record(run: Run, name: str, data: bytes | None) -> Any:
 
 
 def _shape_problems(doc: dict[str, Any], shape: dict[str, Any], where: str) -> Iterator[str]:
-    """Unknown and missing keys of ``doc`` (and of its nested records) under ``shape``."""
+    """Unknown and missing keys of ``doc``, values of another JSON type, and the same in its
+    nested records, under ``shape``."""
     for key in doc:
         if key not in shape:
             yield f"{where}{key}: unknown field"
-    for key, (required, nested) in shape.items():
+    for key, (required, kinds, nested) in shape.items():
         if key not in doc:
             if required:
                 yield f"{where}{key}: missing"
+        elif not _fits(doc[key], kinds):
+            yield f"{where}{key}: expected {kinds.replace('|', ' or ')}, got {_json_type(doc[key])}"
         elif nested is not None:
             yield from _nested_problems(doc[key], nested, f"{where}{key}")
+
+
+def _fits(value: Any, kinds: str) -> bool:
+    """Whether ``value`` is of one of the JSON ``kinds`` (an integer is also a ``number``)."""
+    allowed = kinds.split("|")
+    kind = _json_type(value)
+    return "any" in allowed or kind in allowed or (kind == "int" and "number" in allowed)
+
+
+def _json_type(value: Any) -> str:
+    """``null``, ``bool``, ``int``, ``number`` (a fraction), ``str``, ``array`` or ``object``."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "bool"
+    if isinstance(value, (int, float)):
+        return "int" if isinstance(value, int) else "number"
+    return "str" if isinstance(value, str) else "array" if isinstance(value, list) else "object"
 
 
 def _nested_problems(value: Any, nested: Any, where: str) -> Iterator[str]:
