@@ -400,8 +400,17 @@ def test_sample_layout_step_writes_base_and_inputs(tmp_path: Path) -> None:
 
     seen: list[str] = []
 
+    class Steps:
+        """A :class:`~ninfer_release.progress.Progress` keeping each step's message."""
+
+        def step(self, message: str, total: int | None = None) -> None:
+            seen.append(message)
+
+        def advance(self, nbytes: int) -> None:
+            return None
+
     class Ctx:
-        progress = staticmethod(seen.append)
+        progress = Steps()
 
     sample_layout_step(tmp_path, Ctx())
     assert SAMPLE_EPOCH == RELEASE_EPOCH
