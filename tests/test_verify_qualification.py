@@ -188,11 +188,15 @@ def _receipt_listed_twice(doc: dict[str, Any]) -> None:
         # One receipt counted twice (same SHA-256) inflates the evidence; sealing never writes that.
         (_receipt_listed_twice, "receipts[1] ('run-2.json') has the SHA-256 of receipts[0]"),
         # Unknown keys are refused in a receipt, and so in the record that mirrors it: nothing
-        # beyond what sealing writes can ride along in a set that verifies.
-        (lambda doc: doc.update(approved_by="QA"), "unknown key 'approved_by'"),
+        # beyond what sealing writes can ride along in a set that verifies. The typed parse names
+        # the file and the field path.
+        (
+            lambda doc: doc.update(approved_by="QA"),
+            f"{S}.qualification.json: approved_by: unknown field (not part of a qualification record)",
+        ),
         (
             lambda doc: doc["receipts"][0].update(signed_off=True),
-            "receipts[0] ('run-1.json') unknown key 'signed_off'",
+            f"{S}.qualification.json: receipts[0].signed_off: unknown field (not part of a receipt entry)",
         ),
     ],
 )

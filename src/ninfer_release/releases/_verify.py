@@ -49,10 +49,13 @@ from ninfer_release.releases._contract import (
 from ninfer_release.releases._receipts import merge_gates, qualifies
 from ninfer_release.releases._records import (
     STATEMENT_TYPE,
+    BoundTo,
     ComponentManifest,
     ModelRecord,
     ProfileAsset,
     ProvenanceStatement,
+    QualificationRecord,
+    ReceiptEntry,
     RouteRecord,
     release_instance_id,
 )
@@ -393,8 +396,8 @@ def verify_set(
     progress.step("hashed")
     files = _read_set(run, names, progress)
     _check_sums(run, names, files, expected_sums_sha256)
-    _check_bindings(run, names, files)
-    status, counts, bindings = _qualification_state(files.small.get(names.qualification))
+    records = _check_bindings(run, names, files)
+    status, counts, bindings = _qualification_state(records.qualification)
     return VerifyReport(
         directory=str(directory),
         stem=stem,
@@ -408,24 +411,18 @@ def verify_set(
     )
 
 
-def _qualification_state(data: bytes | None) -> tuple[str | None, dict[str, int], dict[str, int]]:
-    """``(status, gate counts, receipts per binding)`` as the qualification record states them
-    (checked elsewhere)."""
-    try:
-        doc = strictjson.parse(data, source="qualification", error=IntegrityError) if data else None
-    except IntegrityError:
-        return None, {}, {}  # reported where the qualification record itself is checked
-    status = _get(doc, "status")
-    counts = _get(doc, "gates", "counts")
-    good = isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values())
-    receipts = _get(doc, "receipts")
-    kinds = (
-        [r.get("binding") for r in receipts if isinstance(r, dict)] if isinstance(receipts, list) else None
-    )
+def _qualification_state(
+    record: QualificationRecord | None,
+) -> tuple[str | None, dict[str, int], dict[str, int]]:
+    """``(status, gate counts, receipts per binding)`` as the typed qualification record states
+    them (checked by :func:`_check_qualification`; ``None, {}, {}`` when it did not parse)."""
+    if record is None:
+        return None, {}, {}
+    kinds = [r.binding for r in record.receipts]
     return (
-        status if status in ("qualified", "unqualified") else None,
-        {str(k): int(v) for k, v in counts.items()} if good and isinstance(counts, dict) else {},
-        {k: kinds.count(k) for k in ("public", "scratch_equivalence")} if kinds is not None else {},
+        record.status if record.status in ("qualified", "unqualified") else None,
+        dict(record.gates.counts),
+        {k: kinds.count(k) for k in ("public", "scratch_equivalence")},
     )
 
 
@@ -456,46 +453,60 @@ def _zip_member(run: _Run, zip_path: Path, member: str, max_bytes: int) -> bytes
 R = TypeVar("R", bound=JsonRecord)
 
 
+def _typed(run: _Run, name: str, data: bytes | None, record: type[R]) -> R | None:
+    """``data`` parsed strictly as ``record`` (``None``: absent, or its problems added to ``run``)."""
+    doc = _load_json(run, name, data)
+    if doc is None:
+        return None
+    try:
+        return record.parse_doc(doc, source=name)
+    except IntegrityError as exc:
+        run.failures.extend(exc.lines)
+        return None
+
+
+def _read_qualification(run: _Run, name: str, data: bytes | None) -> QualificationRecord | None:
+    """The qualification record, typed. Its schema is read first: only schema 2 binds the package
+    bytes, so another one is refused as such rather than field by field."""
+    doc = _load_json(run, name, data)
+    if doc is None:
+        return None
+    if doc.get("schema") != 2:
+        run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
+        return None
+    try:
+        return QualificationRecord.parse_doc(doc, source=name)
+    except IntegrityError as exc:
+        run.failures.extend(exc.lines)
+        return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Records:
     """The set's JSON records, each parsed with the type sealing wrote it with (``None``: absent,
-    unreadable or not that record — reported when read). The qualification record is also kept
-    as its plain document, which :func:`_check_qualification` reads by the schema-2 rule."""
+    unreadable or not that record — reported when read)."""
 
     profile: ProfileAsset | None
     manifest: ComponentManifest | None
-    qualification: dict[str, Any] | None
+    qualification: QualificationRecord | None
     provenance: ProvenanceStatement | None
     route: RouteRecord | None
     model: ModelRecord | None
 
     @classmethod
     def read(cls, run: _Run, names: AssetNames, small: Mapping[str, bytes]) -> _Records:
-        def typed(name: str, record: type[R]) -> R | None:
-            doc = _load_json(run, name, small.get(name))
-            if doc is None:
-                return None
-            try:
-                return record.parse_doc(doc, source=name)
-            except IntegrityError as exc:
-                run.failures.extend(exc.lines)
-                return None
-
-        profile = typed(names.profile, ProfileAsset)
-        manifest = typed(names.manifest, ComponentManifest)
-        qualification = _load_json(run, names.qualification, small.get(names.qualification))
         return cls(
-            profile=profile,
-            manifest=manifest,
-            qualification=qualification,
-            provenance=typed(names.provenance, ProvenanceStatement),
-            route=typed(names.route, RouteRecord),
-            model=typed(names.model, ModelRecord),
+            profile=_typed(run, names.profile, small.get(names.profile), ProfileAsset),
+            manifest=_typed(run, names.manifest, small.get(names.manifest), ComponentManifest),
+            qualification=_read_qualification(run, names.qualification, small.get(names.qualification)),
+            provenance=_typed(run, names.provenance, small.get(names.provenance), ProvenanceStatement),
+            route=_typed(run, names.route, small.get(names.route), RouteRecord),
+            model=_typed(run, names.model, small.get(names.model), ModelRecord),
         )
 
 
-def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> None:
-    """Checks 3–6 of the module docstring, one per record."""
+def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
+    """Checks 3–6 of the module docstring, one per record; the records as read."""
     _check_spdx(run, names, files)
     _check_cdx(run, names, files)
     records = _Records.read(run, names, files.small)
@@ -513,6 +524,7 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> None:
         )
     if records.route is not None and names.zip in files.digests:
         _check_route_package(run, names, files, records.route, records.model)
+    return records
 
 
 def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
@@ -609,7 +621,7 @@ def _check_config(run: _Run, names: AssetNames, files: _SetFiles, records: _Reco
     if records.manifest is not None:
         bound.append((names.manifest, records.manifest.config.sha256))
     if records.qualification is not None:
-        bound.append((names.qualification, _get(records.qualification, "bound_to", "config_bytes_sha256")))
+        bound.append((names.qualification, records.qualification.bound_to.config_bytes_sha256))
     if records.route is not None:
         bound.append((names.route, records.route.install.config_bytes_sha256))
     for doc_name, sha in bound:
@@ -745,16 +757,11 @@ def _identity_pairs(names: AssetNames, records: _Records) -> list[tuple[str, str
     q = records.qualification
     if q is not None:
         pairs += [
-            (names.qualification, "component_tag", _get(q, "component_tag"), "component_tag"),
-            (names.qualification, "lane", _get(q, "lane"), "lane"),
-            (names.qualification, "status", _get(q, "status"), "qualification"),
-            (
-                names.qualification,
-                "bound_to.source_commit",
-                _get(q, "bound_to", "source_commit"),
-                "source_commit",
-            ),
-            (names.qualification, "bound_to.profile_id", _get(q, "bound_to", "profile_id"), "profile_id"),
+            (names.qualification, "component_tag", q.component_tag, "component_tag"),
+            (names.qualification, "lane", q.lane, "lane"),
+            (names.qualification, "status", q.status, "qualification"),
+            (names.qualification, "bound_to.source_commit", q.bound_to.source_commit, "source_commit"),
+            (names.qualification, "bound_to.profile_id", q.bound_to.profile_id, "profile_id"),
         ]
     r = records.route
     if r is not None:
@@ -792,7 +799,7 @@ def _check_identity(run: _Run, names: AssetNames, records: _Records, *, zip_sha2
         want = getattr(manifest, key)
         if got != want:
             run.fail(doc_name, f"{path} is {got!r}, but {names.manifest} has {key} {want!r}")
-    if isinstance(records.qualification, dict):
+    if records.qualification is not None:
         _check_qualification(run, names.qualification, records.qualification, zip_sha256)
     if zip_sha256 is not None:
         instance = release_instance_id(tag, zip_sha256)
@@ -809,15 +816,7 @@ def _check_identity(run: _Run, names: AssetNames, records: _Records, *, zip_sha2
         )
 
 
-#: What sealing writes into a qualification record and each of its receipt entries
-#: (:func:`~._records.qualification_record`): unknown keys are refused, as in a receipt.
-_RECORD_KEYS = frozenset(
-    {"schema", "lane", "component_tag", "status", "bound_to", "receipts", "gates", "rollback"}
-)
-_RECORD_RECEIPT_KEYS = frozenset({"name", "sha256", "binding", "bound", "gates", "measurements", "scratch"})
-
-
-def _receipt_entry_problems(entry: Mapping[str, Any], bound_to: Any) -> list[str]:
+def _receipt_entry_problems(entry: ReceiptEntry, bound_to: BoundTo) -> list[str]:
     """Why one receipt entry of a qualification record does not qualify ``bound_to`` (empty: it does).
 
     What sealing (:func:`~._receipts.bind_receipts`) demands, read back: a ``public`` receipt bound
@@ -825,80 +824,57 @@ def _receipt_entry_problems(entry: Mapping[str, Any], bound_to: Any) -> list[str
     ``scratch_equivalence`` one bound this source and profile, its own other bytes, and
     equivalence evidence naming this config and package.
     """
-    kind = entry.get("binding")
+    kind = entry.binding
     if kind not in ("public", "scratch_equivalence"):
         return [f"binding {kind!r} is not public or scratch_equivalence"]
-    want = {
-        "source_commit": _get(bound_to, "source_commit"),
-        "profile_id": _get(bound_to, "profile_id"),
-        "config_sha256": _get(bound_to, "config_bytes_sha256"),
-        "package_sha256": _get(bound_to, "package_sha256"),
-    }
     problems = [
-        f"bound.{key} {_get(entry, 'bound', key)!r} is not bound_to's {want[key]!r}"
-        for key in ("source_commit", "profile_id")
-        if _get(entry, "bound", key) != want[key]
+        f"bound.{key} {got!r} is not bound_to's {want!r}"
+        for key, got, want in (
+            ("source_commit", entry.bound.source_commit, bound_to.source_commit),
+            ("profile_id", entry.bound.profile_id, bound_to.profile_id),
+        )
+        if got != want
     ]
-    own = (_get(entry, "bound", "package_sha256"), _get(entry, "bound", "config_sha256"))
-    public = (want["package_sha256"], want["config_sha256"])
+    own = (entry.bound.package_sha256, entry.bound.config_sha256)
+    public = (bound_to.package_sha256, bound_to.config_bytes_sha256)
     if kind == "public":
-        if "scratch" in entry:
+        if entry.scratch is not None:
             problems.append("has binding 'public' but carries scratch evidence")
         if own != public:
             problems.append("does not bind this package and config")
         return problems
-    equivalence = (
-        _get(entry, "scratch", "equivalence", "package_sha256"),
-        _get(entry, "scratch", "equivalence", "config_sha256"),
-    )
+    eq = entry.scratch.equivalence if entry.scratch is not None else None
     if own == public:
         problems.append("is a scratch run naming the public package's own bytes")
-    if equivalence != public:
+    if eq is None or (eq.package_sha256, eq.config_sha256) != public:
         problems.append("does not bind this package and config (scratch.equivalence)")
     return problems
 
 
-def _check_qualification(run: _Run, name: str, doc: dict[str, Any], zip_sha256: str | None) -> None:
-    """The qualification record (schema 2) binds this package, and its status follows from its
-    receipts and gate ledger: ``qualified`` exactly when there is a receipt, every receipt reports
-    at least one gate result and no gate failed (:func:`qualifies`); the ledger is the merge of the
-    receipts' gates (docs/staged-inputs.md)."""
-    if doc.get("schema") != 2:
-        run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
-        return
-    for key in sorted(set(doc) - _RECORD_KEYS):
-        run.fail(name, f"unknown key {key!r}: the record holds only what sealing writes")
-    bound = _get(doc, "bound_to", "package_sha256")
+def _check_qualification(run: _Run, name: str, record: QualificationRecord, zip_sha256: str | None) -> None:
+    """The typed qualification record (schema 2, unknown keys refused by its parse) binds this
+    package, and its status follows from its receipts and gate ledger: ``qualified`` exactly when
+    there is a receipt, every receipt reports at least one gate result and no gate failed
+    (:func:`qualifies`); the ledger is the merge of the receipts' gates (docs/staged-inputs.md)."""
+    bound = record.bound_to.package_sha256
     if zip_sha256 is not None and bound != zip_sha256:
         run.fail(name, f"bound_to.package_sha256 is {bound!r}, but the package has {zip_sha256}")
-    receipts = doc.get("receipts")
-    if not isinstance(receipts, list) or not all(isinstance(r, dict) for r in receipts):
-        run.fail(name, "receipts is not a list of objects")
-        return
-    reports: list[dict[str, str]] = []
-    seen: dict[Any, int] = {}
-    for i, r in enumerate(receipts):
-        for key in sorted(set(r) - _RECORD_RECEIPT_KEYS):
-            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) unknown key {key!r}")
-        for problem in _receipt_entry_problems(r, doc.get("bound_to")):
-            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) {problem}")
-        digest = r.get("sha256")
-        if isinstance(digest, str) and digest in seen:
-            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) has the SHA-256 of receipts[{seen[digest]}]")
-        seen.setdefault(digest, i)
-        gates = r.get("gates")
-        if not isinstance(gates, dict) or not all(isinstance(v, str) for v in gates.values()):
-            run.fail(name, f"receipts[{i}].gates is not an object of gate -> result")
-            continue
-        reports.append(gates)
+    seen: dict[str, int] = {}
+    for i, r in enumerate(record.receipts):
+        for problem in _receipt_entry_problems(r, record.bound_to):
+            run.fail(name, f"receipts[{i}] ({r.name!r}) {problem}")
+        if r.sha256 in seen:
+            run.fail(name, f"receipts[{i}] ({r.name!r}) has the SHA-256 of receipts[{seen[r.sha256]}]")
+        seen.setdefault(r.sha256, i)
+    reports = [dict(r.gates) for r in record.receipts]
     ledger = merge_gates(reports)
-    if _get(doc, "gates") != ledger.as_dict():
+    if record.gates.to_json() != ledger.as_dict():
         run.fail(name, "gates (merged, counts, failed) do not follow from the receipts' gates")
-    status = doc.get("status")
-    # A receipt whose gates are unreadable was not added to reports: it cannot count as evidence.
-    want = "qualified" if len(reports) == len(receipts) and qualifies(reports) else "unqualified"
-    if status != want:
+    want = "qualified" if qualifies(reports) else "unqualified"
+    if record.status != want:
         failed = f", failed gates {', '.join(ledger.failed)}" if ledger.failed else ""
         empty = sum(1 for g in reports if not g)
         bare = f", {empty} reporting no gate results" if empty else ""
-        run.fail(name, f"status {status!r} does not follow from its {len(receipts)} receipts{failed}{bare}")
+        run.fail(
+            name, f"status {record.status!r} does not follow from its {len(reports)} receipts{failed}{bare}"
+        )
