@@ -119,6 +119,30 @@ def test_diff_of_something_that_is_not_a_release_is_exit_4(tmp_path: Path) -> No
     assert result.code == 4 and "x.json" in result.err
 
 
+def test_diff_reads_the_release_and_component_manifests_as_typed_records(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A release manifest or a set's component manifest with a field its record does not have is
+    refused (exit 4) naming the file and the field path, not compared as if it were one."""
+    out = release_out(tmp_path_factory)
+    doc = json.loads((out / "release-manifest.json").read_bytes())
+    doc["lanes"]["rtx4090"]["approved_by"] = "QA"
+    forged = tmp_path / "release-manifest.json"
+    forged.write_text(json.dumps(doc))
+    result = cli("diff", out, forged)
+    assert result.code == 4, result.text
+    assert f"{forged}: lanes.rtx4090.approved_by: unknown field" in result.err, result.err
+    lone = tmp_path / "rtx4090"
+    shutil.copytree(out / "rtx4090", lone)
+    component = next(lone.glob("*.manifest.json"))
+    doc = json.loads(component.read_bytes())
+    del doc["release_instance_id"]
+    component.write_text(json.dumps(doc))
+    result = cli("diff", out, lone)
+    assert result.code == 4, result.text
+    assert f"{component}: release_instance_id: missing" in result.err, result.err
+
+
 # --- documented_routes.document_change against the predecessor's route block -----------------
 
 

@@ -21,7 +21,9 @@ from typing import Any
 
 from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
+from ninfer_release.manifests import ReleaseManifest
 from ninfer_release.releases._contract import ENTRY_SUFFIXES, SUMS_NAME, AssetNames, stem_from_names
+from ninfer_release.releases._records import ComponentManifest
 
 #: Size bounds (bytes) of what ``diff`` reads: manifests, blocks and SBOMs are small JSON.
 MAX_DIFF_DOC_BYTES = 16 << 20
@@ -182,15 +184,20 @@ def _set_lane(set_dir: Path) -> tuple[str, _Lane]:
                 Problem(file=str(set_dir), message="not a release manifest, a build output or an asset set")
             ]
         )
-    manifest = _read(set_dir / AssetNames(stem=stem).manifest)
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("lane"), str):
+    path = set_dir / AssetNames(stem=stem).manifest
+    doc = _read(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("lane"), str):
         raise InputError(
             problems=[Problem(file=str(set_dir), field="lane", message="component manifest names no lane")]
         )
-    return manifest["lane"], _Lane(entry=manifest, set_dir=set_dir, from_set=True)
+    manifest = ComponentManifest.parse_doc(doc, source=str(path), error=InputError)
+    return manifest.lane, _Lane(entry=manifest.to_json(), set_dir=set_dir, from_set=True)
 
 
 def _load(location: Path) -> _Side:
+    """One side of the diff: a release manifest (parsed as :class:`ReleaseManifest`, its lane
+    entries compared as the typed entries render them) or one set (its component manifest parsed
+    as :class:`ComponentManifest`). Raises InputError (exit 4) naming the file and field."""
     manifest_path = location / "release-manifest.json" if location.is_dir() else location
     if location.is_dir() and not manifest_path.is_file():
         lane, one = _set_lane(location)
@@ -200,16 +207,18 @@ def _load(location: Path) -> _Side:
         raise InputError(
             problems=[Problem(file=str(manifest_path), field="lanes", message="not a release manifest")]
         )
-    lanes: dict[str, _Lane] = {}
     for lane, entry in doc["lanes"].items():
         if not isinstance(entry, dict):
             raise InputError(
                 problems=[Problem(file=str(manifest_path), field=f"lanes.{lane}", message="not an object")]
             )
+    manifest = ReleaseManifest.parse_doc(doc, source=str(manifest_path), error=InputError)
+    lanes: dict[str, _Lane] = {}
+    for lane, typed in manifest.lanes.items():
         beside = manifest_path.parent / lane
         set_dir = beside if (beside / SUMS_NAME).is_file() else None
-        lanes[lane] = _Lane(entry=entry, set_dir=set_dir)
-    release = {k: v for k, v in doc.items() if k != "lanes"}
+        lanes[lane] = _Lane(entry=typed.to_json(), set_dir=set_dir)
+    release = {k: v for k, v in manifest.to_json().items() if k != "lanes"}
     return _Side(release=release, lanes=lanes)
 
 
@@ -322,8 +331,10 @@ def diff_releases(old: Path, new: Path) -> ReleaseDiff:
     """Compare two releases (module docstring); pure reading, nothing is written.
 
     Raises:
-        InputError: a side is missing, not a release manifest / build output / asset set, or one
-            of its documents is not strict JSON or is over :data:`MAX_DIFF_DOC_BYTES` (exit 4).
+        InputError: a side is missing, not a release manifest / build output / asset set, its
+            release or component manifest is not that typed record (a field missing, unknown or
+            of the wrong type), or one of its documents is not strict JSON or is over
+            :data:`MAX_DIFF_DOC_BYTES` (exit 4).
     """
     a, b = _load(old), _load(new)
     names = set(a.lanes) | set(b.lanes)
