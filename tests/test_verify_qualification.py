@@ -198,6 +198,12 @@ def _receipt_listed_twice(doc: dict[str, Any]) -> None:
             lambda doc: doc["receipts"][0].update(signed_off=True),
             f"{S}.qualification.json: receipts[0].signed_off: unknown field (not part of a receipt entry)",
         ),
+        # A gate result that is not a string is named by its path (it was "gates is not an object
+        # of gate -> result", naming no gate).
+        (
+            lambda doc: doc["receipts"][0]["gates"].update(G1=1),
+            f"{S}.qualification.json: receipts[0].gates.G1: expected a string",
+        ),
     ],
 )
 def test_receipt_entries_sealing_never_writes_are_caught(
