@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -848,3 +849,142 @@ def test_the_standalone_record_keys_are_the_record_types() -> None:
         ".manifest.json": _records.ComponentManifest,
     }
     assert {k: _record_shape(v) for k, v in types_by_suffix.items()} == sv.RECORD_SHAPES
+
+
+# --- SPDX 2.3: schema-only faults in a fully re-sealed set ------------------------------------
+
+
+def _rezip_spdx(d: Path, s: str) -> None:
+    """Copy the SPDX asset into the package zip (same member order, dates and method), then
+    re-seal everything that binds the zip or that member: every record naming the package digest
+    (or the release-instance id made of it) or the member's digests, the route package size,
+    provenance subjects, manifest entries, ``SHA256SUMS``: as far as an attacker can go."""
+    zpath, member, spdx = d / (s + ".zip"), f"sbom/{s}.spdx.json", (d / (s + ".spdx.json")).read_bytes()
+    old_zip = zpath.read_bytes()
+    with zipfile.ZipFile(zpath) as old:
+        items = [(info, old.read(info)) for info in old.infolist()]
+    inner = next(data for info, data in items if info.filename == member)
+    with zipfile.ZipFile(zpath, "w") as new:
+        for info, data in items:
+            new.writestr(info, spdx if info.filename == member else data, compress_type=info.compress_type)
+    new_zip = zpath.read_bytes()
+    swaps = [
+        (hashlib.sha256(old_zip).hexdigest(), hashlib.sha256(new_zip).hexdigest()),
+        (hashlib.sha256(inner).hexdigest(), hashlib.sha256(spdx).hexdigest()),
+        (
+            hashlib.sha1(inner, usedforsecurity=False).hexdigest(),
+            hashlib.sha1(spdx, usedforsecurity=False).hexdigest(),
+        ),
+    ]
+    swaps.append((swaps[0][0][:16], swaps[0][1][:16]))
+    for path in d.iterdir():
+        if path.name.endswith(".json") and not path.name.endswith(".spdx.json"):
+            text = path.read_text(encoding="utf-8")
+            for was, now in swaps:
+                text = text.replace(was, now)
+            path.write_text(text, encoding="utf-8")
+    _edit_json(d, s + ".route.json", lambda doc: doc["package"].update(size=len(new_zip)))
+    _reseal_all(d, s)
+
+
+def _spdx_edit(edit: Callable[[JsonDoc], object]) -> Mutation:
+    """Edit the SPDX asset (written as ``sbom/_spdx.py`` writes it), put it in the zip, re-seal."""
+
+    def mutate(d: Path, s: str) -> None:
+        path = d / (s + ".spdx.json")
+        doc = json.loads(path.read_bytes())
+        edit(doc)
+        path.write_bytes((json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+        _rezip_spdx(d, s)
+
+    return mutate
+
+
+def _first_file(doc: JsonDoc) -> JsonDoc:
+    first: JsonDoc = doc["files"][0]
+    return first
+
+
+#: Schema-only faults of the SPDX document, each in a fully re-sealed set: ``verify`` (spdx-tools'
+#: validation) and the stdlib verifier (``SPDX_SHAPES`` and the cross rules) both refuse each.
+SPDX_FAULTS: dict[str, Callable[[JsonDoc], object]] = {
+    "name-missing": lambda doc: doc.pop("name"),
+    "data-license": lambda doc: doc.update(dataLicense="MIT"),
+    "namespace-not-a-uri": lambda doc: doc.update(documentNamespace="not a uri"),
+    "created-not-rfc3339": lambda doc: doc["creationInfo"].update(created="2026-11-20 00:00:00"),
+    "created-impossible-date": lambda doc: doc["creationInfo"].update(created="2026-02-30T00:00:00Z"),
+    "creators-empty": lambda doc: doc["creationInfo"].update(creators=[]),
+    "creator-form": lambda doc: doc["creationInfo"].update(creators=["Robot: x"]),
+    "package-spdxid-bad": lambda doc: doc["packages"][0].update(SPDXID="Package-x"),
+    "package-name-a-number": lambda doc: doc["packages"][0].update(name=7),
+    "package-download-missing": lambda doc: doc["packages"][0].pop("downloadLocation"),
+    "package-purpose-enum": lambda doc: doc["packages"][0].update(primaryPackagePurpose="GIZMO"),
+    "package-files-analyzed-a-string": lambda doc: doc["packages"][0].update(filesAnalyzed="yes"),
+    "package-built-date": lambda doc: doc["packages"][0].update(builtDate="yesterday"),
+    "file-spdxid-bad": lambda doc: _first_file(doc).update(SPDXID="SPDXRef-a b"),
+    "file-spdxid-duplicate": lambda doc: _first_file(doc).update(SPDXID=doc["files"][1]["SPDXID"]),
+    "file-type-enum": lambda doc: _first_file(doc).update(fileTypes=["GIZMO"]),
+    "checksum-sha1-short": lambda doc: _first_file(doc)["checksums"][0].update(checksumValue="ab" * 19),
+    "checksum-algorithm-enum": lambda doc: _first_file(doc)["checksums"][0].update(algorithm="SHA-1"),
+    "checksum-value-missing": lambda doc: _first_file(doc)["checksums"][0].pop("checksumValue"),
+    "relationship-type-enum": lambda doc: doc["relationships"][1].update(relationshipType="HOLDS"),
+    "relationship-dangling": lambda doc: doc["relationships"][1].update(relatedSpdxElement="SPDXRef-nobody"),
+    "relationship-element-missing": lambda doc: doc["relationships"][1].pop("spdxElementId"),
+    "describes-missing": lambda doc: doc.update(
+        relationships=[r for r in doc["relationships"] if r["relationshipType"] != "DESCRIBES"]
+    ),
+    "license-ref-undeclared": lambda doc: doc["packages"][0].update(licenseConcluded="LicenseRef-Nobody"),
+    "extracted-text-missing": lambda doc: doc["hasExtractedLicensingInfos"][0].pop("extractedText"),
+    "extracted-id-bad": lambda doc: doc["hasExtractedLicensingInfos"][0].update(licenseId="Microsoft"),
+}
+
+#: Faults ``verify`` accepts (spdx-tools' JSON parser ignores keys it does not know) and the stdlib
+#: verifier refuses on purpose: it accepts only the fields ``sbom/_spdx.py`` writes.
+SPDX_STRICTER: dict[str, Callable[[JsonDoc], object]] = {
+    "document-unknown-key": lambda doc: doc.update(colour="red"),
+    "file-unknown-key": lambda doc: _first_file(doc).update(colour="red"),
+    "relationship-unknown-key": lambda doc: doc["relationships"][0].update(colour="red"),
+}
+
+
+@pytest.fixture(scope="module")
+def draft_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The unqualified rtx4090 set (no receipts bind its zip), rebuilt and re-sealed unchanged."""
+    d = tmp_path_factory.mktemp("spdx") / "set"
+    shutil.copytree(release_out(tmp_path_factory) / "rtx4090", d)
+    _spdx_edit(lambda doc: None)(d, stem("rtx4090"))
+    return d
+
+
+def test_a_rebuilt_and_resealed_unchanged_set_passes_both(script: Path, draft_set: Path) -> None:
+    ok(cli("verify", draft_set))
+    assert _standalone(script, draft_set).returncode == 0
+
+
+@pytest.mark.parametrize("case", sorted(SPDX_FAULTS))
+def test_schema_only_spdx_fault_in_a_resealed_set_fails_both(
+    case: str, script: Path, draft_set: Path, tmp_path: Path
+) -> None:
+    d = tmp_path / "set"
+    shutil.copytree(draft_set, d)
+    _spdx_edit(SPDX_FAULTS[case])(d, stem("rtx4090"))
+    full = cli("verify", d)
+    assert full.code == 5, full.text
+    assert "SPDX 2.3 invalid" in full.text
+    alone = _standalone(script, d)
+    assert alone.returncode == 5, alone.stderr
+    assert ".spdx.json: SPDX 2.3 invalid" in alone.stderr, alone.stderr
+    assert "Traceback" not in alone.stderr
+
+
+@pytest.mark.parametrize("case", sorted(SPDX_STRICTER))
+def test_stdlib_verifier_refuses_spdx_fields_ninfer_release_never_writes(
+    case: str, script: Path, draft_set: Path, tmp_path: Path
+) -> None:
+    d = tmp_path / "set"
+    shutil.copytree(draft_set, d)
+    _spdx_edit(SPDX_STRICTER[case])(d, stem("rtx4090"))
+    ok(cli("verify", d))
+    alone = _standalone(script, d)
+    assert alone.returncode == 5
+    assert "is not a field of a" in alone.stderr, alone.stderr

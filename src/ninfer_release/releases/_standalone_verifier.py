@@ -14,8 +14,7 @@ release; N checks)``, never a plain ``OK``; and ``--json`` carries ``ok``, ``qua
 ``draft``, ``gates`` (the gate counts), ``bindings`` (receipts per binding), ``checked``,
 ``warnings`` and ``failures``.
 
-It checks what ``ninfer-release verify`` checks, except the SPDX library's schema validation:
-the exact 11 files; ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms; CRLF and a
+It checks what ``ninfer-release verify`` checks: the exact 11 files; ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms; CRLF and a
 UTF-8 BOM tolerated, as Windows tooling writes them) listing exactly the 10 entries with every
 digest holding; the package zip's structure (central directory, local headers, overlaps, unsafe
 names, bomb ratios, CRC-32 and sizes of every member, inflated with zlib); the cross-bindings
@@ -23,11 +22,13 @@ that need no SBOM library (config asset = zip copy = profile = manifest = qualif
 SPDX asset = zip copy; SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; manifest
 sizes and digests = entries 1-9; provenance subjects = entries 1-7; route package = zip; route
 model = model entry) and the identity every record states (component tag, lane, profile, source,
-release, release-instance id, qualification). For SPDX it checks the fields that identify the
-format (SPDX-2.3) instead of the full schema; for CycloneDX 1.6 it checks the schema's rules for
-every object shape ninfer-release writes (``CDX_SHAPES``) and refuses any other field. A
-differential test runs this file beside ``ninfer-release verify`` over tampered sets: they agree
-on every accept and reject.
+release, release-instance id, qualification). In place of the SBOM libraries it checks, for
+SPDX 2.3, the schema's and spdx-tools' validation's rules for every object shape ninfer-release
+writes (``SPDX_SHAPES``, :func:`spdx_problems`) and, for CycloneDX 1.6, the schema's rules
+(``CDX_SHAPES``); it refuses any other field, so it is stricter than ``verify`` on an SPDX field
+spdx-tools' parser ignores, never more lenient. Differential tests run this file beside
+``ninfer-release verify`` over tampered and fully re-sealed sets: they agree on every accept and
+reject, except those deliberately stricter refusals.
 
 This file is the package module ``ninfer_release.releases._standalone_verifier``: it imports
 nothing from the package, and the export writes its bytes unchanged, so the two cannot drift.
@@ -1329,18 +1330,15 @@ def _check_sums(run: Run, names: Names, files: Files, expected: str | None) -> N
 
 
 def _check_spdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
-    """An SPDX 2.3 document, equal to the package's copy, whose file inventory is the members."""
+    """An SPDX 2.3 document (see :func:`spdx_problems`), equal to the package's copy, whose file
+    inventory is the members, each once with its SHA-256."""
     spdx = files.small.get(names.spdx)
     if spdx is None:
         return
     doc = _load_json(run, names.spdx, spdx)
-    valid = (
-        isinstance(doc, dict)
-        and doc.get("spdxVersion") == "SPDX-2.3"
-        and doc.get("SPDXID") == "SPDXRef-DOCUMENT"
-    )
-    if not valid and doc is not None:
-        run.fail(names.spdx, "not an SPDX 2.3 document")
+    problems = spdx_problems(doc, spdx) if doc is not None else []
+    for msg in problems:
+        run.fail(names.spdx, msg)
     if not have_zip:
         return
     inner = _member(run, names.zip, files.kept, files.members, names.spdx_member)
@@ -1348,7 +1346,7 @@ def _check_spdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
         run.expect(
             inner == spdx, names.spdx, "differs from the copy inside the package", f"{names.spdx}: copy"
         )
-    if valid:
+    if doc is not None and not problems:
         listed = _spdx_files(doc)
         inside = {k: v for k, v in files.members.items() if k != names.spdx_member}
         for path in sorted(set(inside) - set(listed)):
@@ -1756,8 +1754,16 @@ def _cdx_unique(items: list[Any]) -> bool:
     return len({json.dumps(i, sort_keys=True) for i in items}) == len(items)
 
 
-def _cdx_value(value: Any, spec: str, where: str) -> Iterator[str]:
-    """What is wrong with ``value`` under ``spec`` (see ``CDX_SHAPES``), path first."""
+#: One schema as data: object kinds (``CDX_SHAPES`` form), enums, scalar specs.
+Schema = tuple[
+    dict[str, tuple[tuple[str, ...], dict[str, str]]], dict[str, tuple[str, ...]], dict[str, tuple[Any, str]]
+]
+
+
+def _cdx_value(value: Any, spec: str, where: str, schema: Schema | None = None) -> Iterator[str]:
+    """What is wrong with ``value`` under ``spec`` (see ``CDX_SHAPES``; ``schema`` defaults to
+    CycloneDX 1.6's tables, ``_SPDX`` is SPDX 2.3's), path first."""
+    shapes, enums, scalars = schema or (CDX_SHAPES, CDX_ENUMS, _CDX_SCALARS)
     if spec.endswith(("[]", "{}")):
         if not isinstance(value, list):
             yield f"{where}: is not an array"
@@ -1767,21 +1773,21 @@ def _cdx_value(value: Any, spec: str, where: str) -> Iterator[str]:
         if spec == "license-expression[]" and len(value) > 1:
             yield f"{where}: holds more than one license expression"
         for i, item in enumerate(value):
-            yield from _cdx_value(item, spec[:-2], f"{where}[{i}]")
-    elif spec in CDX_SHAPES:
-        yield from _cdx_object(value, spec, where)
+            yield from _cdx_value(item, spec[:-2], f"{where}[{i}]", schema)
+    elif spec in shapes:
+        yield from _cdx_object(value, spec, where, schema)
     elif spec.startswith("enum:"):
-        if value not in CDX_ENUMS[spec[len("enum:") :]] or not isinstance(value, str):
+        if not isinstance(value, str) or value not in enums[spec[len("enum:") :]]:
             yield f"{where}: {value!r} is not one of the schema's {spec[len('enum:') :]} values"
-    elif not _CDX_SCALARS[spec][0](value):
-        yield f"{where}: {value!r} is not {_CDX_SCALARS[spec][1]}"
+    elif not scalars[spec][0](value):
+        yield f"{where}: {value!r} is not {scalars[spec][1]}"
 
 
-def _cdx_object(value: Any, kind: str, where: str) -> Iterator[str]:
+def _cdx_object(value: Any, kind: str, where: str, schema: Schema | None = None) -> Iterator[str]:
     if not isinstance(value, dict):
         yield f"{where}: is not an object ({kind})"
         return
-    required, keys = CDX_SHAPES[kind]
+    required, keys = (schema[0] if schema else CDX_SHAPES)[kind]
     for key in required:
         if key not in value:
             yield f"{where}: {key!r} is a required property"
@@ -1789,12 +1795,237 @@ def _cdx_object(value: Any, kind: str, where: str) -> Iterator[str]:
         if key not in keys:
             yield f"{where}: {key!r} is not a field of a {kind} that ninfer-release writes"
         else:
-            yield from _cdx_value(value[key], keys[key], f"{where}.{key}")
+            yield from _cdx_value(value[key], keys[key], f"{where}.{key}", schema)
 
 
 def cdx_schema_problem(doc: Any) -> str:
     """The first fault the CycloneDX 1.6 schema rules above find in ``doc`` (``""``: none)."""
     return next(_cdx_object(doc, "bom", "$"), "")
+
+
+# --- SPDX 2.3: the shapes ninfer-release writes, checked structurally ---------------------------
+# ``verify`` parses the SPDX document with spdx-tools and runs its full validation
+# (``sbom/_spdx_validate.py``); this file cannot import spdx-tools, so it checks, as data, the SPDX
+# 2.3 JSON schema's rules for the objects ``sbom/_spdx.py`` writes (closed objects, required keys,
+# JSON types, enums, SPDXID and checksum forms) and the validation's rules that span objects
+# (unique SPDXIDs, relationship ends that exist, one DESCRIBES of the document). It is stricter
+# than ``verify`` where spdx-tools' parser ignores a key: an unknown field, or one the schema
+# allows but ninfer-release never writes (say a file's ``attributionTexts``), is refused here.
+# Licence expressions are checked to be strings whose ``LicenseRef-`` ids the document declares,
+# not parsed. ``tests/test_export_verifier.py`` mutates a document in schema-only ways and checks
+# that ``verify``'s validation refuses each as this does.
+
+#: SPDX 2.3 enums this file checks (the spec's annexes as spdx-tools 0.8 models them), space-separated.
+SPDX_ENUMS: dict[str, tuple[str, ...]] = {
+    name: tuple(values.split())
+    for name, values in {
+        "spdx-version": "SPDX-2.3",
+        "data-license": "CC0-1.0",
+        "checksum-alg": "SHA1 SHA256",
+        "file-type": "SOURCE BINARY ARCHIVE APPLICATION AUDIO IMAGE TEXT VIDEO DOCUMENTATION SPDX OTHER",
+        "purpose": "APPLICATION FRAMEWORK LIBRARY CONTAINER OPERATING-SYSTEM DEVICE FIRMWARE SOURCE ARCHIVE"
+        " FILE INSTALL OTHER",
+        "reference-category": "SECURITY PACKAGE-MANAGER PACKAGE_MANAGER PERSISTENT-ID OTHER",
+        "relationship-type": "DESCRIBES DESCRIBED_BY CONTAINS CONTAINED_BY DEPENDS_ON DEPENDENCY_OF"
+        " DEPENDENCY_MANIFEST_OF BUILD_DEPENDENCY_OF DEV_DEPENDENCY_OF OPTIONAL_DEPENDENCY_OF"
+        " PROVIDED_DEPENDENCY_OF TEST_DEPENDENCY_OF RUNTIME_DEPENDENCY_OF EXAMPLE_OF GENERATES"
+        " GENERATED_FROM ANCESTOR_OF DESCENDANT_OF VARIANT_OF DISTRIBUTION_ARTIFACT PATCH_FOR PATCH_APPLIED"
+        " COPY_OF FILE_ADDED FILE_DELETED FILE_MODIFIED EXPANDED_FROM_ARCHIVE DYNAMIC_LINK STATIC_LINK"
+        " DATA_FILE_OF TEST_CASE_OF BUILD_TOOL_OF DEV_TOOL_OF TEST_OF TEST_TOOL_OF DOCUMENTATION_OF"
+        " OPTIONAL_COMPONENT_OF METAFILE_OF PACKAGE_OF AMENDS PREREQUISITE_FOR HAS_PREREQUISITE"
+        " REQUIREMENT_DESCRIPTION_FOR SPECIFICATION_FOR OTHER",
+    }.items()
+}
+
+#: Object kind -> (required keys, key -> value spec), as ``CDX_SHAPES``; the keys ``sbom/_spdx.py``
+#: writes (SPDX 2.3 JSON schema names), the required ones those the schema or spdx-tools require.
+SPDX_SHAPES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "document": (
+        ("SPDXID", "spdxVersion", "dataLicense", "name", "documentNamespace", "creationInfo"),
+        {
+            "SPDXID": "document-id",
+            "spdxVersion": "enum:spdx-version",
+            "dataLicense": "enum:data-license",
+            "name": "string",
+            "documentNamespace": "absolute-uri",
+            "comment": "string",
+            "creationInfo": "creation-info",
+            "packages": "package[]",
+            "files": "file[]",
+            "relationships": "relationship[]",
+            "hasExtractedLicensingInfos": "extracted-licensing-info[]",
+        },
+    ),
+    "creation-info": (("created", "creators"), {"created": "utc-date-time", "creators": "creator[]"}),
+    "package": (
+        ("SPDXID", "name", "downloadLocation"),
+        {
+            "SPDXID": "spdx-id",
+            "name": "string",
+            "versionInfo": "string",
+            "packageFileName": "string",
+            "supplier": "supplier",
+            "downloadLocation": "download-location",
+            "filesAnalyzed": "boolean",
+            "packageVerificationCode": "verification-code",
+            "homepage": "download-location",
+            "licenseConcluded": "license",
+            "licenseDeclared": "license",
+            "copyrightText": "string",
+            "comment": "string",
+            "externalRefs": "external-ref[]",
+            "primaryPackagePurpose": "enum:purpose",
+            "builtDate": "utc-date-time",
+        },
+    ),
+    "verification-code": (
+        ("packageVerificationCodeValue",),
+        {"packageVerificationCodeValue": "sha1", "packageVerificationCodeExcludedFiles": "string[]"},
+    ),
+    "external-ref": (
+        ("referenceCategory", "referenceType", "referenceLocator"),
+        {
+            "referenceCategory": "enum:reference-category",
+            "referenceType": "string",
+            "referenceLocator": "string",
+        },
+    ),
+    "file": (
+        ("SPDXID", "fileName", "checksums"),
+        {
+            "SPDXID": "spdx-id",
+            "fileName": "string",
+            "checksums": "checksum[]",
+            "fileTypes": "enum:file-type[]",
+            "licenseConcluded": "license",
+            "copyrightText": "string",
+            "comment": "string",
+        },
+    ),
+    "checksum": (("algorithm", "checksumValue"), {"algorithm": "enum:checksum-alg", "checksumValue": "hex"}),
+    "relationship": (
+        ("spdxElementId", "relationshipType", "relatedSpdxElement"),
+        {
+            "spdxElementId": "spdx-id",
+            "relationshipType": "enum:relationship-type",
+            "relatedSpdxElement": "element",
+        },
+    ),
+    "extracted-licensing-info": (
+        ("licenseId", "extractedText"),
+        {"licenseId": "license-ref", "extractedText": "string", "name": "string"},
+    ),
+}
+
+_SPDX_ID = re.compile(r"SPDXRef-[A-Za-z0-9.\-]+", re.ASCII)
+_LICENSE_REF = re.compile(r"LicenseRef-[A-Za-z0-9.\-]+", re.ASCII)
+#: spdx-tools reads SPDX dates as ``%Y-%m-%dT%H:%M:%SZ``: UTC, whole seconds.
+_UTC_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
+#: An absolute URI without a fragment (SPDX 2.3 §6.5): scheme, ``//``, then no space or ``#``.
+_ABSOLUTE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*://[^\s#]+", re.ASCII)
+_CREATOR = re.compile(r"(?:Tool|Organization|Person): \S.*", re.DOTALL)
+_SPDX_DIGEST_LENGTH = {"SHA1": 40, "SHA256": 64}
+
+#: Scalar spec -> (test, what the value must be).
+_SPDX_SCALARS: dict[str, tuple[Any, str]] = {
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "boolean": (lambda v: isinstance(v, bool), "a boolean"),
+    "document-id": (lambda v: v == "SPDXRef-DOCUMENT", "SPDXRef-DOCUMENT"),
+    "spdx-id": (lambda v: isinstance(v, str) and bool(_SPDX_ID.fullmatch(v)), "an SPDXRef- id"),
+    "element": (
+        lambda v: isinstance(v, str) and (v in ("NONE", "NOASSERTION") or bool(_SPDX_ID.fullmatch(v))),
+        "an SPDXRef- id, NONE or NOASSERTION",
+    ),
+    "license-ref": (lambda v: isinstance(v, str) and bool(_LICENSE_REF.fullmatch(v)), "a LicenseRef- id"),
+    "license": (lambda v: isinstance(v, str) and v.strip() == v and v != "", "a licence expression"),
+    "utc-date-time": (
+        lambda v: isinstance(v, str) and bool(_UTC_DATE_TIME.fullmatch(v)) and _is_date_time(v),
+        "an RFC 3339 UTC date-time YYYY-MM-DDThh:mm:ssZ",
+    ),
+    "absolute-uri": (
+        lambda v: isinstance(v, str) and bool(_ABSOLUTE_URI.fullmatch(v)),
+        "an absolute URI without a fragment",
+    ),
+    "download-location": (
+        lambda v: isinstance(v, str) and (v in ("NONE", "NOASSERTION") or bool(_ABSOLUTE_URI.fullmatch(v))),
+        "an absolute URI, NONE or NOASSERTION",
+    ),
+    "creator": (
+        lambda v: isinstance(v, str) and bool(_CREATOR.fullmatch(v)),
+        "Tool:, Organization: or Person:",
+    ),
+    "supplier": (
+        lambda v: (
+            isinstance(v, str)
+            and (v == "NOASSERTION" or bool(re.fullmatch(r"(?:Organization|Person): \S.*", v)))
+        ),
+        "Organization:, Person: or NOASSERTION",
+    ),
+    "hex": (lambda v: isinstance(v, str) and bool(re.fullmatch(r"[0-9a-f]+", v)), "lowercase hex"),
+    "sha1": (
+        lambda v: isinstance(v, str) and bool(re.fullmatch(r"[0-9a-f]{40}", v)),
+        "40 lowercase hex digits",
+    ),
+}
+_SPDX: Schema = (SPDX_SHAPES, SPDX_ENUMS, _SPDX_SCALARS)
+
+
+def spdx_problems(doc: Any, data: bytes) -> list[str]:
+    """What ``verify`` refuses in an SPDX 2.3 document, as this file can see it: the schema rules
+    above (first fault), then SPDXID uniqueness, relationship ends, DESCRIBES, the checksum
+    forms, declared licence refs, non-empty creators, one final LF."""
+    if not isinstance(doc, dict):
+        return ["top level is not a JSON object"]
+    if doc.get("spdxVersion") != "SPDX-2.3" or doc.get("SPDXID") != "SPDXRef-DOCUMENT":
+        return ["not an SPDX 2.3 document"]
+    schema = next(_cdx_object(doc, "document", "$", _SPDX), "")
+    if schema:
+        return ["SPDX 2.3 invalid: " + schema]
+    out = [f"SPDX 2.3 invalid: {p}" for p in _spdx_cross_problems(doc)]
+    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+def _spdx_cross_problems(doc: dict[str, Any]) -> Iterator[str]:
+    """The rules spanning objects of a schema-valid document (spdx-tools' validation)."""
+    elements = [doc, *doc.get("packages", []), *doc.get("files", [])]
+    ids = [e["SPDXID"] for e in elements]
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        yield f"SPDXID {dup!r} is used more than once"
+    known = set(ids)
+    relationships = doc.get("relationships", [])
+    for r in relationships:
+        if r["spdxElementId"] not in known:
+            yield f"relationship names unknown element {r['spdxElementId']!r}"
+        if r["relatedSpdxElement"] not in known | {"NONE", "NOASSERTION"}:
+            yield f"relationship names unknown element {r['relatedSpdxElement']!r}"
+    if not any(
+        r["spdxElementId"] == "SPDXRef-DOCUMENT" and r["relationshipType"] == "DESCRIBES"
+        for r in relationships
+    ):
+        yield "the document DESCRIBES nothing"
+    for f in doc.get("files", []):
+        for c in f["checksums"]:
+            want = _SPDX_DIGEST_LENGTH[c["algorithm"]]
+            if len(c["checksumValue"]) != want:
+                yield f"file {f['fileName']!r}: {c['algorithm']} is not {want} hex digits"
+    if not doc["creationInfo"]["creators"]:
+        yield "creationInfo.creators is empty"
+    yield from _spdx_license_ref_problems(doc)
+
+
+def _spdx_license_ref_problems(doc: dict[str, Any]) -> Iterator[str]:
+    """Each ``LicenseRef-`` an expression uses that the document does not declare, and each
+    declared twice."""
+    declared = [e["licenseId"] for e in doc.get("hasExtractedLicensingInfos", [])]
+    for dup in sorted({i for i in declared if declared.count(i) > 1}):
+        yield f"licence {dup!r} is declared more than once"
+    for element in [*doc.get("packages", []), *doc.get("files", [])]:
+        for key in ("licenseConcluded", "licenseDeclared"):
+            for ref in _LICENSE_REF.findall(element.get(key, "")):
+                if ref not in declared:
+                    yield f"{element['SPDXID']}: {key} uses undeclared {ref!r}"
 
 
 def _cdx_hashes(doc: dict[str, Any]) -> dict[str, str]:
