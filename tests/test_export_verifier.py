@@ -934,6 +934,8 @@ SPDX_FAULTS: dict[str, Callable[[JsonDoc], object]] = {
         relationships=[r for r in doc["relationships"] if r["relationshipType"] != "DESCRIBES"]
     ),
     "license-ref-undeclared": lambda doc: doc["packages"][0].update(licenseConcluded="LicenseRef-Nobody"),
+    "license-expression-grammar": lambda doc: doc["packages"][0].update(licenseConcluded="Apache-2.0 AND"),
+    "file-license-a-number": lambda doc: _first_file(doc).update(licenseConcluded=7),
     "extracted-text-missing": lambda doc: doc["hasExtractedLicensingInfos"][0].pop("extractedText"),
     "extracted-id-bad": lambda doc: doc["hasExtractedLicensingInfos"][0].update(licenseId="Microsoft"),
 }

@@ -14,10 +14,11 @@ release; N checks)``, never a plain ``OK``; and ``--json`` carries ``ok``, ``qua
 ``draft``, ``gates`` (the gate counts), ``bindings`` (receipts per binding), ``checked``,
 ``warnings`` and ``failures``.
 
-It checks what ``ninfer-release verify`` checks: the exact 11 files; ``SHA256SUMS`` (GNU text, GNU binary ``*name`` and BSD tag forms; CRLF and a
-UTF-8 BOM tolerated, as Windows tooling writes them) listing exactly the 10 entries with every
-digest holding; the package zip's structure (central directory, local headers, overlaps, unsafe
-names, bomb ratios, CRC-32 and sizes of every member, inflated with zlib); the cross-bindings
+It checks what ``ninfer-release verify`` checks: the exact 11 files; ``SHA256SUMS`` (GNU text,
+GNU binary ``*name`` and BSD tag forms; CRLF and a UTF-8 BOM tolerated, as Windows tooling writes
+them) listing exactly the 10 entries with every digest holding; the package zip's structure
+(central directory, local headers, overlaps, unsafe names, bomb ratios, CRC-32 and sizes of every
+member, inflated with zlib); the cross-bindings
 that need no SBOM library (config asset = zip copy = profile = manifest = qualification = route;
 SPDX asset = zip copy; SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; manifest
 sizes and digests = entries 1-9; provenance subjects = entries 1-7; route package = zip; route
@@ -26,7 +27,9 @@ release, release-instance id, qualification). In place of the SBOM libraries it 
 SPDX 2.3, the schema's and spdx-tools' validation's rules for every object shape ninfer-release
 writes (``SPDX_SHAPES``, :func:`spdx_problems`) and, for CycloneDX 1.6, the schema's rules
 (``CDX_SHAPES``); it refuses any other field, so it is stricter than ``verify`` on an SPDX field
-spdx-tools' parser ignores, never more lenient. Differential tests run this file beside
+spdx-tools' parser ignores. One rule it cannot hold without the SPDX licence list: a licence
+expression's grammar and its ``LicenseRef-`` ids are checked, its licence-list ids are not (a
+misspelt ``Apache-2.1`` passes here, not ``verify``). Differential tests run this file beside
 ``ninfer-release verify`` over tampered and fully re-sealed sets: they agree on every accept and
 reject, except those deliberately stricter refusals.
 
@@ -1926,6 +1929,50 @@ _ABSOLUTE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*://[^\s#]+", re.ASCII)
 _CREATOR = re.compile(r"(?:Tool|Organization|Person): \S.*", re.DOTALL)
 _SPDX_DIGEST_LENGTH = {"SHA1": 40, "SHA256": 64}
 
+_LICENSE_TOKEN = re.compile(r"\s*(\(|\)|[A-Za-z0-9.\-+:]+)", re.ASCII)
+
+
+def _is_license_expression(text: str) -> bool:
+    """SPDX 2.3 Annex D: ``NONE``, ``NOASSERTION``, or ids joined by ``AND``/``OR`` (``WITH`` an
+    exception), in parentheses at will; the ids' spelling only (not the licence list)."""
+    if text in ("NONE", "NOASSERTION"):
+        return True
+    tokens, at = [], 0
+    while at < len(text.rstrip()):
+        m = _LICENSE_TOKEN.match(text, at)
+        if m is None:
+            return False
+        tokens.append(m.group(1))
+        at = m.end()
+    rest = _license_expression(tokens)
+    return rest is not None and not rest and text == text.strip()
+
+
+def _license_expression(tokens: list[str]) -> list[str] | None:
+    """The tokens after one ``term ((AND|OR) term)*``, or None when they do not start with one."""
+    rest = _license_term(tokens)
+    while rest and rest[0] in ("AND", "OR"):
+        rest = _license_term(rest[1:])
+        if rest is None:
+            return None
+    return rest
+
+
+def _license_term(tokens: list[str]) -> list[str] | None:
+    """The tokens after one ``( expression )`` or ``id [WITH id]``, or None."""
+    if not tokens:
+        return None
+    if tokens[0] == "(":
+        rest = _license_expression(tokens[1:])
+        return rest[1:] if rest and rest[0] == ")" else None
+    if tokens[0] in ("AND", "OR", "WITH", ")"):
+        return None
+    rest = tokens[1:]
+    if rest and rest[0] == "WITH":
+        return rest[2:] if len(rest) > 1 and rest[1] not in ("AND", "OR", "WITH", "(", ")") else None
+    return rest
+
+
 #: Scalar spec -> (test, what the value must be).
 _SPDX_SCALARS: dict[str, tuple[Any, str]] = {
     "string": (lambda v: isinstance(v, str), "a string"),
@@ -1937,7 +1984,7 @@ _SPDX_SCALARS: dict[str, tuple[Any, str]] = {
         "an SPDXRef- id, NONE or NOASSERTION",
     ),
     "license-ref": (lambda v: isinstance(v, str) and bool(_LICENSE_REF.fullmatch(v)), "a LicenseRef- id"),
-    "license": (lambda v: isinstance(v, str) and v.strip() == v and v != "", "a licence expression"),
+    "license": (lambda v: isinstance(v, str) and _is_license_expression(v), "an SPDX licence expression"),
     "utc-date-time": (
         lambda v: isinstance(v, str) and bool(_UTC_DATE_TIME.fullmatch(v)) and _is_date_time(v),
         "an RFC 3339 UTC date-time YYYY-MM-DDThh:mm:ssZ",
