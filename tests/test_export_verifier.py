@@ -990,3 +990,24 @@ def test_stdlib_verifier_refuses_spdx_fields_ninfer_release_never_writes(
     alone = _standalone(script, d)
     assert alone.returncode == 5
     assert "is not a field of a" in alone.stderr, alone.stderr
+
+
+def test_spdx_enums_are_spdx_tools_models() -> None:
+    """``SPDX_ENUMS`` hold the values of spdx-tools' model enums (the spec's lists), each in the
+    JSON spelling (``-`` or ``_`` as spdx-tools' parser reads both), so they cannot drift."""
+    from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
+    from spdx_tools.spdx.model.file import FileType
+    from spdx_tools.spdx.model.package import ExternalPackageRefCategory, PackagePurpose
+    from spdx_tools.spdx.model.relationship import RelationshipType
+
+    from ninfer_release.releases import _standalone_verifier as sv
+
+    def names(values: tuple[str, ...]) -> set[str]:
+        return {v.replace("-", "_") for v in values}
+
+    assert names(sv.SPDX_ENUMS["relationship-type"]) == {e.name for e in RelationshipType}
+    assert names(sv.SPDX_ENUMS["file-type"]) == {e.name for e in FileType}
+    assert names(sv.SPDX_ENUMS["purpose"]) == {e.name for e in PackagePurpose}
+    assert names(sv.SPDX_ENUMS["reference-category"]) == {e.name for e in ExternalPackageRefCategory}
+    assert names(sv.SPDX_ENUMS["checksum-alg"]) <= {e.name for e in ChecksumAlgorithm}
+    assert sv.SPDX_ENUMS["spdx-version"] == ("SPDX-2.3",) and sv.SPDX_ENUMS["data-license"] == ("CC0-1.0",)
