@@ -90,6 +90,32 @@ PROVENANCE_SUBJECTS = (
     ".qualification.json",
 )
 ZIP_CONFIG_PATH = "config/ninfer.toml"
+
+_LONGEST_PATH_SHAPE = (
+    True,
+    "object",
+    {"path": (True, "str", None), "chars": (True, "int", None), "limit": (True, "int", None)},
+)
+_ROOT_BUDGET_SHAPE = (
+    True,
+    "object",
+    {"root": (True, "str", None), "longest_file": _LONGEST_PATH_SHAPE, "longest_dir": _LONGEST_PATH_SHAPE},
+)
+#: ``path_budget`` as both the route block and the component manifest hold it.
+_PATH_BUDGET_SHAPE = (
+    True,
+    "object",
+    {
+        "max_path": (True, "int", None),
+        "max_dir_path": (True, "int", None),
+        "units": (True, "str", None),
+        "checkpoint_file_name_chars": (True, "int", None),
+        "extended_length": (True, "bool", None),
+        "program_root": _ROOT_BUDGET_SHAPE,
+        "data_root": _ROOT_BUDGET_SHAPE,
+    },
+)
+
 #: The keys of each JSON record ``verify`` reads as a typed record (``ninfer_release.releases._records``),
 #: by entry suffix: key -> (required, JSON types, nested): the types ``|``-joined (``null``, ``bool``,
 #: ``int``, ``number``, ``str``, ``array``, ``object``; ``any``: not constrained), nested ``None``, the
@@ -323,67 +349,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 ),
                 "checkpoint_dir": (True, "str", None),
                 "checkpoint_schema": (True, "int", None),
-                "path_budget": (
-                    True,
-                    "object",
-                    {
-                        "max_path": (True, "int", None),
-                        "max_dir_path": (True, "int", None),
-                        "units": (True, "str", None),
-                        "checkpoint_file_name_chars": (True, "int", None),
-                        "extended_length": (True, "bool", None),
-                        "program_root": (
-                            True,
-                            "object",
-                            {
-                                "root": (True, "str", None),
-                                "longest_file": (
-                                    True,
-                                    "object",
-                                    {
-                                        "path": (True, "str", None),
-                                        "chars": (True, "int", None),
-                                        "limit": (True, "int", None),
-                                    },
-                                ),
-                                "longest_dir": (
-                                    True,
-                                    "object",
-                                    {
-                                        "path": (True, "str", None),
-                                        "chars": (True, "int", None),
-                                        "limit": (True, "int", None),
-                                    },
-                                ),
-                            },
-                        ),
-                        "data_root": (
-                            True,
-                            "object",
-                            {
-                                "root": (True, "str", None),
-                                "longest_file": (
-                                    True,
-                                    "object",
-                                    {
-                                        "path": (True, "str", None),
-                                        "chars": (True, "int", None),
-                                        "limit": (True, "int", None),
-                                    },
-                                ),
-                                "longest_dir": (
-                                    True,
-                                    "object",
-                                    {
-                                        "path": (True, "str", None),
-                                        "chars": (True, "int", None),
-                                        "limit": (True, "int", None),
-                                    },
-                                ),
-                            },
-                        ),
-                    },
-                ),
+                "path_budget": _PATH_BUDGET_SHAPE,
             },
         ),
         "endpoint": (
@@ -456,67 +422,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
             {"state": (True, "null|str", None), "directions": (True, "null|int", None)},
         ),
         "source_date_epoch": (True, "int", None),
-        "path_budget": (
-            True,
-            "object",
-            {
-                "max_path": (True, "int", None),
-                "max_dir_path": (True, "int", None),
-                "units": (True, "str", None),
-                "checkpoint_file_name_chars": (True, "int", None),
-                "extended_length": (True, "bool", None),
-                "program_root": (
-                    True,
-                    "object",
-                    {
-                        "root": (True, "str", None),
-                        "longest_file": (
-                            True,
-                            "object",
-                            {
-                                "path": (True, "str", None),
-                                "chars": (True, "int", None),
-                                "limit": (True, "int", None),
-                            },
-                        ),
-                        "longest_dir": (
-                            True,
-                            "object",
-                            {
-                                "path": (True, "str", None),
-                                "chars": (True, "int", None),
-                                "limit": (True, "int", None),
-                            },
-                        ),
-                    },
-                ),
-                "data_root": (
-                    True,
-                    "object",
-                    {
-                        "root": (True, "str", None),
-                        "longest_file": (
-                            True,
-                            "object",
-                            {
-                                "path": (True, "str", None),
-                                "chars": (True, "int", None),
-                                "limit": (True, "int", None),
-                            },
-                        ),
-                        "longest_dir": (
-                            True,
-                            "object",
-                            {
-                                "path": (True, "str", None),
-                                "chars": (True, "int", None),
-                                "limit": (True, "int", None),
-                            },
-                        ),
-                    },
-                ),
-            },
-        ),
+        "path_budget": _PATH_BUDGET_SHAPE,
         "entries": (
             True,
             "array",
