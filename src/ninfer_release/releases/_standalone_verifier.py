@@ -91,6 +91,26 @@ PROVENANCE_SUBJECTS = (
 )
 ZIP_CONFIG_PATH = "config/ninfer.toml"
 
+#: A Windows ACL as the route block writes it (``cache_acl`` and ``bearer_key.acl``).
+_ACL_SHAPE = (
+    True,
+    "object",
+    {
+        "inheritance": (True, "str", None),
+        "grants": (
+            True,
+            "array",
+            [
+                {
+                    "rights": (True, "str", None),
+                    "sid": (False, "null|str", None),
+                    "name": (False, "null|str", None),
+                    "principal": (False, "null|str", None),
+                }
+            ],
+        ),
+    },
+)
 _LONGEST_PATH_SHAPE = (
     True,
     "object",
@@ -328,25 +348,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 "key_file": (True, "str", None),
                 "model_path": (True, "str", None),
                 "cache_root": (True, "str", None),
-                "cache_acl": (
-                    True,
-                    "object",
-                    {
-                        "inheritance": (True, "str", None),
-                        "grants": (
-                            True,
-                            "array",
-                            [
-                                {
-                                    "rights": (True, "str", None),
-                                    "sid": (False, "null|str", None),
-                                    "name": (False, "null|str", None),
-                                    "principal": (False, "null|str", None),
-                                }
-                            ],
-                        ),
-                    },
-                ),
+                "cache_acl": _ACL_SHAPE,
                 "checkpoint_dir": (True, "str", None),
                 "checkpoint_schema": (True, "int", None),
                 "path_budget": _PATH_BUDGET_SHAPE,
@@ -377,25 +379,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 "bom": (True, "bool", None),
                 "trailing_newline": (True, "bool", None),
                 "overwrite_existing": (True, "bool", None),
-                "acl": (
-                    True,
-                    "object",
-                    {
-                        "inheritance": (True, "str", None),
-                        "grants": (
-                            True,
-                            "array",
-                            [
-                                {
-                                    "rights": (True, "str", None),
-                                    "sid": (False, "null|str", None),
-                                    "name": (False, "null|str", None),
-                                    "principal": (False, "null|str", None),
-                                }
-                            ],
-                        ),
-                    },
-                ),
+                "acl": _ACL_SHAPE,
                 "stored_in_assets": (True, "bool", None),
             },
         ),
