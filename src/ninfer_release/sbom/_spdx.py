@@ -29,6 +29,7 @@ from ninfer_release.sbom._ids import (
 )
 from ninfer_release.sbom._license import normalize_license_expression, parse_license, require_license_texts
 from ninfer_release.sbom._records import FileRecord
+from ninfer_release.sbom._spdx_fast import validate_canonical
 from ninfer_release.sbom._spdx_validate import validate_full_document
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -473,15 +474,20 @@ def _write(document: Any) -> bytes:
 
 def _parse_document(data: bytes) -> tuple[Any, list[str]]:
     """spdx-tools' model of ``data`` (SPDX JSON), or ``None`` with the parse messages."""
-    from spdx_tools.spdx.parser.error import SPDXParsingError
-    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
-
     try:
         raw = strictjson.parse_object(data, source=SPDX_WHERE, error=IntegrityError)
     except IntegrityError as exc:
         return None, [str(exc)]
+    return _parse_raw(hoist_implicit_relationships(raw))
+
+
+def _parse_raw(raw: dict[str, Any]) -> tuple[Any, list[str]]:
+    """spdx-tools' model of a hoisted JSON object, or ``None`` with the parse messages."""
+    from spdx_tools.spdx.parser.error import SPDXParsingError
+    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
+
     try:
-        return JsonLikeDictParser().parse(hoist_implicit_relationships(raw)), []  # type: ignore[no-untyped-call]
+        return JsonLikeDictParser().parse(raw), []  # type: ignore[no-untyped-call]
     except SPDXParsingError as exc:
         return None, [str(m) for m in exc.get_messages()]  # type: ignore[no-untyped-call]
 
@@ -572,50 +578,78 @@ def hoist_implicit_relationships(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class _FileFacts:
+    """What the checks beyond spdx-tools read of one File: name, SPDXID, SHA-1 values."""
+
+    name: str
+    spdx_id: str
+    sha1s: tuple[str, ...]
+
+
 def validate_spdx_bytes(data: bytes) -> list[str]:
     """spdx-tools' messages for an SPDX 2.3 JSON document (empty = valid).
 
     Parses, then runs ``validate_full_spdx_document`` (what ``pyspdxtools -i`` does), and also
     checks what spdx-tools does not: file names must be ``./``-relative POSIX paths without
     backslashes, each package's verification code must be the one its listed files give
-    (SPDX 2.3 §7.9, C26), and the bytes must end with exactly one LF.
+    (SPDX 2.3 §7.9, C26), and the bytes must end with exactly one LF. A document whose per-file
+    part has the canonical shape is validated without a model object per file, with the same
+    messages (``sbom._spdx_fast``); any other goes through spdx-tools' parser unchanged.
     """
-    document, messages = _parse_document(data)
-    if document is None:
-        return messages
-    out = [m.validation_message for m in validate_full_document(document, "SPDX-2.3")]
-    for f in document.files:
+    try:
+        raw = strictjson.parse_object(data, source=SPDX_WHERE, error=IntegrityError)
+    except IntegrityError as exc:
+        return [str(exc)]
+    hoisted = hoist_implicit_relationships(raw)
+    verdict = validate_canonical(hoisted)
+    if verdict is not None:
+        out, document = list(verdict.messages), verdict.skeleton
+        facts = [_entry_facts(e) for e in verdict.files.entries]
+    else:
+        document, messages = _parse_raw(hoisted)
+        if document is None:
+            return messages
+        out = [m.validation_message for m in validate_full_document(document, "SPDX-2.3")]
+        facts = [_model_facts(f) for f in document.files]
+    for f in facts:
         if not f.name.startswith("./") or zip_path_problem(f.name[2:]) is not None:
             out.append(f"file {f.name!r}: not a './'-relative zip path")
-    for f in document.files:
+    for f in facts:
         if not SPDX_ID_RE.match(f.spdx_id):
             out.append(f"file {f.name!r}: SPDXID {f.spdx_id!r} is invalid")
-    out.extend(_verification_code_problems(document))
+    out.extend(_verification_code_problems(document.packages, facts))
     if not data.endswith(b"\n") or data.endswith(b"\n\n"):
         out.append("document must end with exactly one LF")
     return out
 
 
-def _verification_code_problems(document: Any) -> list[str]:
-    """Recompute each package's verification code from the listed files (spdx-tools does not)."""
+def _entry_facts(entry: Mapping[str, Any]) -> _FileFacts:
+    """The facts of a canonical file entry (``sbom._spdx_fast.split_canonical``)."""
+    sha1s = tuple(c["checksumValue"] for c in entry["checksums"] if c["algorithm"] == "SHA1")
+    return _FileFacts(name=entry["fileName"], spdx_id=entry["SPDXID"], sha1s=sha1s)
+
+
+def _model_facts(file: Any) -> _FileFacts:
+    """The facts of an spdx-tools File."""
     from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
 
+    sha1s = tuple(c.value for c in file.checksums if c.algorithm == ChecksumAlgorithm.SHA1)
+    return _FileFacts(name=file.name, spdx_id=file.spdx_id, sha1s=sha1s)
+
+
+def _verification_code_problems(packages: Sequence[Any], files: Sequence[_FileFacts]) -> list[str]:
+    """Recompute each package's verification code from the listed files (spdx-tools does not)."""
     out: list[str] = []
     # Packages with the same exclusions share one computation: O(files) per distinct exclusion set.
     expected_by_excluded: dict[frozenset[str], str | None] = {}
-    for package in document.packages:
+    for package in packages:
         code = package.verification_code
         if code is None:
             continue
         excluded = frozenset(code.excluded_files)
         if excluded not in expected_by_excluded:
-            sha1s = [
-                c.value
-                for f in document.files
-                if f.name not in excluded
-                for c in f.checksums
-                if c.algorithm == ChecksumAlgorithm.SHA1
-            ]
+            sha1s = [s for f in files if f.name not in excluded for s in f.sha1s]
             try:
                 expected_by_excluded[excluded] = package_verification_code(sha1s)
             except InputError as exc:

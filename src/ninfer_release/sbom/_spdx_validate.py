@@ -23,9 +23,9 @@ upstream rules shows up as a test failure, not as silent drift.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 _SUPPORTED_VERSIONS = ("SPDX-2.2", "SPDX-2.3")
 
@@ -45,14 +45,15 @@ class _Index:
     license_cache: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, document: Any) -> _Index:
+    def of(cls, document: Any, extra_file_ids: Iterable[str] = ()) -> _Index:
+        """The index of ``document`` plus the ids of files held outside its model (:class:`ExtraFiles`)."""
         by_origin: dict[tuple[Any, str], list[Any]] = defaultdict(list)
         by_target: dict[tuple[Any, str], list[Any]] = defaultdict(list)
         for r in document.relationships:
             by_origin[(r.relationship_type, r.spdx_element_id)].append(r)
             if isinstance(r.related_spdx_element_id, str):  # NONE/NOASSERTION never name a package
                 by_target[(r.relationship_type, r.related_spdx_element_id)].append(r)
-        file_ids = {f.spdx_id for f in document.files}
+        file_ids = {f.spdx_id for f in document.files} | set(extra_file_ids)
         package_ids = {p.spdx_id for p in document.packages}
         snippet_ids = {s.spdx_id for s in document.snippets}
         return cls(
@@ -250,15 +251,20 @@ def _packages(out: _Out, document: Any, version: str, index: _Index) -> None:
         out.extend(validate_package(package, version, ctx))
 
 
-def _files(out: _Out, document: Any, version: str, index: _Index) -> None:
+def check_file(out: _Out, document: Any, file: Any, version: str, index: _Index) -> None:
+    """spdx-tools' ``validate_file_within_document`` for one File model, with the index's look-ups."""
     from spdx_tools.spdx.validation.file_validator import validate_file
 
+    ctx = _element_context(document, file, "FILE")
+    out.add(_spdx_id_messages(file.spdx_id, index), ctx)
+    _licenses(out, file.license_concluded, index, file.spdx_id)
+    _licenses(out, file.license_info_in_file, index, file.spdx_id)
+    out.extend(validate_file(file, version, ctx))
+
+
+def _files(out: _Out, document: Any, version: str, index: _Index) -> None:
     for file in document.files:
-        ctx = _element_context(document, file, "FILE")
-        out.add(_spdx_id_messages(file.spdx_id, index), ctx)
-        _licenses(out, file.license_concluded, index, file.spdx_id)
-        _licenses(out, file.license_info_in_file, index, file.spdx_id)
-        out.extend(validate_file(file, version, ctx))
+        check_file(out, document, file, version, index)
 
 
 def _snippets(out: _Out, document: Any, version: str, index: _Index) -> None:
@@ -273,10 +279,7 @@ def _snippets(out: _Out, document: Any, version: str, index: _Index) -> None:
         out.extend(validate_snippet(snippet, version, ctx))
 
 
-def _annotations_and_relationships(out: _Out, document: Any, version: str, index: _Index) -> None:
-    from spdx_tools.spdx.model.relationship import RelationshipType
-    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
-    from spdx_tools.spdx.model.spdx_none import SpdxNone
+def _annotations(out: _Out, document: Any, index: _Index) -> None:
     from spdx_tools.spdx.validation.actor_validator import validate_actor
     from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
 
@@ -284,15 +287,28 @@ def _annotations_and_relationships(out: _Out, document: Any, version: str, index
         ctx = ValidationContext(element_type=SpdxElementType.ANNOTATION, full_element=annotation)
         out.extend(validate_actor(annotation.annotator, "annotation"))
         out.add(_spdx_id_messages(annotation.spdx_id, index, check_document=True), ctx)
-    not_in_22 = (RelationshipType.SPECIFICATION_FOR, RelationshipType.REQUIREMENT_DESCRIPTION_FOR)
+
+
+def _relationships(out: _Out, document: Any, version: str, index: _Index) -> None:
     for relationship in document.relationships:
-        ctx = ValidationContext(element_type=SpdxElementType.RELATIONSHIP, full_element=relationship)
-        out.add(_spdx_id_messages(relationship.spdx_element_id, index, check_document=True), ctx)
-        related = relationship.related_spdx_element_id
-        if not isinstance(related, SpdxNone | SpdxNoAssertion):
-            out.add(_spdx_id_messages(related, index, check_document=True), ctx)
-        if version == "SPDX-2.2" and relationship.relationship_type in not_in_22:
-            out.add([f"{relationship.relationship_type} is not supported in SPDX-2.2"], ctx)
+        check_relationship(out, relationship, version, index)
+
+
+def check_relationship(out: _Out, relationship: Any, version: str, index: _Index) -> None:
+    """spdx-tools' ``validate_relationship`` for one Relationship model, with the index's look-ups."""
+    from spdx_tools.spdx.model.relationship import RelationshipType
+    from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+    from spdx_tools.spdx.model.spdx_none import SpdxNone
+    from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
+
+    not_in_22 = (RelationshipType.SPECIFICATION_FOR, RelationshipType.REQUIREMENT_DESCRIPTION_FOR)
+    ctx = ValidationContext(element_type=SpdxElementType.RELATIONSHIP, full_element=relationship)
+    out.add(_spdx_id_messages(relationship.spdx_element_id, index, check_document=True), ctx)
+    related = relationship.related_spdx_element_id
+    if not isinstance(related, SpdxNone | SpdxNoAssertion):
+        out.add(_spdx_id_messages(related, index, check_document=True), ctx)
+    if version == "SPDX-2.2" and relationship.relationship_type in not_in_22:
+        out.add([f"{relationship.relationship_type} is not supported in SPDX-2.2"], ctx)
 
 
 def _version_messages(out: _Out, document: Any, spdx_version: str | None) -> str | None:
@@ -332,7 +348,7 @@ def _version_messages(out: _Out, document: Any, spdx_version: str | None) -> str
     return None
 
 
-def _describes(out: _Out, document: Any) -> None:
+def _describes(out: _Out, document: Any, *, has_extra_files: bool) -> None:
     """A document that is not one lone package needs a ``DESCRIBES`` (or ``DESCRIBED_BY``) relationship."""
     from spdx_tools.spdx.model.relationship import RelationshipType
     from spdx_tools.spdx.model.relationship_filters import (
@@ -346,7 +362,9 @@ def _describes(out: _Out, document: Any) -> None:
     described_by = filter_by_type_and_target(
         document.relationships, RelationshipType.DESCRIBED_BY, document_id
     )
-    only_a_single_package = len(document.packages) == 1 and not document.files and not document.snippets
+    only_a_single_package = (
+        len(document.packages) == 1 and not document.files and not has_extra_files and not document.snippets
+    )
     if not only_a_single_package and not describes + described_by:
         out.add(
             [
@@ -357,13 +375,13 @@ def _describes(out: _Out, document: Any) -> None:
         )
 
 
-def _unique_ids(out: _Out, document: Any) -> None:
+def _unique_ids(out: _Out, document: Any, extra_ids: Iterable[str]) -> None:
     """Every SPDXID (document, files, packages, snippets) appears once."""
     from spdx_tools.spdx.validation.validation_message import SpdxElementType, ValidationContext
 
     seen: set[str] = set()
     duplicated: set[str] = set()
-    for spdx_id in _all_ids_in_order(document):
+    for spdx_id in _all_ids_in_order(document, extra_ids):
         if spdx_id in seen:
             duplicated.add(spdx_id)
         seen.add(spdx_id)
@@ -377,13 +395,36 @@ def _unique_ids(out: _Out, document: Any) -> None:
         )
 
 
-def validate_full_document(document: Any, spdx_version: str | None = None) -> list[Any]:
+class ExtraFiles(Protocol):
+    """Files held outside the document model, after its own files, and CONTAINS relationships to
+    them, after its own relationships (``sbom._spdx_fast``: the canonical per-file part of a JSON
+    document, checked without a model object per file). No package of the document may have
+    ``files_analyzed: false`` (its rule looks at the relationships of the model only)."""
+
+    @property
+    def file_ids(self) -> Sequence[str]:
+        """Every extra File's SPDXID, in document order."""
+        ...
+
+    def check_files(self, out: _Out, document: Any, version: str, index: _Index) -> None:
+        """Add the messages :func:`check_file` would give each extra File, in order."""
+        ...
+
+    def check_relationships(self, out: _Out, version: str, index: _Index) -> None:
+        """Add the messages :func:`check_relationship` would give each extra relationship, in order."""
+        ...
+
+
+def validate_full_document(
+    document: Any, spdx_version: str | None = None, extra: ExtraFiles | None = None
+) -> list[Any]:
     """spdx-tools' ``validate_full_spdx_document(document, spdx_version)``, in O(n).
 
     ``document`` is a ``spdx_tools.spdx.model.Document``; returns the same list of
     ``ValidationMessage`` (message text and context, same order) that spdx-tools 0.8.5 returns,
-    empty when valid. Cost: one pass over the elements plus one licence-expression check per
-    distinct expression text. Raises nothing for an invalid document.
+    empty when valid. With ``extra``, the document is validated as if its files and relationships
+    were followed by ``extra``'s. Cost: one pass over the elements plus one licence-expression
+    check per distinct expression text. Raises nothing for an invalid document.
     """
     from spdx_tools.spdx.validation.creation_info_validator import validate_creation_info
     from spdx_tools.spdx.validation.extracted_licensing_info_validator import (
@@ -394,21 +435,28 @@ def validate_full_document(document: Any, spdx_version: str | None = None) -> li
     version = _version_messages(out, document, spdx_version)
     if version is None:
         return out.messages
-    index = _Index.of(document)
+    extra_ids = extra.file_ids if extra is not None else ()
+    index = _Index.of(document, extra_ids)
     out.extend(validate_creation_info(document.creation_info, version))
     _packages(out, document, version, index)
     _files(out, document, version, index)
+    if extra is not None:
+        extra.check_files(out, document, version, index)
     _snippets(out, document, version, index)
-    _annotations_and_relationships(out, document, version, index)
+    _annotations(out, document, index)
+    _relationships(out, document, version, index)
+    if extra is not None:
+        extra.check_relationships(out, version, index)
     out.extend(validate_extracted_licensing_infos(document.extracted_licensing_info))
-    _describes(out, document)
-    _unique_ids(out, document)
+    _describes(out, document, has_extra_files=bool(extra_ids))
+    _unique_ids(out, document, extra_ids)
     return out.messages
 
 
-def _all_ids_in_order(document: Any) -> Iterable[str]:
+def _all_ids_in_order(document: Any, extra_ids: Iterable[str]) -> Iterable[str]:
     yield document.creation_info.spdx_id
     yield from (f.spdx_id for f in document.files)
+    yield from extra_ids
     yield from (p.spdx_id for p in document.packages)
     yield from (s.spdx_id for s in document.snippets)
 
