@@ -46,6 +46,7 @@ from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.reproducible import datetime_utc
+from ninfer_release.sbom._cdx_fast import schema_is_clean
 from ninfer_release.sbom._ids import uuid5_url
 from ninfer_release.sbom._iri import import_jsonschema_lean, is_iri, is_iri_reference
 from ninfer_release.sbom._license import combine_licenses, normalize_license_expression
@@ -918,8 +919,15 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
 
 
 def _schema_message(raw: Any) -> list[str]:
-    """The first strict-schema error as ``schema: <json path>: <message>`` (at most 500 chars), or none."""
-    error = next(iter(_strict_validator().iter_errors(raw)), None)
+    """The first strict-schema error as ``schema: <json path>: <message>`` (at most 500 chars), or none.
+
+    A document the schema certainly accepts is told apart without descending into every evidence
+    occurrence (``sbom._cdx_fast.schema_is_clean``); any other is validated whole by jsonschema.
+    """
+    validator = _strict_validator()
+    if schema_is_clean(raw, validator):
+        return []
+    error = next(iter(validator.iter_errors(raw)), None)
     if error is None:
         return []
     return [f"schema: {error.json_path}: {error.message}"[:500]]
