@@ -7,24 +7,31 @@ resident set of the process itself, file-backed pages included. Nothing here is 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 # Children run as installed code does: with bytecode caches (some shells here export
 # PYTHONDONTWRITEBYTECODE=1, which makes every child recompile the project and its libraries).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Every build a bench starts is cold unless the bench says otherwise: the persistent deflate cache
+# (packaging/_cache.py) would make a repeated run measure a warm cache. bench_cache.py passes its
+# own NINFER_DEFLATE_CACHE directories explicitly.
+os.environ["NINFER_DEFLATE_CACHE"] = "off"
 CLI = Path(sys.executable).parent / "ninfer-release"
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 LANE = "rtx4090"
@@ -115,6 +122,88 @@ def paired(ours: Sequence[Run], theirs: Sequence[Run]) -> float:
     return statistics.median(a.wall_s / b.wall_s for a, b in zip(ours, theirs, strict=True))
 
 
+def stats(values: Sequence[float]) -> dict[str, float]:
+    """``{"min", "median", "max"}`` of ``values``, rounded to 3 decimals."""
+    return {
+        "min": round(min(values), 3),
+        "median": round(statistics.median(values), 3),
+        "max": round(max(values), 3),
+    }
+
+
+def pairs(ours: Sequence[Run], theirs: Sequence[Run]) -> dict[str, Any]:
+    """Interleaved pairs (``ours[i]`` ran right before ``theirs[i]``): wall, CPU and ratio statistics.
+
+    ``ratio`` is over the per-pair ratios ours/theirs (the verdicts use its median); CPU is
+    user+sys seconds; every run is kept under ``runs`` as ``[ours, theirs]``.
+    """
+    return {
+        "ours_s": stats([r.wall_s for r in ours]),
+        "theirs_s": stats([r.wall_s for r in theirs]),
+        "ratio": stats([a.wall_s / b.wall_s for a, b in zip(ours, theirs, strict=True)]),
+        "ours_cpu_s": stats([r.user_s + r.sys_s for r in ours]),
+        "theirs_cpu_s": stats([r.user_s + r.sys_s for r in theirs]),
+        "ours_max_rss_mib": round(max(r.max_rss_kib for r in ours) / 1024, 1),
+        "runs": [[a.as_dict(), b.as_dict()] for a, b in zip(ours, theirs, strict=True)],
+    }
+
+
+def load_average() -> list[float]:
+    """The 1/5/15-minute load averages, rounded to 2 decimals."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+@contextlib.contextmanager
+def busy_core() -> Iterator[int]:
+    """A competing CPU-bound process pinned to the last core (``taskset``) while the block runs.
+
+    Yields its PID; it is killed by that PID afterwards. The benchmarked commands are not pinned:
+    they keep both cores and share one of them with the burner, as under another user's job.
+    """
+    core = str((os.cpu_count() or 1) - 1)
+    proc = subprocess.Popen(["taskset", "-c", core, sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it start spinning before the first timed command
+        if proc.poll() is not None:
+            raise BenchError(f"the busy-core process exited at once ({proc.returncode})")
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def io_run(label: str, cmd: Sequence[str | Path], **kw: Any) -> tuple[Run, dict[str, int]]:
+    """``run`` plus the child's ``/proc/<pid>/io`` byte counters ``read_bytes``/``written_bytes``.
+
+    They are ``rchar``/``wchar``: every read and write of the process (page cache hits, Python's
+    own module files and the log included), polled every 50 ms until it exits.
+    """
+    io: dict[str, int] = {}
+    with tempfile.TemporaryFile() as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=log, **kw)
+        while True:
+            try:
+                text = Path(f"/proc/{proc.pid}/io").read_text()
+                io = {k: int(v) for k, v in (line.split(": ") for line in text.splitlines())}
+            except (OSError, ValueError):
+                pass
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            log.seek(0)
+            raise BenchError(f"{label}: exit {code}\n{log.read()[-3000:].decode('utf-8', 'replace')}")
+    result = Run(
+        label=label, wall_s=wall, user_s=usage.ru_utime, sys_s=usage.ru_stime,
+        max_rss_kib=usage.ru_maxrss, returncode=code,
+    )  # fmt: skip
+    return result, {"read_bytes": io.get("rchar", 0), "written_bytes": io.get("wchar", 0)}
+
+
 def _first_line(cmd: Sequence[str]) -> str:
     try:
         out = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
@@ -164,6 +253,16 @@ def machine_facts() -> dict[str, object]:
     }
 
 
+def small_samples(work: Path) -> Path:
+    """``samples fetch`` (the small sample: real cudart/MSVC DLLs, stand-ins) into ``work/samples-small``."""
+    out = work / "samples-small"
+    if not (out / LANE / "build-info.json").is_file():
+        if out.exists():
+            shutil.rmtree(out)
+        run("samples fetch", [CLI, "samples", "fetch", "--out", out])
+    return out
+
+
 def fetch_samples(work: Path) -> Path:
     """``ninfer-release samples fetch --full`` into ``work/samples`` (cached wheels; idempotent)."""
     out = work / "samples"
@@ -180,11 +279,17 @@ def _link_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=os.link)
 
 
-def add_engine_file(lane_dir: Path, rel: str, write: object) -> None:
-    """Add ``rel`` (under ``bin/``) to ``build-info.json`` ``engine_files`` and create it with ``write``."""
+def add_engine_file(lane_dir: Path, rel: str, write: object, *, stand_in: bool = False) -> None:
+    """Add ``rel`` (under ``bin/``) to ``build-info.json`` ``engine_files`` and create it with ``write``.
+
+    ``stand_in`` marks the entry as a stand-in (needed when its PE version resource says so).
+    """
     info_path = lane_dir / "build-info.json"
     info = json.loads(info_path.read_bytes())
-    info["engine_files"].append({"path": rel, "license": "Apache-2.0"})
+    entry: dict[str, object] = {"path": rel, "license": "Apache-2.0"}
+    if stand_in:
+        entry["stand_in"] = True
+    info["engine_files"].append(entry)
     info_path.unlink()  # a hard link to the sample's file: replace, never write through
     info_path.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     assert callable(write)
@@ -245,13 +350,42 @@ def many_files_tree(samples: Path, work: Path, *, count: int, size: int = 4096) 
     return dst
 
 
+def incompressible_tree(samples: Path, work: Path, *, size: int, seed: int = 13) -> Path:
+    """The sample lane plus ``bin/ninfer-weights.bin``: ``size`` bytes of seeded pseudo-random data.
+
+    The bytes are ``random.Random(seed).randbytes`` in 16 MiB blocks: incompressible, the same on
+    every run (deflate cannot shrink them, so a good build stores the member). Generated once and
+    kept in ``work`` (about 4 s per GiB).
+    """
+    dst = work / f"tree-random-{size}-s{seed}"
+    lane = dst / LANE
+    member = lane / "bin" / "ninfer-weights.bin"
+    if member.is_file() and member.stat().st_size == size:
+        return dst
+    if dst.exists():
+        shutil.rmtree(dst)
+    _link_tree(samples / LANE, lane)
+
+    def write(path: Path) -> None:
+        rng = random.Random(seed)  # noqa: S311 - benchmark filler, not security
+        left = size
+        with path.open("wb") as out:
+            while left > 0:
+                n = min(16 * MIB, left)
+                out.write(rng.randbytes(n))
+                left -= n
+
+    add_engine_file(lane, "bin/ninfer-weights.bin", write)
+    return dst
+
+
 def huge_file_tree(samples: Path, work: Path, *, size: int) -> Path:
     """The sample lane plus ``bin/ninfer-big.dll``: a real PE image with a ``size``-byte overlay.
 
     The file starts with the sample engine's own PE bytes (so SBOM PE parsing runs on it) and is
     extended to ``size`` bytes as a sparse file (zeros; no disk blocks).
     """
-    dst = work / f"tree-big-{size // MIB}mib"
+    dst = work / f"tree-big-{size // MIB}mib-{samples.name}"
     lane = dst / LANE
     big = lane / "bin" / "ninfer-big.dll"
     if big.is_file() and big.stat().st_size == size:
@@ -264,7 +398,9 @@ def huge_file_tree(samples: Path, work: Path, *, size: int) -> Path:
         shutil.copyfile(samples / LANE / "bin" / "ninfer-server.exe", path)
         os.truncate(path, size)
 
-    add_engine_file(lane, "bin/ninfer-big.dll", write)
+    info = json.loads((samples / LANE / "build-info.json").read_bytes())
+    server = next(e for e in info["engine_files"] if e["path"] == "bin/ninfer-server.exe")
+    add_engine_file(lane, "bin/ninfer-big.dll", write, stand_in=bool(server.get("stand_in")))
     return dst
 
 
@@ -277,6 +413,30 @@ def build_lane(label: str, inputs: Path, out: Path, *, workers: int = 2) -> Run:
         [CLI, "build", "lane", LANE, "--release", RELEASE, "--inputs", inputs, "--out", out,
          "--workers", str(workers)],
     )  # fmt: skip
+
+
+def build_io(
+    label: str, tree: Path, out: Path, env: Mapping[str, str] | None = None
+) -> tuple[Run, dict[str, int]]:
+    """``build lane rtx4090 --offline`` of ``tree`` into a fresh ``out``, with its byte counters (``io_run``).
+
+    ``env`` replaces the environment (the deflate cache is ``off`` unless it says otherwise).
+    """
+    if out.exists():
+        shutil.rmtree(out)
+    cmd: list[str | Path] = [
+        CLI, "build", "lane", LANE, "--release", RELEASE, "--inputs", tree, "--out", out, "--offline",
+    ]  # fmt: skip
+    return io_run(label, cmd, env=dict(env) if env is not None else None)
+
+
+def info_zip(label: str, tree: Path, work: Path) -> Run:
+    """Info-ZIP ``zip -X -r -6 -q`` of the lane's ``bin`` and ``licenses`` (what we ship), in ``work``."""
+    target = work / "info-zip.zip"
+    target.unlink(missing_ok=True)
+    result = run(label, ["zip", "-X", "-r", "-6", "-q", target, "bin", "licenses"], cwd=tree / LANE)
+    target.unlink()
+    return result
 
 
 def set_dir(out: Path) -> Path:

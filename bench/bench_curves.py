@@ -24,11 +24,8 @@ import argparse
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,28 +36,22 @@ from _common import (
     CLI,
     LANE,
     MIB,
-    RELEASE,
     REPO,
     Run,
     add_engine_file,
+    build_io,
+    info_zip,
+    load_average,
     many_files_tree,
+    pairs,
     run,
     set_dir,
+    small_samples,
     the_zip,
     tree_bytes,
 )
 
 DOCS = REPO / "docs"
-
-
-def _samples(work: Path) -> Path:
-    """``samples fetch`` (the small sample: real cudart/MSVC DLLs, stand-ins) into ``work/samples-small``."""
-    out = work / "samples-small"
-    if not (out / LANE / "build-info.json").is_file():
-        if out.exists():
-            shutil.rmtree(out)
-        run("samples fetch", [CLI, "samples", "fetch", "--out", out])
-    return out
 
 
 def _size_tree(samples: Path, work: Path, size_mib: int) -> Path:
@@ -88,81 +79,17 @@ def _size_tree(samples: Path, work: Path, size_mib: int) -> Path:
     return dst
 
 
-def _io_run(label: str, cmd: Sequence[str | Path], **kw: Any) -> tuple[Run, dict[str, int]]:
-    """``run`` plus the child's ``/proc/<pid>/io`` byte counters (read and written, any file)."""
-    io: dict[str, int] = {}
-    with tempfile.TemporaryFile() as log:
-        start = time.perf_counter()
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=log, **kw)
-        # Poll /proc until the child exits: the last reading is the total (page cache hits included).
-        while True:
-            try:
-                text = Path(f"/proc/{proc.pid}/io").read_text()
-                io = {k: int(v) for k, v in (line.split(": ") for line in text.splitlines())}
-            except (OSError, ValueError):
-                pass
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            time.sleep(0.05)
-        wall = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            log.seek(0)
-            raise RuntimeError(f"{label}: exit {code}\n{log.read()[-3000:].decode('utf-8', 'replace')}")
-    result = Run(
-        label=label, wall_s=wall, user_s=usage.ru_utime, sys_s=usage.ru_stime,
-        max_rss_kib=usage.ru_maxrss, returncode=code,
-    )  # fmt: skip
-    return result, {"read_bytes": io.get("rchar", 0), "written_bytes": io.get("wchar", 0)}
-
-
-def _stats(values: Sequence[float]) -> dict[str, float]:
-    return {
-        "min": round(min(values), 3),
-        "median": round(statistics.median(values), 3),
-        "max": round(max(values), 3),
-    }
-
-
-def _pairs(ours: Sequence[Run], theirs: Sequence[Run]) -> dict[str, Any]:
-    return {
-        "ours_s": _stats([r.wall_s for r in ours]),
-        "theirs_s": _stats([r.wall_s for r in theirs]),
-        "ratio": _stats([a.wall_s / b.wall_s for a, b in zip(ours, theirs, strict=True)]),
-        "ours_cpu_s": _stats([r.user_s + r.sys_s for r in ours]),
-        "theirs_cpu_s": _stats([r.user_s + r.sys_s for r in theirs]),
-        "ours_max_rss_mib": round(max(r.max_rss_kib for r in ours) / 1024, 1),
-        "runs": [[a.as_dict(), b.as_dict()] for a, b in zip(ours, theirs, strict=True)],
-    }
-
-
-def _build(label: str, tree: Path, out: Path) -> tuple[Run, dict[str, int]]:
-    if out.exists():
-        shutil.rmtree(out)
-    return _io_run(
-        label,
-        [CLI, "build", "lane", LANE, "--release", RELEASE, "--inputs", tree, "--out", out, "--offline"],
-    )
-
-
-def _zip(label: str, tree: Path, work: Path) -> Run:
-    target = work / "info-zip.zip"
-    target.unlink(missing_ok=True)
-    return run(label, ["zip", "-X", "-r", "-6", "-q", target, "bin", "licenses"], cwd=tree / LANE)
-
-
 def _point(tree: Path, work: Path, runs: int, *, unzip: bool) -> dict[str, Any]:
     """One curve point: ``runs`` pairs of build/zip, then ``runs`` pairs of verify/checksums."""
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = load_average()
     out = work / "curve-out"
     builds: list[Run] = []
     zips: list[Run] = []
     io: dict[str, int] = {}
     for i in range(runs):
-        b, io = _build(f"build #{i}", tree, out)
+        b, io = build_io(f"build #{i}", tree, out)
         builds.append(b)
-        zips.append(_zip(f"zip #{i}", tree, work))
+        zips.append(info_zip(f"zip #{i}", tree, work))
     directory = set_dir(out)
     package = the_zip(out)
     verify_cmd: list[str | Path] = [CLI, "verify", directory]
@@ -171,7 +98,8 @@ def _point(tree: Path, work: Path, runs: int, *, unzip: bool) -> dict[str, Any]:
         "-c",
         "sha256sum -c --quiet SHA256SUMS" + (f" && unzip -tq '{package.name}'" if unzip else ""),
     ]
-    run("warm-up verify", verify_cmd)
+    if runs > 2:  # the set was just written (page cache warm); at the big points one verify is minutes
+        run("warm-up verify", verify_cmd)
     verifies: list[Run] = []
     checks: list[Run] = []
     for i in range(runs):
@@ -182,9 +110,9 @@ def _point(tree: Path, work: Path, runs: int, *, unzip: bool) -> dict[str, Any]:
         "load_average_before": load,
         "staged_bytes": staged,
         "zip_bytes": package.stat().st_size,
-        "build_vs_zip": _pairs(builds, zips),
+        "build_vs_zip": pairs(builds, zips),
         "verify_vs": "sha256sum -c + unzip -tq" if unzip else "sha256sum -c",
-        "verify_vs_checksums": _pairs(verifies, checks),
+        "verify_vs_checksums": pairs(verifies, checks),
         "build_read_per_staged_byte": round(io["read_bytes"] / staged, 3),
         "build_written_per_staged_byte": round(io["written_bytes"] / staged, 3),
         "build_written_per_output_byte": round(
@@ -203,6 +131,7 @@ def _runs_for(scale: float, runs: int, big_runs: int) -> int:
 def file_count_curve(
     samples: Path, work: Path, counts: Sequence[int], runs: int, big_runs: int
 ) -> dict[str, Any]:
+    counts = [n for n in counts if n > 0]  # 0 is the base point, always measured (and never a divisor)
     base = _point(samples, work, runs, unzip=True)
     points = {"0": base}
     for n in counts:
@@ -237,7 +166,7 @@ def startup(runs: int) -> dict[str, Any]:
         for i in range(runs):
             ours.append(run(f"{flag} #{i}", [CLI, flag]))
             bare.append(run(f"python -c pass #{i}", [python, "-c", "pass"]))
-        out[flag] = _pairs(ours, bare)
+        out[flag] = pairs(ours, bare)
     return out
 
 
@@ -289,10 +218,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--max-runs-big", type=int, default=1, help="runs at >= 40k files and >= 4 GiB")
     ap.add_argument("--startup-runs", type=int, default=11, help="pairs for --help/--version; 0 skips")
     ap.add_argument("--plots", action="store_true")
+    ap.add_argument("--plots-dir", type=Path, default=DOCS, help="where the SVGs go (default docs/)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    samples = _samples(args.work)
+    samples = small_samples(args.work)
     counts = [int(x) for x in args.counts.split(",") if x]
     sizes = [int(x) for x in args.sizes.split(",") if x]
     results: dict[str, Any] = {}
@@ -303,7 +233,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if sizes:
         results["sizes"] = size_curve(samples, args.work, sizes, args.runs, args.max_runs_big)
     if args.plots:
-        results["plots"] = plot(results, DOCS)
+        try:
+            results["plots"] = plot(results, args.plots_dir)
+        except ImportError as exc:  # the measurements stand without their plots
+            results["plots_skipped"] = f"{exc} (install the bench extra: pip install -e '.[bench]')"
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
     return results

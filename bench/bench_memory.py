@@ -8,7 +8,7 @@ parsing reads it) extended to 4 GiB as a sparse file. The build reads, hashes an
 4 GiB (zip64 member), seals the set and verifies it; ``verify`` then runs again on its own.
 Peak RSS is each child's ``ru_maxrss`` from ``wait4`` (file-backed pages included).
 
-Usage: ``.venv/bin/python bench/bench_memory.py [--work DIR] [--gib 4] [--json]``
+Usage: ``.venv/bin/python bench/bench_memory.py [--work DIR] [--gib 4] [--small] [--json]``
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CLI, GIB, build_lane, fetch_samples, huge_file_tree, run, set_dir, the_zip
+from _common import CLI, GIB, build_lane, fetch_samples, huge_file_tree, run, set_dir, small_samples, the_zip
 
 GOAL_MIB = 200
 
@@ -32,10 +32,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ninfer-bench")
     ap.add_argument("--gib", type=float, default=4.0)
+    ap.add_argument("--small", action="store_true", help="the small sample lane instead of --full")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    samples = fetch_samples(args.work)
+    samples = small_samples(args.work) if args.small else fetch_samples(args.work)
     tree = huge_file_tree(samples, args.work, size=int(args.gib * GIB))
     out = args.work / "memory-set"
     built = build_lane("build lane (4 GiB file)", tree, out)

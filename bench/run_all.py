@@ -1,395 +1,226 @@
-"""Run every DESIGN.md §11 benchmark in one go and (optionally) write the results into the docs.
+"""Run every benchmark of issues 11, 12, 13 and DESIGN.md §11 in one go; optionally write the docs.
 
-Usage::
+Usage (``./dev bench`` runs this through ``bench/run_all.sh``)::
 
-    .venv/bin/python bench/run_all.py [--work DIR] [--quick] [--skip image] [--write-docs]
+    bench/run_all.sh [--smoke] [--work DIR] [--only PARTS | --skip PARTS] [--write-docs] [--docs PATH]
 
-Runs, in this order: ``bench_verify`` (goal 2), ``bench_package`` (goal 1), ``bench_memory``
-(goal 3) and ``bench_image`` (goal 4, needs dockerd; skipped with a note when it is absent).
-Prints one JSON document with the machine facts and every result; ``--write-docs`` also
-replaces the generated block of ``docs/benchmarks.md`` (between the ``results:begin`` and
-``results:end`` markers) with the tables of this run. ``--quick`` uses fewer repetitions and
-only the ≥ 1 GiB tree. On the 2-core reference machine a full run took 6.5–8 minutes.
+Parts, in this order (comma-separated names for ``--only``/``--skip``):
+
+* ``goals`` — ``bench_goals``: build vs ``zip -X -r -6`` on the ``--full`` tree (cores free, one
+  core busy), on a 1 GiB incompressible member; verify vs ``sha256sum -c`` on the sample and
+  ``--full`` sets (free, busy); bytes moved per input byte;
+* ``cache`` — ``bench_cache``: warm rebuild ÷ cold build, zips identical with and without the cache;
+* ``memory`` — ``bench_memory``: peak RSS of build and verify with a 4 GiB file;
+* ``fetch`` — ``bench_fetch`` (issue 12); ``registry`` — ``bench_registry --full`` (issue 11);
+* ``image`` — ``bench_image`` (a child process; needs a docker engine: ``NINFER_DOCKER_HOST`` or a
+  private ``dockerd``, which needs root);
+* ``curves`` — ``bench_curves``: start-up pairs, file-count curve (1k, 10k, 100k) and size curve
+  (256 MiB, 1 GiB, 4 GiB), with SVG plots.
+
+A part that fails is recorded as ``{"failed": traceback}`` and the run goes on; after each part the
+results so far are written to ``WORK/results.json``. ``--write-docs`` rewrites the results and
+curves blocks of ``docs/benchmarks.md`` (``--docs`` another copy) and writes the plots next to it.
+Profiles: ``full`` (the default; about 30 minutes on the quiet 2-core reference machine) and
+``--smoke`` (tiny sizes and one pair everywhere, about 2–3 minutes: checks that every part runs).
+Every build is cold: the deflate cache is ``off`` except in ``cache``, which uses fresh dirs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_cache  # noqa: E402
 import bench_curves  # noqa: E402
+import bench_fetch  # noqa: E402
+import bench_goals  # noqa: E402
 import bench_memory  # noqa: E402
-import bench_package  # noqa: E402
-import bench_verify  # noqa: E402
-from _common import REPO, machine_facts  # noqa: E402
+import bench_registry  # noqa: E402
+import report  # noqa: E402
+from _common import REPO, load_average, machine_facts  # noqa: E402
+from render import plot_goals, summary_rows  # noqa: E402
 
-DOC = REPO / "docs" / "benchmarks.md"
-BEGIN = "<!-- results:begin (written by bench/run_all.py --write-docs) -->"
-END = "<!-- results:end -->"
-CURVES_BEGIN = "<!-- curves:begin (written by bench/run_all.py --write-docs) -->"
-CURVES_END = "<!-- curves:end -->"
+PARTS = ("goals", "cache", "memory", "fetch", "registry", "image", "curves")
 
 
-def _image(runs: int) -> dict[str, Any]:
-    if shutil.which("dockerd") is None and shutil.which("docker") is None:
-        return {"skipped": "no docker engine on this machine"}
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "bench_image.py"), "--runs", str(runs), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Profile:
+    """Pair counts and sizes of one run (``small``: the small sample tree stands in for ``--full``)."""
+
+    name: str
+    goal_runs: int
+    random_runs: int
+    random_mib: int
+    cache_runs: int
+    memory_gib: float
+    fetch_runs: int
+    registry_runs: int
+    image_runs: int
+    image_mib: int
+    startup_runs: int
+    curve_runs: int
+    big_runs: int
+    counts: str
+    sizes: str
+    small: bool
+
+    def pairs_note(self) -> str:
+        """What was run how often, and where fewer than 5 pairs were run and why."""
+        return (
+            f"Pairs (profile `{self.name}`): {self.goal_runs} per point for build/verify beside "
+            f"zip/sha256sum (cores free and busy), {self.cache_runs} for the cache, {self.fetch_runs} for "
+            f"fetch, {self.image_runs} image triples, {self.startup_runs} start-up pairs; curves: "
+            f"{self.curve_runs} at 0/1k files and below 1 GiB, {min(self.curve_runs, 3)} at 10k files and "
+            f"1 GiB, {self.big_runs} at 100k files and 4 GiB. Fewer than 5: the {self.random_mib} MiB "
+            f"incompressible tree ({self.random_runs}: one `zip` of it deflates all of it), the registry "
+            f"({self.registry_runs}: each pair starts a fresh registry and moves the `--full` set four "
+            "times), and the largest curve points (a 100k-file build and a 4 GiB `zip` take minutes each), "
+            "to keep `./dev bench` within 35 minutes on the 2-core machine."
+        )
+
+
+PROFILES = {
+    "full": Profile(
+        name="full", goal_runs=5, random_runs=3, random_mib=1024, cache_runs=5, memory_gib=4.0,
+        fetch_runs=5, registry_runs=3, image_runs=5, image_mib=256, startup_runs=11, curve_runs=5,
+        big_runs=1, counts="1000,10000,100000", sizes="256,1024,4096", small=False,
+    ),
+    "smoke": Profile(
+        name="smoke", goal_runs=1, random_runs=1, random_mib=16, cache_runs=1, memory_gib=1 / 16,
+        fetch_runs=1, registry_runs=1, image_runs=1, image_mib=16, startup_runs=2, curve_runs=1,
+        big_runs=1, counts="200,400", sizes="64", small=True,
+    ),
+}  # fmt: skip
+
+
+def _image(runs: int, mib: int) -> dict[str, Any]:
+    """``bench_image.py --json`` as a child (it may start a private dockerd); its JSON, or why not."""
+    if shutil.which("docker") is None:
+        return {"skipped": "no docker client on this machine"}
+    cmd = [sys.executable, str(HERE / "bench_image.py"), "--runs", str(runs), "--mib", str(mib), "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        doc: dict[str, Any] = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return {"failed": (proc.stderr or proc.stdout)[-3000:]}
     if proc.returncode != 0:
-        return {"failed": (proc.stderr or proc.stdout)[-2000:]}
-    doc: dict[str, Any] = json.loads(proc.stdout)
+        doc["exit_code"] = proc.returncode  # 1: the digests of our rebuilds differed
     return doc
 
 
-def _yes(ok: bool) -> str:
-    return "**met**" if ok else "**missed**"
+def _parts(p: Profile, work: Path, plots_dir: Path) -> dict[str, Callable[[], dict[str, Any]]]:
+    w = ["--work", str(work)]
+    small = ["--small"] if p.small else []
+    return {
+        "goals": lambda: bench_goals.main(
+            [*w, "--runs", str(p.goal_runs), "--random-runs", str(p.random_runs),
+             "--random-mib", str(p.random_mib), *small]
+        ),
+        "cache": lambda: bench_cache.main([*w, "--runs", str(p.cache_runs), *small]),
+        "memory": lambda: bench_memory.main([*w, "--gib", str(p.memory_gib), *small]),
+        "fetch": lambda: bench_fetch.main([*w, "--runs", str(p.fetch_runs)]),
+        "registry": lambda: bench_registry.main(
+            [*w, "--runs", str(p.registry_runs), *([] if p.small else ["--full"])]
+        ),
+        "image": lambda: _image(p.image_runs, p.image_mib),
+        "curves": lambda: bench_curves.main(
+            [*w, "--counts", p.counts, "--sizes", p.sizes, "--runs", str(p.curve_runs),
+             "--max-runs-big", str(p.big_runs), "--startup-runs", str(p.startup_runs),
+             "--plots", "--plots-dir", str(plots_dir)]
+        ),
+    }  # fmt: skip
 
 
-def _row(*cells: object) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
+def run_parts(
+    names: list[str], parts: dict[str, Callable[[], dict[str, Any]]], results: dict[str, Any], work: Path
+) -> None:
+    """Run ``names`` in order into ``results`` (a failure is recorded, never fatal); save after each."""
+    for name in names:
+        results["loads"][name] = load_average()[0]
+        print(f"== {name} (load {results['loads'][name]})", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout is the JSON alone
+                results[name] = parts[name]()
+        except (Exception, SystemExit):  # noqa: BLE001 - one part's failure must not lose the others
+            results[name] = {"failed": traceback.format_exc()[-3000:]}
+            print(results[name]["failed"], file=sys.stderr)
+        results["elapsed_per_part_s"][name] = round(time.perf_counter() - started, 1)
+        (work / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
 
 
-def _header(results: dict[str, Any], command: str) -> list[str]:
-    m = results["machine"]
-    return [
-        BEGIN,
-        "",
-        f"Run of {m['date_utc']}, command: `{command}` ({results['elapsed_s']:.0f} s in all).",
-        "",
-        f"Machine: {m['nproc']} cores, {m['cpu']} ({', '.join(m['cpu_flags'])}); load average at "
-        f"start {m['load_average']} (other work was running: see *Noise*); Linux {m['kernel']}; "
-        f"Python {m['python']}; {m['openssl']}; deflate engine {m['deflate_engine']} (Python's "
-        f"zlib {m['python_zlib']}); {m['zip']}; {m['sha256sum']}; {m['docker']}.",
-        "",
-        "| goal | ours (fastest run) | standard tool (fastest run) | ratio: median of pairs | "
-        "ratio: fastest/fastest | ratio: median/median | goal | verdict (on the pairs) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-
-
-def _package_rows(pkg: dict[str, Any]) -> list[str]:
-    rows = []
-    for name in ("1gib", "sample"):
-        r = pkg.get(name)
-        if not r:
-            continue
-        zip_s = f"`zip -X -r -6` {r['info_zip_best_s']} s"
-        goal = f"≤ {r['goal_ratio']}×"
-        for label, key in (("`build lane`", "build_lane"), ("bare zip step", "bare_zip_step")):
-            ratio = r[f"ratio_{key}_paired"]
-            rows.append(
-                _row(
-                    f"1. package build, {r['staged_mib']} MiB tree: {label}",
-                    f"{r[f'{key}_best_s']} s",
-                    zip_s,
-                    f"{ratio}×",
-                    f"{r[f'ratio_{key}']}×",
-                    f"{r[f'ratio_{key}_median']}×",
-                    goal,
-                    _yes(ratio <= r["goal_ratio"]),
-                )
-            )
-    return rows
-
-
-def _verify_rows(v: dict[str, Any] | None) -> list[str]:
-    if not v:
-        return []
-    return [
-        _row(
-            f"2. `verify` of the sample set ({v['set_bytes'] / 1e6:.0f} MB)",
-            f"{v['verify_best_s']} s",
-            f"`sha256sum -c` {v['sha256sum_best_s']} s",
-            f"{v['ratio_paired']}×",
-            f"{v['ratio']}×",
-            f"{v['ratio_median']}×",
-            f"≤ {v['goal_ratio']}×",
-            _yes(v["ratio_paired"] <= v["goal_ratio"]),
-        )
-    ]
-
-
-def _memory_rows(mem: dict[str, Any] | None) -> list[str]:
-    if not mem:
-        return []
-    rows = []
-    for label, key in (("`build lane`", "build_lane"), ("`verify`", "verify")):
-        rss = mem[f"{key}_max_rss_mib"]
-        rows.append(_row(f"3. peak RSS, {label} with a 4 GiB file", f"{rss} MiB", "–", "–", "–", "–",
-                         f"≤ {mem['goal_mib']} MiB", _yes(rss <= mem["goal_mib"])))  # fmt: skip
-    return rows
-
-
-def _image_measured(img: dict[str, Any]) -> bool:
-    return "ratio" in img and "ratio_vs_docker_build" not in img
-
-
-def _image_rows(img: dict[str, Any]) -> list[str]:
-    if _image_measured(img):
-        return [
-            _row(
-                f"4. daemonless image build ({img['payload_mib']} MiB payload)",
-                f"{img['daemonless_median_s']} s",
-                f"`docker build` {img['docker_build_median_s']} s",
-                "– (batches, not pairs)",
-                "–",
-                f"{img['ratio']}×",
-                f"≤ {img['goal_ratio']}×",
-                _yes(img["ratio"] <= img["goal_ratio"]) + " (on the medians)",
-            )
-        ]
-    if img and "ratio_vs_docker_build" not in img:
-        why = next(iter(img.values()))
-        return [_row("4. daemonless image build", "–", "–", "–", "–", "–", "≤ 0.5×", f"not run: {why}")]
-    return []
-
-
-def _package_facts(pkg: dict[str, Any]) -> list[str]:
-    facts = []
-    for name in ("1gib", "sample"):
-        r = pkg.get(name)
-        if r:
-            peak = max(x["max_rss_kib"] for x in r["build_lane"]) / 1024
-            facts.append(
-                f"- {name} tree: zip sizes Info-ZIP {r['info_zip_bytes']} B, ours {r['ours_zip_bytes']} B; "
-                f"two builds byte-identical: {r['byte_identical_rebuilds']} (zip SHA-256 {r['zip_sha256']}); "
-                f"`build lane` peak RSS {peak:.0f} MiB."
-            )
-    return facts
-
-
-def _other_facts(v: dict[str, Any] | None, mem: dict[str, Any] | None, img: dict[str, Any]) -> list[str]:
-    facts = []
-    if v:
-        ours_cpu = min(x["user_s"] + x["sys_s"] for x in v["verify"])
-        theirs_cpu = min(x["user_s"] + x["sys_s"] for x in v["sha256sum"])
-        facts.append(
-            f"- verify CPU (user+sys, least of the runs) {ours_cpu:.2f} s vs sha256sum {theirs_cpu:.2f} s; "
-            f"verify peak RSS {v['verify_max_rss_mib']} MiB."
-        )
-    if mem:
-        facts.append(
-            f"- 4 GiB tree: `build lane` {mem['build_lane']['wall_s']} s, "
-            f"`verify` {mem['verify']['wall_s']} s, zip {mem['zip_bytes']} B."
-        )
-    if _image_measured(img):
-        facts.append(f"- image: identical digests across daemonless rebuilds: {img['identical_digests']}.")
-    return facts
-
-
-def _footer(results: dict[str, Any]) -> list[str]:
-    return [
-        "",
-        "<details><summary>Every repetition (wall/user/sys seconds, peak RSS KiB)</summary>",
-        "",
-        "```json",
-        json.dumps(results, indent=1, sort_keys=True),
-        "```",
-        "",
-        "</details>",
-        "",
-        END,
-    ]
-
-
-def render(results: dict[str, Any], command: str) -> str:
-    """The markdown block of one run: machine facts, one table per goal, raw repetitions."""
-    pkg = results.get("package", {})
-    v, mem, img = results.get("verify"), results.get("memory"), results.get("image", {})
-    lines = _header(results, command)
-    lines += [*_package_rows(pkg), *_verify_rows(v), *_memory_rows(mem), *_image_rows(img)]
-    lines += ["", "Other facts of this run:", ""]
-    lines += [*_package_facts(pkg), *_other_facts(v, mem, img)]
-    lines += _footer(results)
-    return "\n".join(lines)
-
-
-def _mmm(stats: dict[str, float], unit: str = "") -> str:
-    return f"{stats['min']}{unit} / {stats['median']}{unit} / {stats['max']}{unit}"
-
-
-def render_curves(curves: dict[str, Any]) -> list[str]:
-    """Tables of the file-count curve, the size curve and the start-up pairs (issue 13)."""
-    lines: list[str] = []
-    start = curves.get("startup")
-    if start:
-        lines += [
-            "",
-            "**Start-up** (interleaved pairs; min / median / max; the baseline is the same interpreter's "
-            "`python -c pass`):",
-            "",
-            "| command | ours (s) | `python -c pass` (s) | ratio | goal | verdict (median) |",
-            "| --- | --- | --- | --- | --- | --- |",
-        ]
-        for flag, r in start.items():
-            lines.append(
-                f"| `ninfer-release {flag}` | {_mmm(r['ours_s'])} | {_mmm(r['theirs_s'])} | "
-                f"{_mmm(r['ratio'], '×')} | ≤ 2× | {_yes(r['ratio']['median'] <= 2)} |"
-            )
-    files = curves.get("files")
-    if files:
-        lines += [
-            "",
-            "**File-count curve**: the small sample lane plus N extra 4 KiB files (`licenses/extra/`); "
-            "each cell min / median / max of the runs (pairs run back to back); *extra CPU per file* is "
-            "(least CPU at N − least CPU at 0) / N, flat when the cost is linear.",
-            "",
-            "| extra files | runs | load before | `build lane` (s) | `zip -X -r -6` (s) | build ratio "
-            "| extra build CPU per file | `verify` (s) | `sha256sum -c` + `unzip -tq` (s) | verify ratio "
-            "| extra verify CPU per file | peak RSS build / verify |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for n, p in files.items():
-            b, v = p["build_vs_zip"], p["verify_vs_checksums"]
-            lines.append(
-                f"| {int(n):,} | {len(b['runs'])} | {p['load_average_before'][0]} | {_mmm(b['ours_s'])} | "
-                f"{_mmm(b['theirs_s'])} | {_mmm(b['ratio'], '×')} | "
-                f"{b.get('ours_extra_cpu_ms_per_file', '–')} ms | {_mmm(v['ours_s'])} | "
-                f"{_mmm(v['theirs_s'])} | "
-                f"{_mmm(v['ratio'], '×')} | {v.get('ours_extra_cpu_ms_per_file', '–')} ms | "
-                f"{b['ours_max_rss_mib']} / {v['ours_max_rss_mib']} MiB |"
-            )
-    sizes = curves.get("sizes")
-    if sizes:
-        lines += [
-            "",
-            "**Size curve**: the small sample lane plus one engine file of its own DLL bytes "
-            "repeated; bytes moved are the `build lane` child's `rchar`/`wchar` (every read and "
-            "write, page cache included) per staged byte.",
-            "",
-            "| staged | runs | load before | `build lane` (s) | `zip -X -r -6` (s) | build ratio "
-            "| `verify` (s) | `sha256sum -c` (s) | verify ratio | build read / written per staged byte "
-            "| peak RSS build / verify |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for mib, p in sizes.items():
-            b, v = p["build_vs_zip"], p["verify_vs_checksums"]
-            lines.append(
-                f"| {int(mib)} MiB | {len(b['runs'])} | {p['load_average_before'][0]} "
-                f"| {_mmm(b['ours_s'])} | {_mmm(b['theirs_s'])} | {_mmm(b['ratio'], '×')} "
-                f"| {_mmm(v['ours_s'])} | {_mmm(v['theirs_s'])} | {_mmm(v['ratio'], '×')} "
-                f"| {p['build_read_per_staged_byte']} / {p['build_written_per_staged_byte']} "
-                f"| {b['ours_max_rss_mib']} / {v['ours_max_rss_mib']} MiB |"
-            )
-    for name in curves.get("plots", []):
-        lines += ["", f"![{name}]({name})"]
-    return lines
-
-
-def write_docs(block: str, begin: str = BEGIN, end_marker: str = END) -> None:
-    """Replace one generated block of ``docs/benchmarks.md`` (which must contain its markers)."""
-    text = DOC.read_text(encoding="utf-8")
-    start = text.index(begin)
-    end = text.index(end_marker) + len(end_marker)
-    DOC.write_text(text[:start] + block + text[end:], encoding="utf-8")
-
-
-def render_issue13(results: dict[str, Any], command: str) -> str:
-    """The curves block: start-up, file-count and size curves, the image pairs, and their machine."""
-    m = results["machine"]
-    lines = [
-        CURVES_BEGIN,
-        "",
-        f"Run of {m['date_utc']}, command: `{command}` ({results['elapsed_s']:.0f} s in all); "
-        f"load average at start {m['load_average']} on {m['nproc']} cores "
-        "(shared with other sessions' work: see *Noise*); "
-        f"{m['deflate_engine']}; {m['zip']}; {m['sha256sum']}.",
-    ]
-    lines += render_curves(results.get("curves") or {})
-    img = results.get("image") or {}
-    if "ratio_vs_docker_build" in img:
-        lines += [
-            "",
-            f"**Image build** ({img['payload_mib']} MiB payload, {img['runs']} interleaved triples, "
-            f"load before {img['load_average_before'][0]}; whole processes; "
-            "identical digests across our runs: "
-            f"{img['identical_digests']}):",
-            "",
-            "| side | wall s (min / median / max) | ours ÷ it (min / median / max) | goal |",
-            "| --- | --- | --- | --- |",
-            f"| `ninfer-release image build` | {_mmm(img['daemonless_s'])} | – | – |",
-            f"| `docker build --no-cache` | {_mmm(img['docker_build_s'])} | "
-            f"{_mmm(img['ratio_vs_docker_build'], '×')} | ≤ 0.5× "
-            f"{_yes(img['ratio_vs_docker_build']['median'] <= 0.5)} |",
-            f"| `docker build` + `docker save \\| gzip -6` | {_mmm(img['docker_build_save_gzip_s'])} | "
-            f"{_mmm(img['ratio_vs_docker_build_save_gzip'], '×')} | (same artifact) |",
-        ]
-    elif img:
-        lines += ["", f"Image build: not run ({next(iter(img.values()))})."]
-    lines += [
-        "",
-        "<details><summary>Every run of this block (JSON)</summary>",
-        "",
-        "```json",
-        json.dumps({k: results[k] for k in ("curves", "image") if k in results}, indent=1, sort_keys=True),
-        "```",
-        "",
-        "</details>",
-        "",
-        CURVES_END,
-    ]
-    return "\n".join(lines)
-
-
-def main() -> int:
+def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ninfer-bench")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--skip", default="", help="comma-separated: verify,package,memory,image,curves")
-    ap.add_argument("--counts", default="1000,10000,100000", help="file-count curve points")
-    ap.add_argument("--sizes", default="256,1024,4096", help="size curve points, MiB")
-    ap.add_argument("--curve-runs", type=int, help="pairs per small curve point (default 5, 3 with --quick)")
-    ap.add_argument("--image-runs", type=int, help="image build triples (default 5, 3 with --quick)")
-    ap.add_argument("--write-docs", action="store_true")
-    args = ap.parse_args()
-    skip = set(filter(None, args.skip.split(",")))
-    work = ["--work", str(args.work)]
+    ap.add_argument("--work", type=Path, help="default /tmp/ninfer-bench (smoke: /tmp/ninfer-bench-smoke)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, one pair: check every part runs")
+    ap.add_argument("--only", default="", help=f"comma-separated parts to run: {','.join(PARTS)}")
+    ap.add_argument("--skip", default="", help="comma-separated parts to leave out")
+    ap.add_argument("--runs", type=int, help="override: pairs per build/verify point")
+    ap.add_argument("--curve-runs", type=int, help="override: pairs per small curve point")
+    ap.add_argument("--image-runs", type=int, help="override: image build triples")
+    ap.add_argument("--counts", help="override: file-count curve points (0 is always the base point)")
+    ap.add_argument("--sizes", help="override: size curve points, MiB")
+    ap.add_argument("--write-docs", action="store_true", help="rewrite the generated blocks of --docs")
+    ap.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
+    args = ap.parse_args(argv)
+    tmp = Path(tempfile.gettempdir())
+    args.work = args.work or tmp / ("ninfer-bench-smoke" if args.smoke else "ninfer-bench")
+    return args
+
+
+def _profile(args: argparse.Namespace) -> Profile:
+    p = PROFILES["smoke" if args.smoke else "full"]
+    overrides = {
+        "goal_runs": args.runs, "curve_runs": args.curve_runs, "image_runs": args.image_runs,
+        "counts": args.counts, "sizes": args.sizes,
+    }  # fmt: skip
+    return dataclasses.replace(p, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _write_docs(results: dict[str, Any], doc: Path, command: str) -> None:
+    plot = "bench-goals.svg" if plot_goals(summary_rows(results), doc.parent / "bench-goals.svg") else None
+    report.write_block(doc, report.results_block(results, command, plot), report.BEGIN, report.END)
+    if "curves" in results:
+        report.write_block(doc, report.curves_block(results, command), report.CURVES_BEGIN, report.CURVES_END)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    profile = _profile(args)
+    names = [
+        n for n in PARTS if (not args.only or n in args.only.split(",")) and n not in args.skip.split(",")
+    ]
+    args.work.mkdir(parents=True, exist_ok=True)
+    plots_dir = args.docs.parent if args.write_docs else args.work
     started = time.perf_counter()
-    results: dict[str, Any] = {"machine": machine_facts()}
-    if "verify" not in skip:
-        with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout is the JSON alone
-            results["verify"] = bench_verify.main([*work, "--runs", "3" if args.quick else "7"])
-    if "package" not in skip:
-        trees = "1gib" if args.quick else "1gib,sample"
-        with contextlib.redirect_stdout(sys.stderr):
-            results["package"] = bench_package.main([*work, "--runs", "2", "--trees", trees])
-    if "memory" not in skip:
-        with contextlib.redirect_stdout(sys.stderr):
-            results["memory"] = bench_memory.main(work)
-    if "image" not in skip:
-        results["image"] = _image(args.image_runs or (3 if args.quick else 5))
-    if "curves" not in skip:
-        with contextlib.redirect_stdout(sys.stderr):
-            results["curves"] = bench_curves.main(
-                [*work, "--counts", args.counts, "--sizes", args.sizes,
-                 "--runs", str(args.curve_runs or (3 if args.quick else 5)),
-                 "--plots"]
-            )  # fmt: skip
+    results: dict[str, Any] = {
+        "machine": machine_facts(),
+        "profile": profile.name,
+        "pairs_note": profile.pairs_note(),
+        "loads": {},
+        "elapsed_per_part_s": {},
+    }
+    run_parts(names, _parts(profile, args.work, plots_dir), results, args.work)
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(results, indent=2, sort_keys=True))
     if args.write_docs:
-        command = "bench/run_all.sh" + "".join(
-            f" {a}" for a in sys.argv[1:] if not a.startswith("--work") and a != str(args.work)
-        )
-        if any(k in results for k in ("verify", "package", "memory")):
-            write_docs(render(results, command))
-        if "curves" in results or "image" in results:
-            write_docs(render_issue13(results, command), CURVES_BEGIN, CURVES_END)
+        skip_next = {"--work", "--docs"}
+        shown = [a for i, a in enumerate(sys.argv[1:]) if a not in skip_next and sys.argv[i] not in skip_next]
+        _write_docs(results, args.docs, " ".join(["./dev bench", *shown]))
     return 0
 
 
