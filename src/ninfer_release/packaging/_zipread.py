@@ -583,6 +583,7 @@ def scan_zip(
     max_ratio: float = DEFAULT_MAX_RATIO,
     max_total: int = DEFAULT_MAX_TOTAL,
     sha1: bool = True,
+    archive_sha256: str | None = None,
 ) -> ZipScan:
     """Read the zip at ``path`` once, front to back: its own SHA-256 and every member's digests.
 
@@ -591,7 +592,9 @@ def scan_zip(
     bytes are read a single time in 4 MiB blocks: each block is hashed whole (on a helper thread)
     and the parts of it that are member data are inflated in order and hashed (on another), so a
     verifier needs no second pass for the archive's digest (DESIGN.md §11: every byte read once).
-    Memory stays at about 30 MiB whatever the sizes.
+    Memory stays at about 30 MiB whatever the sizes. ``archive_sha256``: the archive's SHA-256
+    the caller already established for these very bytes (a download that hashed them as they
+    arrived); it is returned as ``sha256`` and the archive is not hashed again.
 
     Raises:
         IntegrityError: the archive structure is unsafe (see :func:`read_zip_index`).
@@ -611,7 +614,8 @@ def scan_zip(
         k = 0  # next entry of ``readable`` whose data is not complete yet
         pos = 0
         while block := f.read(_STEP):
-            whole.feed(block)
+            if archive_sha256 is None:
+                whole.feed(block)
             end = pos + len(block)
             view = memoryview(block)
             while k < len(readable):
@@ -637,7 +641,8 @@ def scan_zip(
             streams[i].finish() if i in streams else _digest(m, _Hasher(pool, sha1=sha1), checks[i])
             for i, m in enumerate(members)
         ]
-    return ZipScan(size=pos, sha256=whole.sha256.hexdigest(), members=tuple(digests))
+    sha256 = archive_sha256 if archive_sha256 is not None else whole.sha256.hexdigest()
+    return ZipScan(size=pos, sha256=sha256, members=tuple(digests))
 
 
 def read_member(path: Path, name: str, *, max_bytes: int) -> bytes:

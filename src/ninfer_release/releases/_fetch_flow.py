@@ -9,7 +9,11 @@ Order (each step bounded, each byte checked before it is trusted):
 3. every other listed file, by URL, with that size and the listed SHA-256 (resumable, see
    :mod:`._http_fetch`); a listed file whose size no record states cannot be fetched completely
    and fails;
-4. the full set verification (:func:`~._verify.verify_set`) over exactly the fetched files.
+4. the full set verification (:func:`~._verify.verify_set`) over exactly the fetched files,
+   given the SHA-256 of each file as the download established it (each byte was hashed as it
+   arrived, and the file placed only when that digest was the listed one), so no file is hashed a
+   second time; the zip is still read whole for its members. The downloaded files are flushed to
+   disk on a helper thread meanwhile (:class:`~._http_fetch.HttpFetcher`).
 
 ``fetch --route ROUTE.json`` takes the set's URL from the route block (the directory of
 ``package.url``), checks that the fetched route block is byte-identical to the one given, and with
@@ -52,6 +56,15 @@ MAX_MANIFEST_BYTES = 1 << 20
 MAX_ROUTE_BYTES = 1 << 20
 #: Hidden directory in ``--out`` holding partials (named by digest) and the verification view.
 PARTIALS_DIR = ".ninfer-partial"
+
+#: The set verification :func:`fetch_set` runs: ``check(directory, known)``, where ``known`` maps
+#: each fetched file's name to the SHA-256 its download established for those very bytes.
+SetCheck = Callable[[Path, Mapping[str, str]], VerifyReport]
+
+
+def verify_fetched(directory: Path, known: Mapping[str, str]) -> VerifyReport:
+    """The default :data:`SetCheck`: :func:`verify_set` with the established digests."""
+    return verify_set(directory, known_sha256=known)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,12 +170,13 @@ def fetch_set(
     policy: HttpPolicy,
     progress: FetchProgress | None = None,
     expected_sums_sha256: str | None = None,
-    check: Callable[[Path], VerifyReport] = verify_set,
+    check: SetCheck = verify_fetched,
 ) -> FetchReport:
     """Download the set at ``url`` into ``out`` (created if missing), then verify it.
 
-    ``check`` is the set verification run over exactly the fetched files (default
-    :func:`verify_set`; ``verify --release-manifest`` passes one that also checks the binding).
+    ``check`` is the set verification run over exactly the fetched files, given the digests the
+    download established (default :func:`verify_fetched`; ``verify --release-manifest`` passes
+    one that also checks the binding).
 
     Files already in ``out`` with the expected bytes are kept; others are never overwritten.
     Partials live in ``out/.ninfer-partial/<sha256>.partial`` so a later run resumes them; files
@@ -192,7 +206,8 @@ def fetch_set(
             if got.status == "downloaded":
                 added.append(out / w.name)
             fetched.append(got)
-        report = verify_view(out, names, check)
+        known = {f.name: f.sha256 for f in fetched}
+        report = verify_view(out, names, check, known)
     if not report.ok:
         _remove(added)
     with contextlib.suppress(OSError):
@@ -295,9 +310,10 @@ def _place_read(out: Path, read: _Read, added: list[Path], progress: FetchProgre
 
 
 def verify_view(
-    out: Path, names: AssetNames, check: Callable[[Path], VerifyReport] = verify_set
+    out: Path, names: AssetNames, check: SetCheck = verify_fetched, known: Mapping[str, str] | None = None
 ) -> VerifyReport:
-    """Verify exactly the 11 files of ``names`` in ``out`` (other files there are not the set's).
+    """Verify exactly the 11 files of ``names`` in ``out`` (other files there are not the set's),
+    ``known``: name -> SHA-256 established for them (passed on to ``check``).
 
     The files are hard-linked into a private directory under ``out/.ninfer-partial`` and
     ``check`` runs on that view, so a stale partial or an unrelated file in ``out``
@@ -309,7 +325,7 @@ def verify_view(
         for name in names.all:
             if (out / name).is_file():
                 os.link(out / name, view / name)
-        report = check(view)
+        report = check(view, known or {})
     finally:
         shutil.rmtree(view, ignore_errors=True)
     return replace(report, directory=str(out))

@@ -121,6 +121,7 @@ def _verify_dir(
     expected_sums_sha256: str | None,
     release_manifest: Mapping[str, Any] | None,
     progress: Progress,
+    known_sha256: Mapping[str, str] | None = None,
 ) -> VerifyReport:
     unbound: str | None = None
     if release_manifest is not None:
@@ -135,7 +136,9 @@ def _verify_dir(
             expected_sums_sha256 = bound
         elif stem is not None:
             unbound = f"the release manifest binds no set named {stem}"
-    report = verify_set(directory, expected_sums_sha256=expected_sums_sha256, progress=progress)
+    report = verify_set(
+        directory, expected_sums_sha256=expected_sums_sha256, progress=progress, known_sha256=known_sha256
+    )
     if unbound is not None:
         report = replace(report, failures=(*report.failures, f"{SUMS_NAME}: {unbound}"))
     return report
@@ -200,13 +203,20 @@ class _Expected:
     sums_sha256: str | None
     release_manifest: Mapping[str, Any] | None
 
-    def verify(self, directory: Path, progress: Progress = SILENT) -> VerifyReport:
+    def verify(
+        self, directory: Path, progress: Progress = SILENT, known_sha256: Mapping[str, str] | None = None
+    ) -> VerifyReport:
         return _verify_dir(
             directory,
             expected_sums_sha256=self.sums_sha256,
             release_manifest=self.release_manifest,
             progress=progress,
+            known_sha256=known_sha256,
         )
+
+    def verify_fetched(self, directory: Path, known: Mapping[str, str]) -> VerifyReport:
+        """:meth:`verify` of a fetched set, with the digests its download established."""
+        return self.verify(directory, known_sha256=known)
 
 
 def _verify_local(
@@ -350,7 +360,7 @@ def _verify_url(
 
     with tempfile.TemporaryDirectory(prefix="ninfer-verify-") as tmp:
         set_dir = Path(tmp) / "set"
-        fetched = fetch_set(location, set_dir, policy=http, progress=progress, check=expected.verify)
+        fetched = fetch_set(location, set_dir, policy=http, progress=progress, check=expected.verify_fetched)
         sums = next((f.sha256 for f in fetched.files if f.name == SUMS_NAME), None)
         located = LocatedReport(
             location=location,

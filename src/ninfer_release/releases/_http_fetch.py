@@ -22,7 +22,11 @@ Rules (docs/publishing.md, "Fetching by URL"):
   (GitHub release downloads redirect to ``objects.githubusercontent.com``) unless
   ``cross_host_redirects`` is off. Integrity never rests on the host: every byte is checked
   against the digests of ``SHA256SUMS``. Nothing is ever sent but the ``GET`` (no credentials).
-* **Atomic** — a file appears under its name only after its size and digest check.
+* **Atomic** — a file appears under its name only after its size and digest check. Its bytes
+  are written to the partial in blocks of up to 1 MiB (whatever arrived before a cut is written
+  first) and made durable (``fsync``) on a helper thread once it is in place, so the flush to disk
+  overlaps the next download and the set verification; :meth:`HttpFetcher.close` (the end of the
+  ``with`` block) waits for every one and reports a failed one.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -161,16 +166,35 @@ class HttpFetcher:
                 problems=[Problem(file=str(policy.ca_file), message=f"cannot load the CA file: {exc}")]
             ) from None
         self._pool = urllib3.PoolManager(ssl_context=context, retries=False)
+        self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-fsync")
+        self._syncs: list[tuple[Path, Future[None]]] = []
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection and wait until every file placed is on disk.
+
+        Raises:
+            InputError: a placed file could not be made durable (``fsync`` failed; exit 4).
+        """
         self._pool.clear()
+        self._syncer.shutdown(wait=True)
+        failed = []
+        for path, done in self._syncs:
+            exc = done.exception()
+            if exc is not None:
+                failed.append(Problem(file=str(path), message=f"cannot be synced to disk: {exc}"))
+        self._syncs.clear()
+        if failed:
+            raise InputError(problems=failed)
 
     def __enter__(self) -> HttpFetcher:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _sync_later(self, path: Path) -> None:
+        """``fsync`` the file ``path`` on the helper thread (waited for by :meth:`close`)."""
+        self._syncs.append((path, self._syncer.submit(_fsync_file, path)))
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -370,7 +394,7 @@ class HttpFetcher:
         try:
             if state.size < wanted.size:
                 final_url = self._with_retries(wanted.url, attempt)
-            state.close()
+            state.close(sync=False)  # made durable once in place, on the helper thread
             got = state.hexdigest()
             if got != wanted.sha256:
                 partial.unlink()
@@ -382,6 +406,7 @@ class HttpFetcher:
             partial.chmod(0o644)
             os.link(partial, dest)  # never replaces a file that appeared meanwhile
             partial.unlink()
+            self._sync_later(dest)
         finally:
             state.close()
         return Fetched(
@@ -462,6 +487,14 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(inner).split()) or type(inner).__name__
 
 
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -471,7 +504,13 @@ def _sha256_of(path: Path) -> str:
 
 
 class _Partial:
-    """An append-only partial file and the running SHA-256 of its bytes."""
+    """An append-only partial file and the running SHA-256 of its bytes.
+
+    Appended chunks (one TLS record, ~16 KiB, each) are gathered and written and hashed in blocks
+    of :data:`_CHUNK`: ~400 writes for a 388 MB package instead of ~24,000. ``size`` counts the
+    gathered bytes too; they reach the file on the next block, :meth:`close` or :meth:`discard`, so
+    the file is always a prefix of what arrived.
+    """
 
     def __init__(self, path: Path, expected: int) -> None:
         self.path = path
@@ -479,6 +518,7 @@ class _Partial:
         self._hash = hashlib.sha256()
         self.size = 0
         self._file = path.open("ab")
+        self._gathered = bytearray()
 
     @classmethod
     def open(cls, path: Path, expected: int) -> _Partial:
@@ -495,26 +535,38 @@ class _Partial:
         return state
 
     def append(self, chunk: bytes) -> None:
-        self._file.write(chunk)
-        self._hash.update(chunk)
+        self._gathered += chunk
         self.size += len(chunk)
+        if len(self._gathered) >= _CHUNK:
+            self._write_gathered()
+
+    def _write_gathered(self) -> None:
+        if self._gathered:
+            self._file.write(self._gathered)
+            self._hash.update(self._gathered)
+            self._gathered = bytearray()
 
     def restart(self) -> None:
+        self._gathered = bytearray()
         self._file.truncate(0)
         self._file.seek(0)
         self._hash = hashlib.sha256()
         self.size = 0
 
     def discard(self) -> None:
-        self.close()
+        self.close(sync=False)
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-    def close(self) -> None:
+    def close(self, *, sync: bool = True) -> None:
+        """Write what is gathered and close; ``sync``: ``fsync`` first (a partial kept for a resume)."""
         if not self._file.closed:
+            self._write_gathered()
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if sync:
+                os.fsync(self._file.fileno())
             self._file.close()
 
     def hexdigest(self) -> str:
+        """The SHA-256 of every byte appended (call after :meth:`close`)."""
         return self._hash.hexdigest()

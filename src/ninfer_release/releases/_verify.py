@@ -202,18 +202,20 @@ class _SetFiles:
 
 
 class _ZipScan:
-    """The zip's own SHA-256 and its members' in one read, on a worker thread (DESIGN §11)."""
+    """The zip's own SHA-256 and its members' in one read, on a worker thread (DESIGN §11); the
+    zip's own SHA-256 not again when ``known`` (established by the caller)."""
 
-    def __init__(self, zip_path: Path, files: _SetFiles) -> None:
+    def __init__(self, zip_path: Path, files: _SetFiles, known: str | None = None) -> None:
         self.zip_path = zip_path
         self.files = files
+        self.known = known
         self.errors: list[str] = []
         self.digest: list[str] = []
         self.thread: threading.Thread | None = None
 
     def _run(self) -> None:
         try:
-            scan = packaging.scan_zip(self.zip_path, sha1=False)
+            scan = packaging.scan_zip(self.zip_path, sha1=False, archive_sha256=self.known)
         except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
             self.errors.append(str(exc))
             return
@@ -269,8 +271,11 @@ def _check_exact_set(run: _Run, names: AssetNames, listing: list[str]) -> None:
         run.checked.append(f"set: exactly the 11 files of {names.stem}")
 
 
-def _read_small(run: _Run, names: AssetNames, files: _SetFiles, progress: Progress) -> None:
-    """Read every entry but the zip once, within its bound (what is larger fails, unread)."""
+def _read_small(
+    run: _Run, names: AssetNames, files: _SetFiles, progress: Progress, known: Mapping[str, str]
+) -> None:
+    """Read every entry but the zip once, within its bound (what is larger fails, unread); hashed
+    unless ``known`` holds its SHA-256."""
     for n in names.all:
         p = run.directory / n
         if not p.is_file():
@@ -285,13 +290,14 @@ def _read_small(run: _Run, names: AssetNames, files: _SetFiles, progress: Progre
             continue
         data = strictjson.read_regular(p, limit=run.bounds[n], source=str(p))
         files.small[n] = data
-        files.digests[n] = sha256_bytes(data)
+        files.digests[n] = known[n] if n in known else sha256_bytes(data)
         progress.advance(size)
 
 
-def _read_set(run: _Run, names: AssetNames, progress: Progress) -> _SetFiles:
+def _read_set(run: _Run, names: AssetNames, progress: Progress, known: Mapping[str, str]) -> _SetFiles:
     """Check 2's reading: every entry once; the zip (its digest and its members') on a worker thread
-    while the other entries are read and the SBOMs validated."""
+    while the other entries are read and the SBOMs validated; a digest in ``known`` is taken as it
+    is (the zip is still read for its members)."""
     files = _SetFiles(zip_path=run.directory / names.zip)
     run.bounds = _entry_bounds(names, files.zip_path)
     # An entry that cannot be opened is an environment fault (exit 4), not a verdict on the set;
@@ -301,9 +307,9 @@ def _read_set(run: _Run, names: AssetNames, progress: Progress) -> _SetFiles:
         if p.is_file() and not p.is_symlink():
             _check_readable(p)
     sbom.prewarm_validators()  # their imports (~0.5 s of CPU) overlap the hashing below
-    scan = _ZipScan(files.zip_path, files)
+    scan = _ZipScan(files.zip_path, files, known.get(names.zip))
     scan.start()
-    _read_small(run, names, files, progress)
+    _read_small(run, names, files, progress, known)
     # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
     validators = ((names.spdx, sbom.validate_spdx_bytes), (names.cdx, sbom.validate_cyclonedx_bytes))
     files.schema_problems = {n: validate(files.small[n]) for n, validate in validators if n in files.small}
@@ -367,11 +373,15 @@ def verify_set(
     *,
     expected_sums_sha256: str | None = None,
     progress: Progress = SILENT,
+    known_sha256: Mapping[str, str] | None = None,
 ) -> VerifyReport:
     """Verify the native asset set in ``directory`` (see the module docstring for every check).
 
     ``expected_sums_sha256`` is the ``SHA256SUMS`` digest a release manifest binds, if known.
-    ``progress`` gets the step ``hashed`` and every byte hashed.
+    ``progress`` gets the step ``hashed`` and every byte hashed. ``known_sha256`` (file name ->
+    SHA-256 hex): digests the caller already established for these very bytes (``fetch`` hashed
+    each file as it arrived); they are not hashed again, and every check uses them as if hashed
+    here. The zip is still read whole for its members.
 
     Raises:
         Nothing for a bad set: every finding is in the report (the CLI exits 5 when not ok).
@@ -394,7 +404,7 @@ def verify_set(
     names = AssetNames(stem=stem)
     _check_exact_set(run, names, listing)
     progress.step("hashed")
-    files = _read_set(run, names, progress)
+    files = _read_set(run, names, progress, known_sha256 or {})
     _check_sums(run, names, files, expected_sums_sha256)
     records = _check_bindings(run, names, files)
     status, counts, bindings = _qualification_state(records.qualification)
