@@ -472,6 +472,16 @@ CORPUS: dict[str, tuple[Mutation, bool | None]] = {
         ),
         False,
     ),
+    # verify checks a CycloneDX licence expression as the schema does (a string), not against the
+    # licence list; the stdlib verifier must say the same, whatever that is.
+    "cdx-license-id-unknown-resealed": (
+        _cdx_edit(
+            lambda cs: next(c for c in cs if "licenses" in c).update(
+                licenses=[{"expression": "NotARealLicense-1.0"}]
+            )
+        ),
+        None,
+    ),
     "cdx-two-license-expressions-resealed": (
         _cdx_edit(lambda cs: cs[0].update(licenses=[{"expression": "MIT"}, {"expression": "MIT"}])),
         False,
@@ -938,6 +948,34 @@ SPDX_FAULTS: dict[str, Callable[[JsonDoc], object]] = {
     "file-license-a-number": lambda doc: _first_file(doc).update(licenseConcluded=7),
     "extracted-text-missing": lambda doc: doc["hasExtractedLicensingInfos"][0].pop("extractedText"),
     "extracted-id-bad": lambda doc: doc["hasExtractedLicensingInfos"][0].update(licenseId="Microsoft"),
+    # Licence-list ids (SPDX_LICENSE_IDS / SPDX_EXCEPTION_IDS): re-sealed, only the list can tell.
+    "license-id-unknown": lambda doc: doc["packages"][0].update(licenseConcluded="NotARealLicense-1.0"),
+    "license-declared-id-unknown": lambda doc: doc["packages"][0].update(
+        licenseDeclared="NotARealLicense-1.0"
+    ),
+    "file-license-id-unknown": lambda doc: _first_file(doc).update(licenseConcluded="NotARealLicense-1.0"),
+    "license-id-unknown-in-and": lambda doc: doc["packages"][0].update(
+        licenseConcluded="MIT AND (Apache-2.0 OR NotARealLicense-1.0)"
+    ),
+    "license-id-misspelt": lambda doc: doc["packages"][0].update(licenseConcluded="Apache-2.1"),
+    "license-plus-not-an-alias": lambda doc: doc["packages"][0].update(licenseConcluded="Apache-2.0+"),
+    "license-exception-as-licence": lambda doc: doc["packages"][0].update(licenseConcluded="LLVM-exception"),
+    "license-licence-as-exception": lambda doc: doc["packages"][0].update(
+        licenseConcluded="MIT WITH Apache-2.0"
+    ),
+    "license-unknown-exception": lambda doc: doc["packages"][0].update(
+        licenseConcluded="Apache-2.0 WITH Not-An-Exception"
+    ),
+}
+
+#: Licence-list spellings both accept: the list is matched case-insensitively, with its
+#: deprecated aliases (``GPL-2.0+``), and exceptions after ``WITH``.
+SPDX_LICENSES_ACCEPTED: dict[str, Callable[[JsonDoc], object]] = {
+    "license-id-lowercase": lambda doc: doc["packages"][0].update(licenseConcluded="mit"),
+    "license-id-deprecated-alias": lambda doc: doc["packages"][0].update(licenseConcluded="GPL-2.0+"),
+    "license-with-exception": lambda doc: _first_file(doc).update(
+        licenseConcluded="Apache-2.0 WITH LLVM-exception"
+    ),
 }
 
 #: Faults ``verify`` accepts (spdx-tools' JSON parser ignores keys it does not know) and the stdlib
@@ -977,6 +1015,103 @@ def test_schema_only_spdx_fault_in_a_resealed_set_fails_both(
     assert alone.returncode == 5, alone.stderr
     assert ".spdx.json: SPDX 2.3 invalid" in alone.stderr, alone.stderr
     assert "Traceback" not in alone.stderr
+
+
+@pytest.mark.parametrize("case", sorted(SPDX_LICENSES_ACCEPTED))
+def test_licence_list_spellings_verify_accepts_pass_both(
+    case: str, script: Path, draft_set: Path, tmp_path: Path
+) -> None:
+    d = tmp_path / "set"
+    shutil.copytree(draft_set, d)
+    _spdx_edit(SPDX_LICENSES_ACCEPTED[case])(d, stem("rtx4090"))
+    ok(cli("verify", d))
+    alone = _standalone(script, d)
+    assert alone.returncode == 0, alone.stderr
+
+
+def _licence_list() -> tuple[set[str], set[str]]:
+    """license-expression's list as spdx-tools' licensing holds it: (licence ids and aliases,
+    exception ids and aliases), lowercased, without ``LicenseRef-`` keys and aliases with spaces."""
+    from spdx_tools.common.spdx_licensing import spdx_licensing
+
+    licences: set[str] = set()
+    exceptions: set[str] = set()
+    for key, symbol in spdx_licensing.known_symbols.items():
+        for name in {key, *symbol.aliases}:
+            if name.startswith("LicenseRef-") or any(c.isspace() for c in name):
+                continue
+            (exceptions if getattr(symbol, "is_exception", False) else licences).add(name.lower())
+    return licences, exceptions
+
+
+def test_the_standalone_licence_list_is_spdx_tools_licensing_s() -> None:
+    from ninfer_release.releases import _standalone_verifier as sv
+
+    licences, exceptions = _licence_list()
+    assert licences == sv.SPDX_LICENSE_IDS
+    assert exceptions == sv.SPDX_EXCEPTION_IDS
+    assert "mit" in licences and "llvm-exception" in exceptions and len(licences) > 500
+
+
+#: Expressions (grammatical in both) and whether a document declaring only
+#: ``LicenseRef-Declared`` may use them; verify's verdict is computed, the stdlib's must equal it.
+LICENSE_EXPRESSIONS = (
+    "MIT",
+    "mit",
+    "Apache-2.0 AND MIT",
+    "(MIT OR Apache-2.0) AND BSD-3-Clause",
+    "GPL-2.0",
+    "GPL-2.0+",
+    "gpl-2.0-or-later",
+    "Apache-2.0+",
+    "NotARealLicense-1.0",
+    "MIT AND NotARealLicense-1.0",
+    "Apache-2.1",
+    "LLVM-exception",
+    "Apache-2.0 WITH LLVM-exception",
+    "GPL-2.0-only WITH Classpath-exception-2.0",
+    "MIT WITH Apache-2.0",
+    "Apache-2.0 WITH Not-An-Exception",
+    "LicenseRef-Declared",
+    "LicenseRef-Declared AND MIT",
+    "LicenseRef-Nobody",
+    "DocumentRef-x:LicenseRef-Declared",
+    "NOASSERTION",
+    "NONE",
+)
+
+
+def _verify_accepts_expression(expression: str) -> bool:
+    """What ``verify`` says of one licence expression: spdx-tools' parse, then the validation's
+    licence messages (sbom/_spdx_validate.py), with ``LicenseRef-Declared`` declared."""
+    from types import SimpleNamespace
+
+    from spdx_tools.spdx.parser.error import SPDXParsingError
+    from spdx_tools.spdx.parser.jsonlikedict.license_expression_parser import LicenseExpressionParser
+
+    from ninfer_release.sbom._spdx_validate import _license_texts
+
+    try:
+        parsed = LicenseExpressionParser.parse_license_expression(expression)
+    except SPDXParsingError:
+        return False
+    if expression in ("NONE", "NOASSERTION"):
+        return True
+    index = SimpleNamespace(license_refs={"LicenseRef-Declared"}, external_refs=set(), license_cache={})
+    return not _license_texts(parsed, index)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("expression", LICENSE_EXPRESSIONS)
+def test_the_standalone_licence_ids_agree_with_verify(expression: str) -> None:
+    from ninfer_release.releases import _standalone_verifier as sv
+
+    declared = {"LicenseRef-Declared"}
+    alone = (
+        sv._is_license_expression(expression)
+        and not sv.license_id_problems(expression)
+        and all(ref in declared for ref in sv._LICENSE_REF.findall(expression))
+    )
+    assert alone == _verify_accepts_expression(expression)
 
 
 @pytest.mark.parametrize("case", sorted(SPDX_STRICTER))
