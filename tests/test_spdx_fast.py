@@ -22,6 +22,7 @@ from spdx_tools.spdx.parser.jsonlikedict.file_parser import FileParser
 from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
 from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
 
+from ninfer_release.errors import IntegrityError
 from ninfer_release.sbom import FileRecord, _spdx, spdx_file_inventory, validate_spdx_bytes
 from ninfer_release.sbom._spdx_fast import split_canonical, validate_canonical
 
@@ -223,3 +224,109 @@ def test_a_clean_file_costs_no_model_object(monkeypatch: pytest.MonkeyPatch) -> 
     messages = validate_spdx_bytes(_encode(raw))
     assert parsed == [_file(raw, 3)["fileName"]]  # only the unclean entry goes through the library
     assert any("must consist of 40 lowercase hexadecimal digits" in m for m in messages)
+
+
+def _odd_records() -> list[FileRecord]:
+    paths = [
+        "bin/a.dll",
+        "bin/A.dll",
+        "bin/a_dll",
+        "bin/a-dll",
+        "licenses/odd name (1)+[x].txt",
+        "lib/\u00e9t\u00e9/\u4e2d\u6587.bin",
+        "x/y/z/LICENSE",
+        "archive.tar.gz",
+        "readme",
+        "quote'and`back`tick.json",
+    ]
+    licenses = [
+        "MIT",
+        "Apache-2.0 OR MIT",
+        "LicenseRef-Odd",
+        None,
+        "GPL-2.0-only WITH Classpath-exception-2.0",
+        "(MIT AND BSD-3-Clause) OR Apache-2.0",
+        "BSD-2-Clause",
+        "ISC OR MIT",
+        "mit",
+        "LicenseRef-Odd AND MIT",
+    ]
+    extras: list[dict[str, str | None]] = [
+        {"copyright": "Copyright \u00a9 A", "comment": "PE: FileVersion 1"},
+        {"copyright": "", "comment": ""},
+        {"copyright": None, "comment": "line\nbreak\ttab"},
+        {},
+    ]
+    return [
+        _record(i, path, license=licenses[i % len(licenses)], **extras[i % len(extras)])
+        for i, path in enumerate(paths)
+    ]
+
+
+def _inventory_kwargs(records: list[FileRecord]) -> dict[str, Any]:
+    return {
+        "package_name": "p",
+        "package_version": "1.0",
+        "package_file_name": "p.zip",
+        "supplier": "S",
+        "download_location": None,
+        "files": records,
+        "spdx_file_path": "sbom/p.spdx.json",
+        "namespace_base": "https://example.invalid/spdx",
+        "document_name": "d",
+        "epoch": 0,
+        "creator_tool": "t-1",
+        "declared_license": "MIT",
+        "extracted_licenses": {"LicenseRef-Odd": "odd terms"},
+        "package_purl": "pkg:generic/p@1.0",
+        "document_comment": "c",
+    }
+
+
+def _both_paths(kwargs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """(default path, per-file model path): the bytes, or the error raised."""
+    results: list[Any] = []
+    for per_file_models in (False, True):
+        with monkeypatch.context() as m:
+            m.setattr(_spdx, "_PER_FILE_MODELS", per_file_models)
+            try:
+                results.append(spdx_file_inventory(**kwargs))
+            except IntegrityError as exc:
+                results.append(exc.problems)
+    return results[0], results[1]
+
+
+@pytest.mark.parametrize("n_extra", [0, 1, 40])
+def test_written_bytes_equal_spdx_tools_per_file_model_path(
+    n_extra: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = _odd_records() + [_record(100 + i, f"licenses/extra/f{i:03d}.txt") for i in range(n_extra)]
+    fast, reference = _both_paths(_inventory_kwargs(records), monkeypatch)
+    assert isinstance(fast, bytes) and fast == reference
+    assert validate_spdx_bytes(fast) == []
+    assert validate_canonical(json.loads(fast)) is not None  # what we write is canonical
+
+
+@pytest.mark.parametrize("text", ["NOASSERTION", "NONE", "noassertion"])
+def test_a_file_the_model_path_refuses_is_refused_alike(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # spdx-tools takes a licence expression "NOASSERTION" built by its licensing parser for an
+    # unknown id; the reader would parse the written text as the special value. The writer
+    # validates the model it would have built, so the verdict stays the model path's.
+    records = [*_odd_records()[:3], _record(7, "bin/n.dll", license=text)]
+    fast, reference = _both_paths(_inventory_kwargs(records), monkeypatch)
+    assert fast == reference
+
+
+def test_writing_builds_no_file_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spdx_tools.spdx.model import File
+
+    built = [0]
+    original = File.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        built[0] += 1
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(File, "__init__", counted)
+    data = _document_bytes()
+    assert built[0] == 0 and b'"fileName": "./bin/a.dll"' in data

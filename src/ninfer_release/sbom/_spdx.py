@@ -29,7 +29,7 @@ from ninfer_release.sbom._ids import (
 )
 from ninfer_release.sbom._license import normalize_license_expression, parse_license, require_license_texts
 from ninfer_release.sbom._records import FileRecord
-from ninfer_release.sbom._spdx_fast import validate_canonical
+from ninfer_release.sbom._spdx_fast import CanonicalFiles, validate_canonical
 from ninfer_release.sbom._spdx_validate import validate_full_document
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -212,31 +212,33 @@ def claim_file_id(ids: dict[str, str], path: str, *, where: str) -> str:
 
 
 def _inventory_files(kept: Sequence[FileRecord], license_of: _LicenseParser) -> list[Any]:
-    """One SPDX File per record: ``./<path>``, SHA1 + SHA256, type from the name (SPDX 2.3 §8).
+    """One SPDX File per record (see :func:`_file_model`).
 
     Raises:
         IntegrityError: two paths would share an SPDXID.
     """
+    ids: dict[str, str] = {}
+    return [_file_model(r, claim_file_id(ids, r.path, where=SPDX_WHERE), license_of) for r in kept]
+
+
+def _file_model(record: FileRecord, spdx_id: str, license_of: _LicenseParser) -> Any:
+    """The SPDX File of a record: ``./<path>``, SHA1 + SHA256, type from the name (SPDX 2.3 §8)."""
     from spdx_tools.spdx.model.checksum import Checksum, ChecksumAlgorithm
     from spdx_tools.spdx.model.file import File, FileType
     from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
 
-    ids: dict[str, str] = {}
-    return [
-        File(
-            name=f"./{record.path}",
-            spdx_id=claim_file_id(ids, record.path, where=SPDX_WHERE),
-            checksums=[
-                Checksum(ChecksumAlgorithm.SHA1, record.sha1),
-                Checksum(ChecksumAlgorithm.SHA256, record.sha256),
-            ],
-            file_types=[FileType[_file_type(record.path)]],
-            license_concluded=license_of(record.license),
-            copyright_text=record.copyright if record.copyright is not None else SpdxNoAssertion(),
-            comment=record.comment,
-        )
-        for record in kept
-    ]
+    return File(
+        name=f"./{record.path}",
+        spdx_id=spdx_id,
+        checksums=[
+            Checksum(ChecksumAlgorithm.SHA1, record.sha1),
+            Checksum(ChecksumAlgorithm.SHA256, record.sha256),
+        ],
+        file_types=[FileType[_file_type(record.path)]],
+        license_concluded=license_of(record.license),
+        copyright_text=record.copyright if record.copyright is not None else SpdxNoAssertion(),
+        comment=record.comment,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -425,7 +427,6 @@ def _inventory_document(
     )
     license_of = _LicenseParser(licenses)
     package_id = spdx_package_id(fields.package_name)
-    spdx_files = _inventory_files(kept, license_of)
     verification = PackageVerificationCode(
         value=package_verification_code([r.sha1 for r in kept]),
         excluded_files=[f"./{fields.spdx_file_path}"],
@@ -439,21 +440,91 @@ def _inventory_document(
         epoch=fields.epoch,
         comment=fields.document_comment,
     )
-    relationships = [Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, package_id)]
-    relationships += [Relationship(package_id, RelationshipType.CONTAINS, f.spdx_id) for f in spdx_files]
-    document = Document(
+    skeleton = Document(
         creation_info=creation,
         packages=[package],
-        files=spdx_files,
-        relationships=relationships,
+        files=[],
+        relationships=[Relationship("SPDXRef-DOCUMENT", RelationshipType.DESCRIBES, package_id)],
         extracted_licensing_info=spdx_extracted_licenses(texts),
     )
-    _validate_model(document)
-    return _write(document)
+    if _PER_FILE_MODELS:
+        document = _with_file_models(skeleton, kept, license_of, package_id)
+        _validate_model(document)
+        return _write(document)
+    files = _file_entries(kept, license_of, package_id)
+    _validate_model(skeleton, files)
+    return _write(skeleton, files)
 
 
-def _validate_model(document: Any) -> None:
-    messages = validate_full_document(document, "SPDX-2.3")
+# The reference path (tests/test_spdx_fast.py): a spdx-tools File and Relationship per file, as
+# the document was built before; the bytes and the validation verdict must equal the default path's.
+_PER_FILE_MODELS = False
+
+
+def _with_file_models(
+    skeleton: Any, kept: Sequence[FileRecord], license_of: _LicenseParser, package_id: str
+) -> Any:
+    """``skeleton`` with a spdx-tools File per record and a CONTAINS relationship to each."""
+    from spdx_tools.spdx.model.relationship import Relationship, RelationshipType
+
+    spdx_files = _inventory_files(kept, license_of)
+    skeleton.files = spdx_files
+    skeleton.relationships += [
+        Relationship(package_id, RelationshipType.CONTAINS, f.spdx_id) for f in spdx_files
+    ]
+    return skeleton
+
+
+def _file_entries(kept: Sequence[FileRecord], license_of: _LicenseParser, package_id: str) -> CanonicalFiles:
+    """The file entries and CONTAINS relationships of the records, as spdx-tools' JSON writer
+    writes the File and Relationship :func:`_with_file_models` builds (same keys in the same
+    order, same values; ``FileConverter`` / ``RelationshipConverter`` of spdx-tools 0.8.5), with
+    each licence text's parse for the validator.
+
+    Raises:
+        IntegrityError: two paths would share an SPDXID.
+    """
+    ids: dict[str, str] = {}
+    texts: dict[str | None, str] = {}
+    parsed: dict[str, Any] = {}
+    entries: list[dict[str, Any]] = []
+    for record in kept:
+        if record.license not in texts:
+            expression = license_of(record.license)
+            texts[record.license] = str(expression)
+            parsed[str(expression)] = expression
+        entry: dict[str, Any] = {
+            "SPDXID": claim_file_id(ids, record.path, where=SPDX_WHERE),
+            "checksums": [
+                {"algorithm": "SHA1", "checksumValue": record.sha1},
+                {"algorithm": "SHA256", "checksumValue": record.sha256},
+            ],
+        }
+        if record.comment is not None:
+            entry["comment"] = record.comment
+        entry["copyrightText"] = record.copyright if record.copyright is not None else "NOASSERTION"
+        entry["fileName"] = f"./{record.path}"
+        entry["fileTypes"] = [_file_type(record.path)]
+        entry["licenseConcluded"] = texts[record.license]
+        entries.append(entry)
+    contains = [
+        {"spdxElementId": package_id, "relatedSpdxElement": e["SPDXID"], "relationshipType": "CONTAINS"}
+        for e in entries
+    ]
+
+    def model(i: int) -> Any:  # an unclean entry is validated as the File model of its record
+        return _file_model(kept[i], entries[i]["SPDXID"], license_of)
+
+    return CanonicalFiles(entries=entries, relationships=contains, licenses=parsed, file_model=model)
+
+
+def _validate_model(document: Any, files: CanonicalFiles | None = None) -> None:
+    """spdx-tools' full validation of ``document`` (followed by ``files``, see ``ExtraFiles``).
+
+    Raises:
+        IntegrityError: one problem per message (field: the element's SPDXID).
+    """
+    messages = validate_full_document(document, "SPDX-2.3", extra=files)
     if messages:
         raise IntegrityError(
             problems=[
@@ -463,13 +534,35 @@ def _validate_model(document: Any) -> None:
         )
 
 
-def _write(document: Any) -> bytes:
+def _write(document: Any, files: CanonicalFiles | None = None) -> bytes:
+    """spdx-tools' JSON writer's bytes for ``document`` (followed by ``files``' entries and
+    relationships) plus one LF."""
     from spdx_tools.spdx.writer.json.json_writer import write_document_to_stream
 
     stream = io.StringIO(newline="\n")
-    write_document_to_stream(document, stream, validate=False)
+    converter = None if files is None else _converter_with(files)
+    write_document_to_stream(document, stream, validate=False, converter=converter)
     text = stream.getvalue().rstrip("\n") + "\n"
     return text.encode("utf-8")
+
+
+def _converter_with(files: CanonicalFiles) -> Any:
+    """spdx-tools' ``DocumentConverter``, with ``files``' entries after the document's files and
+    its relationships after the document's (each already in the converter's JSON form)."""
+    from spdx_tools.spdx.jsonschema.document_converter import DocumentConverter
+    from spdx_tools.spdx.jsonschema.document_properties import DocumentProperty
+
+    class _WithFiles(DocumentConverter):
+        def _get_property_value(self, *args: Any) -> Any:  # (document, property[, document])
+            value = super()._get_property_value(*args)
+            json_property = args[1]
+            if json_property == DocumentProperty.FILES:
+                return [*(value or []), *files.entries] or None
+            if json_property == DocumentProperty.RELATIONSHIPS:
+                return [*(value or []), *files.relationships] or None
+            return value
+
+    return _WithFiles()  # type: ignore[no-untyped-call]
 
 
 def _parse_document(data: bytes) -> tuple[Any, list[str]]:

@@ -29,7 +29,7 @@ mutations.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,13 +108,16 @@ class CanonicalFiles:
     """The canonical file entries and CONTAINS relationships of a document, as JSON dicts.
 
     ``entries``: the ``files`` list; ``relationships``: the CONTAINS tail of ``relationships``;
-    ``licenses``: each distinct ``licenseConcluded`` text → spdx-tools' parse of it. Implements
-    ``sbom._spdx_validate.ExtraFiles``.
+    ``licenses``: each distinct ``licenseConcluded`` text → its licence object (spdx-tools' parse
+    of it when reading); ``file_model(i)``: the spdx-tools File an unclean ``entries[i]`` is
+    validated as (default: spdx-tools' ``FileParser`` of the entry; the writer passes the model it
+    would have built). Implements ``sbom._spdx_validate.ExtraFiles``.
     """
 
     entries: Sequence[dict[str, Any]]
     relationships: Sequence[dict[str, Any]]
     licenses: dict[str, Any]
+    file_model: Callable[[int], Any] | None = None
 
     @property
     def file_ids(self) -> Sequence[str]:
@@ -133,7 +136,7 @@ class CanonicalFiles:
             for text, parsed in self.licenses.items()
         }
         patterns = _checksum_patterns()
-        for entry in self.entries:
+        for i, entry in enumerate(self.entries):
             sums = entry["checksums"]
             clean = (
                 ":" not in entry["SPDXID"]
@@ -144,7 +147,8 @@ class CanonicalFiles:
                 and all(patterns[c["algorithm"]].match(c["checksumValue"]) for c in sums)
             )
             if not clean:
-                check_file(out, document, FileParser().parse_file(entry), version, index)  # type: ignore[no-untyped-call]
+                model = self.file_model(i) if self.file_model is not None else FileParser().parse_file(entry)  # type: ignore[no-untyped-call]
+                check_file(out, document, model, version, index)
 
     def check_relationships(self, out: _Out, version: str, index: _Index) -> None:
         """The messages of spdx-tools' relationship rules, in order (the library's, for an unclean one)."""
