@@ -176,6 +176,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--sizes", help="override: size curve points, MiB")
     ap.add_argument("--write-docs", action="store_true", help="rewrite the generated blocks of --docs")
     ap.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
+    ap.add_argument(
+        "--from-results", type=Path, help="run nothing: render a saved WORK/results.json (with --write-docs)"
+    )
     args = ap.parse_args(argv)
     tmp = Path(tempfile.gettempdir())
     args.work = args.work or tmp / ("ninfer-bench-smoke" if args.smoke else "ninfer-bench")
@@ -192,14 +195,32 @@ def _profile(args: argparse.Namespace) -> Profile:
 
 
 def _write_docs(results: dict[str, Any], doc: Path, command: str) -> None:
+    """The plots next to ``doc`` (from the results: also after ``--from-results``), then both blocks."""
+    curves = results.get("curves")
+    if isinstance(curves, dict) and "failed" not in curves:
+        with contextlib.suppress(ImportError):
+            curves["plots"] = bench_curves.plot(curves, doc.parent)
     plot = "bench-goals.svg" if plot_goals(summary_rows(results), doc.parent / "bench-goals.svg") else None
     report.write_block(doc, report.results_block(results, command, plot), report.BEGIN, report.END)
     if "curves" in results:
         report.write_block(doc, report.curves_block(results, command), report.CURVES_BEGIN, report.CURVES_END)
 
 
+def _command() -> str:
+    """The command line as the docs show it (``--work``, ``--docs``, ``--from-results`` left out)."""
+    skip_next = {"--work", "--docs", "--from-results"}
+    argv = sys.argv[1:]
+    shown = [a for i, a in enumerate(argv) if a not in skip_next and (i == 0 or argv[i - 1] not in skip_next)]
+    return " ".join(["./dev bench", *shown])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    if args.from_results:  # e.g. after fixing a rendering bug, without re-running 30 minutes
+        saved: dict[str, Any] = json.loads(args.from_results.read_text(encoding="utf-8"))
+        if args.write_docs:
+            _write_docs(saved, args.docs, str(saved.get("command", _command())))
+        return 0
     profile = _profile(args)
     names = [
         n for n in PARTS if (not args.only or n in args.only.split(",")) and n not in args.skip.split(",")
@@ -216,11 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     run_parts(names, _parts(profile, args.work, plots_dir), results, args.work)
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
+    results["command"] = _command()
+    (args.work / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
     print(json.dumps(results, indent=2, sort_keys=True))
     if args.write_docs:
-        skip_next = {"--work", "--docs"}
-        shown = [a for i, a in enumerate(sys.argv[1:]) if a not in skip_next and sys.argv[i] not in skip_next]
-        _write_docs(results, args.docs, " ".join(["./dev bench", *shown]))
+        _write_docs(results, args.docs, results["command"])
     return 0
 
 
