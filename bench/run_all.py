@@ -11,7 +11,8 @@ Parts, in this order (comma-separated names for ``--only``/``--skip``):
   ``--full`` sets (free, busy); bytes moved per input byte;
 * ``cache`` — ``bench_cache``: warm rebuild ÷ cold build, zips identical with and without the cache;
 * ``memory`` — ``bench_memory``: peak RSS of build and verify with a 4 GiB file;
-* ``fetch`` — ``bench_fetch`` (issue 12); ``registry`` — ``bench_registry --full`` (issue 11);
+* ``fetch`` — ``bench_fetch --full`` (issue 12: the 389 MB sample set, and the small set for
+  information); ``registry`` — ``bench_registry --full`` (issue 11);
 * ``image`` — ``bench_image`` (a child process; needs a docker engine: ``NINFER_DOCKER_HOST`` or a
   private ``dockerd``, which needs root);
 * ``curves`` — ``bench_curves``: start-up pairs, file-count curve (1k, 10k, 100k) and size curve
@@ -125,6 +126,7 @@ def _image(runs: int, mib: int) -> dict[str, Any]:
 def _parts(p: Profile, work: Path, plots_dir: Path) -> dict[str, Callable[[], dict[str, Any]]]:
     w = ["--work", str(work)]
     small = ["--small"] if p.small else []
+    full = [] if p.small else ["--full"]
     return {
         "goals": lambda: bench_goals.main(
             [*w, "--runs", str(p.goal_runs), "--random-runs", str(p.random_runs),
@@ -132,9 +134,9 @@ def _parts(p: Profile, work: Path, plots_dir: Path) -> dict[str, Callable[[], di
         ),
         "cache": lambda: bench_cache.main([*w, "--runs", str(p.cache_runs), *small]),
         "memory": lambda: bench_memory.main([*w, "--gib", str(p.memory_gib), *small]),
-        "fetch": lambda: bench_fetch.main([*w, "--runs", str(p.fetch_runs)]),
+        "fetch": lambda: bench_fetch.main([*w, "--runs", str(p.fetch_runs), *full]),
         "registry": lambda: bench_registry.main(
-            [*w, "--runs", str(p.registry_runs), *([] if p.small else ["--full"])]
+            [*w, "--runs", str(p.registry_runs), *full]
         ),
         "image": lambda: _image(p.image_runs, p.image_mib),
         "curves": lambda: bench_curves.main(

@@ -61,3 +61,15 @@ def test_linear_row_needs_two_file_count_points() -> None:
     linear = _row(two, "linear in file count")
     assert linear.ratio == {"min": 1.2, "median": 1.2, "max": 1.2}
     assert linear.met is True
+
+
+def test_fetch_goal_on_the_full_set_and_the_small_set_for_information() -> None:
+    def runs(ours: float, theirs: float) -> dict[str, Any]:
+        return {"fetch": [{"wall_s": ours}], "curl_sha256sum": [{"wall_s": theirs}], "runs": 1}
+
+    fetch = {**runs(1.1, 1.0), "full": True, "small": runs(20.0, 1.0)}
+    rows = summary_rows({"fetch": fetch})
+    goal = _row(rows, "fetch + verify ≤ 1.2×")
+    assert (goal.where.startswith("--full"), goal.met, goal.pairs) == (True, True, 1)
+    info = _row(rows, "fetch + verify beside")
+    assert (info.issue, info.met) == ("12 (info)", False)
