@@ -563,3 +563,64 @@ def test_generation_and_validation_are_linear_in_components(monkeypatch: pytest.
         counts[n] = (validate_equal, bom_ref_eq[0])
     assert counts[300][0] <= 2.5 * counts[150][0] + 100, counts
     assert counts[300][1] <= 2.5 * counts[150][1] + 100, counts
+
+
+_ODD_MEMBERS = [
+    "NOTICE.txt",
+    "a/b.txt",
+    "a-b.txt",
+    "a/B.txt",
+    "A/b.txt",
+    "licenses/odd name (1)+[x].txt",
+    "lib/\u00e9t\u00e9/\u4e2d\u6587.bin",
+    "quote'and`tick.json",
+    "z",
+]
+
+
+def _members(n: int) -> list[ShippedFile]:
+    extra = [ShippedFile(path=p, sha256=sha(p)) for p in _ODD_MEMBERS]
+    extra += [ShippedFile(path=f"licenses/extra/f{i:05d}.txt", sha256=sha(str(i))) for i in range(n)]
+    return [f for d in DEPS for f in d.files] + list(reversed(extra))
+
+
+@pytest.mark.parametrize(("n_root", "n_engine"), [(0, 0), (1, 1), (30, 40)])
+def test_occurrences_written_as_the_library_writes_them(
+    n_root: int, n_engine: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ninfer_release.sbom._cyclonedx as cdx
+
+    deps = _engine_with(n_engine)
+    files = [f for d in deps for f in d.files] + _members(n_root)[len([f for d in DEPS for f in d.files]) :]
+    ours = make(deps=deps, component_sha256=sha("zip"), package_files=files)
+    monkeypatch.setattr(cdx, "_PER_OCCURRENCE_MODELS", True)
+    assert make(deps=deps, component_sha256=sha("zip"), package_files=files) == ours
+
+
+def test_occurrences_fall_back_to_the_library_when_it_writes_one_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ninfer_release.sbom._cyclonedx as cdx
+
+    reference = make(component_sha256=sha("zip"), package_files=_members(5))
+    original = cdx._occurrence_dict
+    monkeypatch.setattr(
+        cdx, "_occurrence_dict", lambda keys, t: {**original(keys, t), "location": "elsewhere"}
+    )
+    assert make(component_sha256=sha("zip"), package_files=_members(5)) == reference
+
+
+def test_held_occurrences_build_no_library_object_per_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cyclonedx.model.component_evidence import Occurrence
+
+    built = [0]
+    original = Occurrence.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        built[0] += 1
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Occurrence, "__init__", counted)
+    d = load(make(component_sha256=sha("zip"), package_files=_members(50)))
+    assert len(d["metadata"]["component"]["evidence"]["occurrences"]) == 50 + len(_ODD_MEMBERS)
+    assert built[0] == len([c for c in d["components"] if "evidence" in c]) + 1  # one per evidence list

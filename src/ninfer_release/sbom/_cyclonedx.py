@@ -471,9 +471,11 @@ class _RootFields:
     authors: Sequence[str]
     description: str | None
     sha256: str | None
+    serial_identity: str
+    epoch: int
 
 
-def _lane_root(fields: _RootFields, plan: _Plan) -> Any:
+def _lane_root(fields: _RootFields, plan: _Plan, held: _HeldOccurrences | None) -> Any:
     """The package component: purl, supplier, licence, SHA-256, and the members no dependency ships.
 
     Raises:
@@ -495,7 +497,7 @@ def _lane_root(fields: _RootFields, plan: _Plan) -> Any:
         licenses=_licence_list(plan.root_license),
         description=fields.description,
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=fields.sha256)] if fields.sha256 else [],
-        evidence=_evidence(plan.root_files),
+        evidence=_evidence(plan.root_files, held),
     )
 
 
@@ -565,7 +567,6 @@ def cyclonedx_dependency_inventory(
         root_ref=f"package:{component_name}@{component_version}",
         tool_ref=f"tool:{tool_name}@{tool_version}",
     )
-    components = {node.ref: _package_component(node, pe_infos, plan.licences) for node in plan.nodes}
     fields = _RootFields(
         name=component_name,
         version=component_version,
@@ -574,18 +575,52 @@ def cyclonedx_dependency_inventory(
         authors=component_authors,
         description=component_description,
         sha256=component_sha256,
+        serial_identity=serial_identity,
+        epoch=epoch,
     )
-    root = _lane_root(fields, plan)
     tool = tool_component(plan.tool_ref, name=tool_name, version=tool_version, vendor=tool_vendor)
-    bom = new_bom(root, tool=tool, serial_identity=serial_identity, epoch=epoch, supplier=supplier)
-    bom.components.update(components.values())
-    _set_graph(bom, plan, {**components, plan.root_ref: root})
-    text: str = _json_v1_6()(bom).output_as_string(indent=2)
-    data = with_compositions(text, _lane_compositions(plan.root_ref, plan.completeness))
+    compositions = _lane_compositions(plan.root_ref, plan.completeness)
+    data = (
+        None if _PER_OCCURRENCE_MODELS else _lane_document(plan, fields, tool, pe_infos, compositions, True)
+    )
+    if data is None:  # the reference path, or the library wrote an occurrence otherwise than we would
+        data = _lane_document(plan, fields, tool, pe_infos, compositions, False)
+    assert data is not None
     messages = validate_cyclonedx_bytes(data)
     if messages:
         raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=m) for m in messages])
     return data
+
+
+# The reference path (tests/test_cdx_fast.py): a library Occurrence per shipped file, as the
+# document was built before; the default path's bytes must equal it.
+_PER_OCCURRENCE_MODELS = False
+
+
+def _lane_document(
+    plan: _Plan,
+    fields: _RootFields,
+    tool: Any,
+    pe_infos: Mapping[str, PeInfo],
+    compositions: Sequence[Mapping[str, Any]],
+    hold: bool,
+) -> bytes | None:
+    """The library's document of the plan (plus ``compositions``). With ``hold``, each evidence
+    list is given to the library with its first occurrence only, and the others are added to its
+    JSON output as it wrote the first (:class:`_HeldOccurrences`); ``None`` when the library
+    wrote a first occurrence otherwise than :func:`_occurrence_dict` would (caller: do it without)."""
+    held = _HeldOccurrences() if hold else None
+    components = {node.ref: _package_component(node, pe_infos, plan.licences, held) for node in plan.nodes}
+    root = _lane_root(fields, plan, held)
+    bom = new_bom(
+        root, tool=tool, serial_identity=fields.serial_identity, epoch=fields.epoch, supplier=fields.supplier
+    )
+    bom.components.update(components.values())
+    _set_graph(bom, plan, {**components, plan.root_ref: root})
+    doc = json.loads(_json_v1_6()(bom).output_as_string(indent=2))
+    if held is not None and not held.put_back(doc):
+        return None
+    return _with_compositions(doc, compositions)
 
 
 @functools.cache
@@ -645,7 +680,11 @@ def with_compositions(text: str, compositions: Sequence[Mapping[str, Any]]) -> b
     cyclonedx-python-lib 11 does not model CycloneDX 1.6 ``compositions``, so they are added to
     its output; keys keep the library's order and ASCII escaping (``json.dumps`` defaults).
     """
-    doc = json.loads(text)
+    return _with_compositions(json.loads(text), compositions)
+
+
+def _with_compositions(doc: dict[str, Any], compositions: Sequence[Mapping[str, Any]]) -> bytes:
+    """:func:`with_compositions` of the parsed library output ``doc``."""
     doc["compositions"] = [dict(c) for c in compositions]
     return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
 
@@ -656,25 +695,73 @@ def _licence_list(expression: str | None) -> list[Any]:
     return [] if expression is None else [LicenseExpression(expression)]
 
 
-def _evidence(files: Sequence[ShippedFile]) -> Any:
-    """One occurrence per shipped file: the zip path, ``sha256:<hex>``, bom-ref ``file:<path>``."""
+_Triple = tuple[str, str, str]  # (bom-ref, location, additionalContext) of one occurrence
+
+
+def _occurrence_dict(keys: Sequence[str], triple: _Triple) -> dict[str, str]:
+    """An occurrence as the library's JSON writer writes it, its keys in the order ``keys``."""
+    values = {"bom-ref": triple[0], "location": triple[1], "additionalContext": triple[2]}
+    return {k: values[k] for k in keys}
+
+
+class _HeldOccurrences:
+    """Evidence occurrences kept out of the library model: for each evidence list, its first
+    occurrence goes to the library and the others are held here, keyed by the first's bom-ref
+    (file bom-refs are unique in a document: each member is evidence once, checked by the plan).
+
+    cyclonedx-python-lib builds an ``Occurrence`` (a ``BomRef``, a sorted-set entry) per file and
+    serializes each through its reflection-based serializer: ~0.15 ms per file. The library sorts
+    the occurrences by ``(bom-ref, location, …, additionalContext)``; so does :meth:`hold`.
+    """
+
+    def __init__(self) -> None:
+        self.first: dict[str, _Triple] = {}
+        self.rest: dict[str, list[_Triple]] = {}
+
+    def hold(self, triples: list[_Triple]) -> _Triple:
+        """Sort ``triples`` as the library does, hold all but the first; return the first."""
+        ordered = sorted(triples)
+        self.first[ordered[0][0]] = ordered[0]
+        self.rest[ordered[0][0]] = ordered[1:]
+        return ordered[0]
+
+    def put_back(self, doc: dict[str, Any]) -> bool:
+        """Append each held list to its first occurrence in the parsed library output ``doc``, in
+        the key order the library wrote that first one; ``False`` (``doc`` then partly changed) if
+        a first occurrence is missing or not what :func:`_occurrence_dict` gives for it."""
+        metadata = doc.get("metadata") or {}
+        found = 0
+        for component in [metadata.get("component") or {}, *_walk_components(doc.get("components") or [])]:
+            occurrences = (component.get("evidence") or {}).get("occurrences") or []
+            ref = occurrences[0].get("bom-ref") if occurrences else None
+            if ref not in self.first:
+                continue
+            keys = list(occurrences[0])
+            if len(occurrences) != 1 or occurrences[0] != _occurrence_dict(keys, self.first[ref]):
+                return False
+            occurrences.extend(_occurrence_dict(keys, t) for t in self.rest[ref])
+            found += 1
+        return found == len(self.first)
+
+
+def _evidence(files: Sequence[ShippedFile], held: _HeldOccurrences | None) -> Any:
+    """One occurrence per shipped file: the zip path, ``sha256:<hex>``, bom-ref ``file:<path>``
+    (all but the first held in ``held`` when given)."""
     from cyclonedx.model.component_evidence import ComponentEvidence, Occurrence
 
     if not files:
         return None
+    triples = [(file_bom_ref(f.path), f.path, f"{SHA256_CONTEXT}{f.sha256}") for f in files]
+    if held is not None:
+        triples = [held.hold(triples)]
     return ComponentEvidence(
-        occurrences=[
-            Occurrence(
-                bom_ref=file_bom_ref(f.path),
-                location=f.path,
-                additional_context=f"{SHA256_CONTEXT}{f.sha256}",
-            )
-            for f in sorted(files, key=lambda f: f.path)
-        ]
+        occurrences=[Occurrence(bom_ref=t[0], location=t[1], additional_context=t[2]) for t in triples]
     )
 
 
-def _package_component(node: _Node, pe_infos: Mapping[str, PeInfo], licences: Mapping[str, str]) -> Any:
+def _package_component(
+    node: _Node, pe_infos: Mapping[str, PeInfo], licences: Mapping[str, str], held: _HeldOccurrences | None
+) -> Any:
     from cyclonedx.model import ExternalReference, ExternalReferenceType, Property, XsUri
     from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.model.contact import OrganizationalEntity
@@ -710,7 +797,7 @@ def _package_component(node: _Node, pe_infos: Mapping[str, PeInfo], licences: Ma
         description=_description(dep),
         external_references=ext,
         properties=[Property(name=k, value=v) for k, v in values if v],
-        evidence=_evidence(dep.files),
+        evidence=_evidence(dep.files, held),
     )
 
 
