@@ -1,7 +1,8 @@
 """Publish hashes a set once (issue 11): the digests the verification established are passed down
 to the plan as :class:`FileDigest` records, and no check is weaker for it — a file changed after
 the verification is refused by the store's own upload check (``write_verified`` for ``dir://`` and
-``files://``, the registry's ``PUT ?digest=`` for ``oci://``), and nothing appears at the tag."""
+``files://``, the registry's ``PUT ?digest=`` for ``oci://``: tests/test_publish_overlap.py), and
+nothing appears at the tag."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from flow_support import TAGS, qualified_out, registry_namespace, stem
+from flow_support import TAGS, qualified_out, stem
 from ninfer_release.errors import IntegrityError
 from ninfer_release.releases import _flows, _publish
 from ninfer_release.releases._publish import FileDigest
@@ -79,15 +80,3 @@ def test_a_file_swapped_after_verify_is_refused_by_a_local_store(
         from ninfer_release.releases._dir_store import DirStore
 
         assert DirStore(root).resolve(TAGS[LANE]) is None
-
-
-def test_a_file_swapped_after_verify_is_refused_by_the_registry(
-    sealed: Path, registry: str, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    from ninfer_release.registry import RegistryClient
-
-    repo = registry_namespace(tmp_path_factory, "swapped")
-    _swap_after_verify(monkeypatch, stem(LANE) + ".zip")
-    with pytest.raises(IntegrityError, match=r"registry says the bytes are not sha256:.*changed while"):
-        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
-    assert RegistryClient(registry).get_manifest(repo, TAGS[LANE]) is None

@@ -86,7 +86,10 @@ class FilesStore:
             InputError, IntegrityError: see :func:`~._publish.plan_publish`.
             PublishError: ``<tag>`` holds other bytes, ``latest`` was asked for, or the store
                 cannot be written (exit 7).
+            Whatever ``request.gate`` raises (passed first: this store overlaps nothing with it).
         """
+        if request.gate is not None:
+            request.gate()
         plan = plan_publish(request)
         if request.move_latest:
             raise PublishError(f"{self.url()}: latest: a files:// store keeps no 'latest' tag")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -432,64 +433,129 @@ def publish_set(
 
     ``registry`` configures the registry client (default: the environment); ``transfer`` gets
     a step per file uploaded (name, size) and its bytes. The digests the verification established are
-    passed down (:class:`~._publish.FileDigest`), so the set is hashed once before the upload;
-    each store's upload hashes what it copies and refuses other bytes (a file changed after the
-    verification is caught there, and nothing is published).
+    passed down (:class:`~._publish.FileDigest`), so the set is hashed once; each store's upload
+    refuses bytes other than those digests (a file changed after the verification is caught
+    there, and nothing is published).
+
+    To a registry (``oci://``) the verification runs on a worker thread while the blobs upload
+    (:class:`_Verification`): the set's names, component manifest and ``SHA256SUMS`` digests are
+    read first without hashing its entries (:func:`_claimed`), the refusals below are decided on
+    them, and the manifest — the only thing that makes a set visible — is put, and any result
+    returned (``already_published`` too), only once the verification passed and established
+    exactly those digests (:attr:`~._publish.PublishRequest.gate`). A set that does not verify
+    leaves no tag and no manifest, only the blobs already uploaded, unreferenced (docs/publishing.md).
+    A set whose claims cannot be read, and ``dir://`` / ``files://`` targets, are verified first.
 
     Raises:
         PublishError: the set does not verify, is ``unqualified`` without ``draft``, disagrees with
             ``release``, the target names another tag, or the store refuses (immutability) (exit 7).
+            The verification's failures come first, whatever else went wrong meanwhile.
         InputError: the target is malformed (exit 4).
-        IntegrityError: a file changed after the verification (dir:// and files:// stores, exit 5).
+        IntegrityError: a file changed after the verification (exit 5; on ``oci://`` the registry
+            refuses the blob, ``registry says the bytes are not sha256:…``).
     """
-    from ninfer_release.manifests import DEFAULT_ASSET_BUDGET
-    from ninfer_release.releases._budget import refuse_over_budget
-    from ninfer_release.releases._publish import (
-        ANN_REVISION,
-        FilesTarget,
-        PublishRequest,
-        open_publisher,
-        parse_target,
-    )
+    from ninfer_release.releases._publish import OciTarget, parse_target
 
     parsed = parse_target(target)  # a malformed target is exit 4 before any work
-    verified = _verified(set_dir)
-    manifest = verified.manifest
-    tag = manifest.component_tag
-    problems = [
-        *_qualification_problems(verified.names, manifest, draft),
-        *_release_problems(release, verified.names, manifest, parsed, target),
-        *_target_problems(parsed, tag, target),
-    ]
-    if problems:
-        raise PublishError(problems=problems)
-    if isinstance(parsed, FilesTarget):
-        # A files:// tree is what a release host serves: refuse what it would reject, first.
-        budget = release.asset_budget if release is not None else DEFAULT_ASSET_BUDGET
-        refuse_over_budget(set_dir, verified.names.all, budget, target=target)
-    request = PublishRequest(
+    publication = _Publication(
         set_dir=set_dir,
-        tag=tag,
-        files=list(verified.names.all),
-        annotations={ANN_REVISION: manifest.source_commit},
+        target=target,
+        parsed=parsed,
         draft=draft,
-        epoch=manifest.source_date_epoch,
         move_latest=move_latest,
-        verified=verified.digests,
+        release=release,
+        registry=registry,
+        transfer=transfer,
     )
-    return open_publisher(parsed, options=registry, progress=transfer).publish(request)
+    claimed = _claimed(set_dir) if isinstance(parsed, OciTarget) else None
+    if claimed is None:
+        return publication.run(_verified(set_dir), gate=None)
+    # The registry client loads now, before the worker's own imports start: two threads importing
+    # at once take turns on the GIL, and the uploads would start later.
+    import ninfer_release.releases._oci_publisher  # noqa: F401
+
+    with _Verification(set_dir) as verification:
+        try:
+            return publication.run(claimed, gate=lambda: verification.confirm(claimed))
+        except Exception as exc:
+            # Verifying first would have reported the set's own failures: so does this.
+            failure = verification.failure(claimed)
+            if failure is None or failure is exc:
+                raise
+            raise failure from exc
 
 
 @dataclass(frozen=True, kw_only=True)
-class _VerifiedSet:
-    """A set that verified: its names, component manifest and each file's digest and size."""
+class _Publication:
+    """What :func:`publish_set` was asked: the set directory, the target (as given and parsed), the
+    flags, the release definition to agree with, and the registry client's options and progress."""
+
+    set_dir: Path
+    target: str
+    parsed: Target
+    draft: bool
+    move_latest: bool
+    release: Release | None
+    registry: RegistryOptions | None
+    transfer: Progress
+
+    def run(self, found: _SetDigests, *, gate: Callable[[], None] | None) -> PublishResult:
+        """Refuse what must not be published, then publish ``found`` (``gate``: see
+        :attr:`~._publish.PublishRequest.gate`).
+
+        Raises:
+            PublishError: see :func:`publish_set` (exit 7).
+        """
+        from ninfer_release.manifests import DEFAULT_ASSET_BUDGET
+        from ninfer_release.releases._budget import refuse_over_budget
+        from ninfer_release.releases._publish import ANN_REVISION, FilesTarget, PublishRequest, open_publisher
+
+        manifest = found.manifest
+        tag = manifest.component_tag
+        problems = [
+            *_qualification_problems(found.names, manifest, self.draft),
+            *_release_problems(self.release, found.names, manifest, self.parsed, self.target),
+            *_target_problems(self.parsed, tag, self.target),
+        ]
+        if problems:
+            raise PublishError(problems=problems)
+        if isinstance(self.parsed, FilesTarget):
+            # A files:// tree is what a release host serves: refuse what it would reject, first.
+            budget = self.release.asset_budget if self.release is not None else DEFAULT_ASSET_BUDGET
+            refuse_over_budget(self.set_dir, found.names.all, budget, target=self.target)
+        request = PublishRequest(
+            set_dir=self.set_dir,
+            tag=tag,
+            files=list(found.names.all),
+            annotations={ANN_REVISION: manifest.source_commit},
+            draft=self.draft,
+            epoch=manifest.source_date_epoch,
+            move_latest=self.move_latest,
+            verified=found.digests,
+            gate=gate,
+        )
+        return open_publisher(self.parsed, options=self.registry, progress=self.transfer).publish(request)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SetDigests:
+    """A set's names, component manifest, each file's digest and size as its ``SHA256SUMS`` lists
+    them, and ``SHA256SUMS``'s own digest (``sums_sha256``, 64 hex): established by a verification
+    (:func:`_verified`), or only claimed until one confirms them (:func:`_claimed`)."""
 
     names: AssetNames
     manifest: ComponentManifest
     digests: Mapping[str, FileDigest]
+    sums_sha256: str
 
 
-def _verified(set_dir: Path) -> _VerifiedSet:
+def _refusal(set_dir: Path, failures: Sequence[str]) -> PublishError:
+    """A set that does not verify: every failure, one line each (exit 7)."""
+    where = str(set_dir)
+    return PublishError(problems=[Problem(file=where, message=f"does not verify: {f}") for f in failures])
+
+
+def _verified(set_dir: Path) -> _SetDigests:
     """Verify the set in ``set_dir``; its names, component manifest and verified digests.
 
     The digests are the ones the verification established: it checked that every entry hashes
@@ -500,17 +566,15 @@ def _verified(set_dir: Path) -> _VerifiedSet:
     """
     report = verify_set(set_dir)
     if not report.ok:
-        where = str(set_dir)
-        raise PublishError(
-            problems=[Problem(file=where, message=f"does not verify: {f}") for f in report.failures]
-        )
+        raise _refusal(set_dir, report.failures)
     stem = stem_from_names(sorted(p.name for p in set_dir.iterdir()))
     assert stem is not None and report.sums_sha256 is not None  # verify_set found and hashed them
     names = AssetNames(stem=stem)
-    return _VerifiedSet(
+    return _SetDigests(
         names=names,
         manifest=_component_manifest(set_dir, names),
         digests=_verified_digests(set_dir, names, report.sums_sha256),
+        sums_sha256=report.sums_sha256,
     )
 
 
@@ -527,6 +591,115 @@ def _verified_digests(set_dir: Path, names: AssetNames, sums_sha256: str) -> dic
     return {
         n: FileDigest(sha256=listed[n], size=(set_dir / n).stat().st_size) for n in names.all if n in listed
     }
+
+
+def _claimed(set_dir: Path) -> _SetDigests | None:
+    """What the set in ``set_dir`` claims, read without hashing its entries: exactly the 11 regular
+    files, a canonical ``SHA256SUMS`` listing the 10 entries (hashed: it is small), each file's
+    size, and the component manifest — whose bytes must hash to what ``SHA256SUMS`` lists for it,
+    so the record the refusals are decided on is the one the verification checks.
+
+    ``None`` when any of it cannot be read or does not hold (a malformed set): it is then verified
+    before anything else, so its failures are reported as verify words them.
+    """
+    from ninfer_release.checksums import parse_sha256sums, sums_bound
+    from ninfer_release.errors import NinferError
+    from ninfer_release.hashing import sha256_bytes
+    from ninfer_release.releases._publish import FileDigest
+
+    try:
+        listing = sorted(p.name for p in set_dir.iterdir())
+        stem = stem_from_names(listing)
+        names = AssetNames(stem=stem) if stem is not None else None
+        if names is None or sorted(names.all) != listing:
+            return None
+        paths = {n: set_dir / n for n in names.all}
+        if any(p.is_symlink() or not p.is_file() for p in paths.values()):
+            return None
+        sums = strictjson.read_regular(paths[SUMS_NAME], limit=sums_bound(len(names.entries)))
+        parsed = parse_sha256sums(sums, source=SUMS_NAME)
+        listed = parsed.as_dict()
+        if parsed.errors or parsed.warnings or set(listed) != set(names.entries):
+            return None
+        data = strictjson.read_regular(paths[names.manifest], limit=MAX_RECORD_ENTRY)
+        if sha256_bytes(data) != listed[names.manifest]:
+            return None
+        manifest = ComponentManifest.parse(data, source=names.manifest)
+        hexes = {**listed, SUMS_NAME: sha256_bytes(sums)}
+        digests = {n: FileDigest(sha256=hexes[n], size=p.stat().st_size) for n, p in paths.items()}
+    except (OSError, ValueError, NinferError):
+        return None
+    return _SetDigests(names=names, manifest=manifest, digests=digests, sums_sha256=hexes[SUMS_NAME])
+
+
+class _Verification:
+    """:func:`~._verify.verify_set` of one set on a worker thread, started on entering and joined
+    on leaving (an error or Ctrl-C in the main thread never leaves it running; DESIGN §11: hashlib
+    and zlib release the GIL, so it overlaps the uploads).
+
+    :meth:`confirm` is the gate: it waits for the verification and refuses unless it passed and
+    established exactly the digests the main thread claimed.
+    """
+
+    def __init__(self, set_dir: Path) -> None:
+        self._set_dir = set_dir
+        self._report: VerifyReport | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="publish-verify")
+
+    def _run(self) -> None:
+        try:
+            self._report = verify_set(self._set_dir)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread by confirm()
+            self._error = exc
+
+    def __enter__(self) -> _Verification:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._join()
+
+    def _join(self) -> None:
+        """Wait for the worker; a Ctrl-C or SIGTERM meanwhile is raised once it has ended (it ends
+        when the verification does: there is nothing to cancel it midway)."""
+        pending: BaseException | None = None
+        while self._thread.is_alive():
+            try:
+                self._thread.join()
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the join
+                pending = pending or exc
+        if pending is not None:
+            raise pending
+
+    def failure(self, claimed: _SetDigests) -> BaseException | None:
+        """After waiting for the verification: why ``claimed`` must not be published (the set does
+        not verify, the verification raised, or it hashed another ``SHA256SUMS``), else ``None``."""
+        self._join()
+        if self._error is not None:
+            return self._error
+        report = self._report
+        assert report is not None  # the worker ended without an error
+        if not report.ok:
+            return _refusal(self._set_dir, report.failures)
+        if report.stem != claimed.names.stem or report.sums_sha256 != claimed.sums_sha256:
+            message = (
+                f"does not verify: {SUMS_NAME}: changed while publishing (read as {claimed.sums_sha256}, "
+                f"verified as {report.sums_sha256})"
+            )
+            return PublishError(problems=[Problem(file=str(self._set_dir), message=message)])
+        return None
+
+    def confirm(self, claimed: _SetDigests) -> None:
+        """The gate: return only when the verification passed and established ``claimed``'s digests.
+
+        Raises:
+            PublishError: the set does not verify, or its ``SHA256SUMS`` changed meanwhile (exit 7).
+            Whatever the verification raised (an unreadable entry: InputError, exit 4).
+        """
+        failure = self.failure(claimed)
+        if failure is not None:
+            raise failure
 
 
 def _qualification_problems(names: AssetNames, manifest: ComponentManifest, draft: bool) -> list[Problem]:

@@ -130,6 +130,13 @@ class PublishRequest:
     #: digest (``write_verified``; the registry's ``PUT ?digest=``), so a file changed since is
     #: caught there. ``None``: the plan hashes every file.
     verified: Mapping[str, FileDigest] | None = None
+    #: Called (and must return) before anything becomes visible — the manifest put under a tag,
+    #: ``latest`` moved — and before any result is returned, ``already_published`` included;
+    #: raising refuses the publish. :func:`~._flows.publish_set` passes "the verification running
+    #: meanwhile passed and established exactly the ``verified`` digests", so blobs upload while
+    #: the set is still being verified (docs/publishing.md, "Verification overlaps the upload").
+    #: ``None``: nothing to wait for (the set was verified before the request was made).
+    gate: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,8 +219,15 @@ class ArtifactPlan:
 
     @property
     def blobs(self) -> tuple[Blob, ...]:
-        """Layers then config: the order blobs are uploaded (manifest last)."""
+        """Layers then config (the manifest goes after all of them)."""
         return (*self.layers, self.config)
+
+    @property
+    def upload_order(self) -> tuple[Blob, ...]:
+        """:attr:`blobs` largest first (then by title): the one long transfer of a set (its zip)
+        starts before the small ones, so nothing waits for it longer than it must. The manifest
+        (its bytes, its digest) does not depend on the order."""
+        return tuple(sorted(self.blobs, key=lambda b: (-b.size, b.title or "")))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -890,14 +904,18 @@ class StorePublisher(abc.ABC):
         Identical bytes already at the tag → ``already_published``. The tag pointing to other
         bytes, or a supersession marker for it, → refused. A draft goes to ``<tag>.draft``
         (replaceable). ``latest`` moves only with ``move_latest`` on a non-prerelease.
+        ``request.gate`` is passed before the manifest is put and before any result is returned;
+        the refusals above need no gate (they make nothing visible).
 
         Raises:
             InputError, IntegrityError: see :func:`plan_publish`.
             PublishError: refused (immutability, supersession, concurrent publish) or the store
                 failed (exit 7).
+            Whatever ``request.gate`` raises.
         """
         plan = plan_publish(request)
         tag = request.tag
+        gate = request.gate or _open_gate
         with self._lock():
             by = self._superseded_by(tag)
             if by is not None:
@@ -907,6 +925,7 @@ class StorePublisher(abc.ABC):
                 )
             current = self.resolve(tag)
             if current == plan.digest:
+                gate()  # the same claimed digests are no proof that these bytes are the verified ones
                 moved = (not request.draft) and self._move_latest(plan, request)
                 return PublishResult(
                     status="already_published",
@@ -929,11 +948,15 @@ class StorePublisher(abc.ABC):
                 )
             target_tag = tag + DRAFT_SUFFIX if request.draft else tag
             if request.draft and self.resolve(target_tag) == plan.digest:
+                gate()
                 return PublishResult(
                     status="already_published", ref=self.url(target_tag), manifest_digest=plan.digest
                 )
-            for blob in plan.blobs:
+            for blob in plan.upload_order:
                 self._put_blob(blob)
+            # Blobs are content-addressed and invisible without a manifest: the manifest is what
+            # publishes, so it waits for the gate (a refused set leaves only unreferenced blobs).
+            gate()
             self._put_manifest(plan, [target_tag])
             # A registry has no compare-and-swap on tags: check again after the put and report a
             # concurrent writer instead of claiming a tag someone else holds (docs/publishing.md).
@@ -1135,6 +1158,10 @@ class StorePublisher(abc.ABC):
                 partial.unlink()
             raise
         return PulledFile(name=title, size=size, sha256=h.hexdigest(), media_type=layer.media_type)
+
+
+def _open_gate() -> None:
+    """The gate of a request that has none: nothing to wait for."""
 
 
 def _check_ref(ref: str, where: str) -> None:

@@ -1,0 +1,212 @@
+"""Publishing to a registry verifies the set while its blobs upload (issue 11, the bench goal), and
+the gate holds: the manifest is put, and any result returned (``already_published`` too), only
+once the verification passed and established exactly the digests the upload used.
+
+Against the real registry the other publish tests use (``registry`` fixture). Each of the three
+gate calls in :meth:`StorePublisher.publish`, the digest comparison of the gate and the precedence
+of the verification's failures is what one test here fails without.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_support import TAGS, cli, flip_byte, qualified_out, registry_namespace, reseal, stem
+from ninfer_release.errors import PublishError
+from ninfer_release.registry import RegistryClient
+from ninfer_release.releases import _flows
+from ninfer_release.releases._files_store import FilesStore
+from ninfer_release.releases._oci_publisher import OciPublisher
+from ninfer_release.releases._publish import DRAFT_SUFFIX, PublishRequest
+
+LANE = "rtx4090"
+TAG = TAGS[LANE]
+
+
+@pytest.fixture
+def sealed(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path / LANE
+    shutil.copytree(qualified_out(tmp_path_factory) / LANE, target)
+    return target
+
+
+@pytest.fixture
+def repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    digest = hashlib.sha256(request.node.name.encode()).hexdigest()[:12]  # one repository per test
+    return registry_namespace(tmp_path_factory, f"overlap-{digest}")
+
+
+def _manifest(registry: str, repo: str, ref: str) -> bytes | None:
+    found = RegistryClient(registry).get_manifest(repo, ref)
+    return None if found is None else found.data
+
+
+def _no_worker_left() -> bool:
+    return not any(t.name == "publish-verify" and t.is_alive() for t in threading.enumerate())
+
+
+def test_the_claims_read_first_are_what_the_verification_establishes(sealed: Path) -> None:
+    assert _flows._claimed(sealed) == _flows._verified(sealed)
+
+
+def test_a_set_whose_claims_cannot_be_read_is_verified_first(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (sealed / "SHA256SUMS").unlink()
+    assert _flows._claimed(sealed) is None
+
+    def no_overlap(*args: object) -> None:
+        raise AssertionError("a set whose claims cannot be read is not verified on a worker")
+
+    monkeypatch.setattr(_flows, "_Verification", no_overlap)
+    with pytest.raises(PublishError) as refused:
+        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
+    report = _flows.verify_set(sealed)
+    assert [p.message for p in refused.value.problems] == [f"does not verify: {f}" for f in report.failures]
+
+
+@pytest.mark.parametrize("reseal_it", [False, True], ids=["sums-unchanged", "resealed"])
+def test_a_tampered_set_exits_7_and_the_registry_holds_no_tag(
+    sealed: Path, registry: str, repo: str, reseal_it: bool
+) -> None:
+    """A changed zip: with SHA256SUMS unchanged the registry refuses the blob (or the gate does);
+    resealed, every blob uploads (its digest is right) and only the gate keeps the manifest out,
+    the uploaded blobs staying unreferenced (docs/publishing.md)."""
+    zip_path = sealed / f"{stem(LANE)}.zip"
+    flip_byte(zip_path)
+    if reseal_it:
+        reseal(sealed)
+    res = cli("publish", sealed, "--to", f"oci://{registry}/{repo}")
+    assert res.code == 7, res.text
+    assert "does not verify" in res.err
+    assert _manifest(registry, repo, TAG) is None
+    if reseal_it:
+        claimed = _flows._claimed(sealed)
+        assert claimed is not None
+        zip_digest = "sha256:" + claimed.digests[zip_path.name].sha256
+        assert RegistryClient(registry).has_blob(repo, zip_digest)  # uploaded, referenced by nothing
+
+
+@pytest.mark.parametrize("draft", [False, True], ids=["tag", "draft"])
+def test_a_tampered_set_claiming_what_the_tag_holds_is_refused_not_already_published(
+    sealed: Path, registry: str, repo: str, tmp_path: Path, draft: bool
+) -> None:
+    flags = ["--draft"] if draft else []
+    first = cli("--json", "publish", sealed, "--to", f"oci://{registry}/{repo}", *flags)
+    assert first.code == 0, first.text
+    ref = TAG + DRAFT_SUFFIX if draft else TAG
+    held = _manifest(registry, repo, ref)
+    assert held is not None
+    tampered = tmp_path / "tampered" / LANE
+    shutil.copytree(sealed, tampered)
+    flip_byte(tampered / f"{stem(LANE)}.cdx.json")  # SHA256SUMS still claims the published digests
+    res = cli("--json", "publish", tampered, "--to", f"oci://{registry}/{repo}", *flags)
+    assert res.code == 7, res.text
+    assert "does not verify" in res.text
+    assert "already_published" not in res.out
+    assert _manifest(registry, repo, ref) == held
+
+
+def test_the_verification_failure_comes_before_a_refusal_found_meanwhile(
+    sealed: Path, registry: str, repo: str, tmp_path: Path
+) -> None:
+    """What verifying first reported (the set's own failures) is what is reported, not the tag
+    conflict the main thread found while the verification ran."""
+    assert cli("publish", sealed, "--to", f"oci://{registry}/{repo}").code == 0
+    tampered = tmp_path / "tampered" / LANE
+    shutil.copytree(sealed, tampered)
+    flip_byte(tampered / f"{stem(LANE)}.zip")
+    reseal(tampered)  # other SHA256SUMS: another manifest digest for the same tag
+    res = cli("publish", tampered, "--to", f"oci://{registry}/{repo}")
+    assert res.code == 7, res.text
+    assert "does not verify" in res.err
+    assert "already points to" not in res.err
+
+
+def test_the_gate_refuses_a_verification_of_other_sha256sums(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The set changed between the claims and the verification: it passed, but of other bytes."""
+    from dataclasses import replace
+
+    real = _flows.verify_set
+
+    def verified_other_bytes(set_dir: Path, **kwargs: Any) -> Any:
+        return replace(real(set_dir, **kwargs), sums_sha256="0" * 64)
+
+    monkeypatch.setattr(_flows, "verify_set", verified_other_bytes)
+    with pytest.raises(PublishError, match=r"does not verify: SHA256SUMS: changed while publishing"):
+        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
+    assert _manifest(registry, repo, TAG) is None
+
+
+def test_a_file_swapped_after_the_verification_is_refused_by_the_registry(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client does not hash what it uploads: the registry's ``PUT ?digest=`` refuses bytes that
+    changed after the verification (here: once it passed, before any blob goes), nothing is tagged."""
+    from ninfer_release.errors import IntegrityError
+
+    swapped = threading.Event()
+    real_verify = _flows.verify_set
+    real_put = OciPublisher._put_blob
+
+    def verify_then_swap(set_dir: Path, **kwargs: Any) -> Any:
+        report = real_verify(set_dir, **kwargs)
+        flip_byte(set_dir / f"{stem(LANE)}.config.toml")  # same size, other bytes
+        swapped.set()
+        return report
+
+    def put_after_the_swap(self: OciPublisher, blob: Any) -> None:
+        assert swapped.wait(120)
+        real_put(self, blob)
+
+    monkeypatch.setattr(_flows, "verify_set", verify_then_swap)
+    monkeypatch.setattr(OciPublisher, "_put_blob", put_after_the_swap)
+    with pytest.raises(IntegrityError, match=r"registry says the bytes are not sha256:.*changed while"):
+        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
+    assert _manifest(registry, repo, TAG) is None
+    assert _no_worker_left()
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, PublishError], ids=["ctrl-c", "error"])
+def test_an_interrupt_or_error_while_uploading_never_leaves_the_worker_running(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch, raised: type[BaseException]
+) -> None:
+    finished = threading.Event()
+    real_verify = _flows.verify_set
+
+    def slow_verify(set_dir: Path, **kwargs: Any) -> Any:
+        time.sleep(0.5)  # still verifying when the upload fails
+        report = real_verify(set_dir, **kwargs)
+        finished.set()
+        return report
+
+    def failing_put(self: OciPublisher, blob: Any) -> None:
+        raise raised("upload failed") if raised is PublishError else raised()
+
+    monkeypatch.setattr(_flows, "verify_set", slow_verify)
+    monkeypatch.setattr(OciPublisher, "_put_blob", failing_put)
+    with pytest.raises(raised):
+        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
+    assert finished.is_set()  # joined, not abandoned
+    assert _no_worker_left()
+    assert _manifest(registry, repo, TAG) is None
+
+
+def test_a_files_store_passes_the_gate_before_anything(sealed: Path, tmp_path: Path) -> None:
+    def refuse() -> None:
+        raise PublishError("the gate refused")
+
+    names = sorted(p.name for p in sealed.iterdir())
+    request = PublishRequest(set_dir=sealed, tag=TAG, files=names, epoch=0, gate=refuse)
+    with pytest.raises(PublishError, match="the gate refused"):
+        FilesStore(tmp_path / "files").publish(request)
+    assert not (tmp_path / "files" / TAG).exists()
