@@ -11,8 +11,8 @@ artifact both sides move). Each repetition starts a **fresh** Debian ``docker-re
 loopback port (no blob already there, no cross-repository mount, no skopeo blob-info cache hit),
 then runs the pair back to back: ``skopeo copy`` first, ``publish`` to another repository of the
 same registry second, then the pull pair from skopeo's copy. Our publish includes what the
-command always does before uploading: the full consumer verification of the set. The ratio is
-the median of the per-pair ratios.
+command always does: the full consumer verification of the set (on ``oci://`` it overlaps the
+upload; the manifest waits for it). The ratio is the median of the per-pair ratios.
 
 Usage: ``.venv/bin/python bench/bench_registry.py [--work DIR] [--runs 3] [--full] [--json]``
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()
     samples = fetch_samples(args.work) if args.full else _small_samples(args.work)
     out = args.work / "registry-set"
     build_lane("build lane (set to publish)", samples, out)
@@ -177,6 +179,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "pull_verify_ratio_paired_median": round(pull_ratio, 3),
         "goal": GOAL,
         "meets_goal": push_ratio <= GOAL and pull_ratio <= GOAL,
+        # Others' work on the machine distorts the ratios (docs/benchmarks.md, "Noise"): say how much.
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
     if args.json:
         print(json.dumps(result, indent=2))

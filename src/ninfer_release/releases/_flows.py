@@ -9,7 +9,9 @@
   ``unqualified`` set unless it is a draft; a set whose component manifest disagrees with the
   release definition; a target tag other than the set's component tag), then publish it as one
   immutable OCI artifact (DESIGN.md §8), handing the store the digests the verification
-  established (:class:`~._publish.FileDigest`) so the set is hashed once.
+  established (:class:`~._publish.FileDigest`) so the set is hashed once. To a registry the
+  verification runs on a worker thread while the blobs upload, behind a gate before the manifest
+  (:class:`_Verification`; docs/publishing.md, "Verification overlaps the upload").
 """
 
 from __future__ import annotations
