@@ -25,6 +25,7 @@ from ninfer_release.releases import _flows
 from ninfer_release.releases._files_store import FilesStore
 from ninfer_release.releases._oci_publisher import OciPublisher
 from ninfer_release.releases._publish import DRAFT_SUFFIX, PublishRequest
+from ninfer_release.releases._verify import verify_set
 
 LANE = "rtx4090"
 TAG = TAGS[LANE]
@@ -68,7 +69,7 @@ def test_a_set_whose_claims_cannot_be_read_is_verified_first(
     monkeypatch.setattr(_flows, "_Verification", no_overlap)
     with pytest.raises(PublishError) as refused:
         _flows.publish_set(sealed, f"oci://{registry}/{repo}")
-    report = _flows.verify_set(sealed)
+    report = verify_set(sealed)
     assert [p.message for p in refused.value.problems] == [f"does not verify: {f}" for f in report.failures]
 
 
@@ -136,7 +137,7 @@ def test_the_gate_refuses_a_verification_of_other_sha256sums(
     """The set changed between the claims and the verification: it passed, but of other bytes."""
     from dataclasses import replace
 
-    real = _flows.verify_set
+    real = verify_set
 
     def verified_other_bytes(set_dir: Path, **kwargs: Any) -> Any:
         return replace(real(set_dir, **kwargs), sums_sha256="0" * 64)
@@ -155,7 +156,7 @@ def test_a_file_swapped_after_the_verification_is_refused_by_the_registry(
     from ninfer_release.errors import IntegrityError
 
     swapped = threading.Event()
-    real_verify = _flows.verify_set
+    real_verify = verify_set
     real_put = OciPublisher._put_blob
 
     def verify_then_swap(set_dir: Path, **kwargs: Any) -> Any:
@@ -181,7 +182,7 @@ def test_an_interrupt_or_error_while_uploading_never_leaves_the_worker_running(
     sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch, raised: type[BaseException]
 ) -> None:
     finished = threading.Event()
-    real_verify = _flows.verify_set
+    real_verify = verify_set
 
     def slow_verify(set_dir: Path, **kwargs: Any) -> Any:
         time.sleep(0.5)  # still verifying when the upload fails
