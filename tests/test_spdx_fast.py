@@ -188,6 +188,10 @@ _NOT_CANONICAL: dict[str, Callable[[Raw], None]] = {
     "files not analyzed": lambda raw: raw["packages"][0].__setitem__("filesAnalyzed", False),
     "files a dict": lambda raw: raw.__setitem__("files", {}),
     "no files": lambda raw: raw.__setitem__("files", []),
+    "related id a list": lambda raw: raw["relationships"].append(
+        {"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "CONTAINS", "relatedSpdxElement": []}
+    ),
+    "related id an object": lambda raw: _contains(raw, 0).__setitem__("relatedSpdxElement", {"a": 1}),
     "broken skeleton": lambda raw: raw["packages"][0].__setitem__("supplier", "nobody"),
 }  # fmt: skip
 

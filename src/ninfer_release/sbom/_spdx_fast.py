@@ -84,6 +84,7 @@ def _is_file_contains(relationship: Any, file_ids: set[str]) -> bool:
         and relationship.keys() == _RELATIONSHIP_KEYS
         and relationship["relationshipType"] == "CONTAINS"
         and type(relationship["spdxElementId"]) is str
+        and type(relationship["relatedSpdxElement"]) is str
         and relationship["relatedSpdxElement"] in file_ids
     )
 
