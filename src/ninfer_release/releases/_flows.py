@@ -476,12 +476,12 @@ def publish_set(
     # at once take turns on the GIL, and the uploads would start later.
     import ninfer_release.releases._oci_publisher  # noqa: F401
 
-    with _Verification(set_dir) as verification:
+    with _Verification(set_dir, claimed) as verification:
         try:
-            return publication.run(claimed, gate=lambda: verification.confirm(claimed))
+            return publication.run(claimed, gate=verification.confirm)
         except Exception as exc:
             # Verifying first would have reported the set's own failures: so does this.
-            failure = verification.failure(claimed)
+            failure = verification.failure()
             if failure is None or failure is exc:
                 raise
             raise failure from exc
@@ -643,10 +643,12 @@ class _Verification:
     established exactly the digests the main thread claimed.
     """
 
-    def __init__(self, set_dir: Path) -> None:
+    def __init__(self, set_dir: Path, claimed: _SetDigests) -> None:
         self._set_dir = set_dir
+        self._claimed = claimed
         self._report: VerifyReport | None = None
         self._error: BaseException | None = None
+        self._verdict: list[BaseException | None] = []  # decided once, after the join
         self._thread = threading.Thread(target=self._run, name="publish-verify")
 
     def _run(self) -> None:
@@ -674,10 +676,17 @@ class _Verification:
         if pending is not None:
             raise pending
 
-    def failure(self, claimed: _SetDigests) -> BaseException | None:
-        """After waiting for the verification: why ``claimed`` must not be published (the set does
-        not verify, the verification raised, or it hashed another ``SHA256SUMS``), else ``None``."""
+    def failure(self) -> BaseException | None:
+        """After waiting for the verification: why the claimed set must not be published (the set
+        does not verify, the verification raised, or it hashed another ``SHA256SUMS``), else
+        ``None``; the same exception object every time."""
         self._join()
+        if not self._verdict:
+            self._verdict.append(self._judge())
+        return self._verdict[0]
+
+    def _judge(self) -> BaseException | None:
+        claimed = self._claimed
         if self._error is not None:
             return self._error
         report = self._report
@@ -692,14 +701,14 @@ class _Verification:
             return PublishError(problems=[Problem(file=str(self._set_dir), message=message)])
         return None
 
-    def confirm(self, claimed: _SetDigests) -> None:
-        """The gate: return only when the verification passed and established ``claimed``'s digests.
+    def confirm(self) -> None:
+        """The gate: return only when the verification passed and established the claimed digests.
 
         Raises:
             PublishError: the set does not verify, or its ``SHA256SUMS`` changed meanwhile (exit 7).
             Whatever the verification raised (an unreadable entry: InputError, exit 4).
         """
-        failure = self.failure(claimed)
+        failure = self.failure()
         if failure is not None:
             raise failure
 
