@@ -177,6 +177,21 @@ def _describes(ids: Callable[[Raw], Any], keep: bool) -> Mutation:
     return mutate
 
 
+def _unhoisted(bad_file_id: str | None, describes: list[str] | None) -> Mutation:
+    """``hasFiles`` listing every file next to the CONTAINS relationships, with a value that makes
+    ``hoist_implicit_relationships`` leave the document as it is (``NONE`` in ``hasFiles``, or a
+    ``documentDescribes`` special), optionally with the last file's id made invalid."""
+
+    def mutate(raw: Raw) -> None:
+        if bad_file_id is not None:
+            _name_file(raw, bad_file_id)
+        _pkg(raw)["hasFiles"] = [*_file_ids(raw), *([] if describes else ["NONE"])]
+        if describes:
+            raw["documentDescribes"] = describes
+
+    return mutate
+
+
 def _file_ids(raw: Raw) -> list[str]:
     return [f["SPDXID"] for f in raw["files"]]
 
@@ -456,6 +471,8 @@ _SPDX_RELATIONSHIPS: dict[str, Mutation] = {
 
 _SPDX_IMPLICIT_RELATIONSHIPS: dict[str, Mutation] = {
     "hasFiles, no CONTAINS": _has_files(_file_ids, keep_contains=False),
+    "hasFiles with NONE (not hoisted)": _unhoisted(None, None),
+    "hasFiles, documentDescribes NOASSERTION (not hoisted)": _unhoisted(None, ["NOASSERTION"]),
     "hasFiles and CONTAINS": _has_files(_file_ids, keep_contains=True),
     "hasFiles missing file": _has_files(lambda raw: [*_file_ids(raw), "SPDXRef-File-missing"], False),
     "hasFiles duplicated": _has_files(lambda raw: _file_ids(raw) * 2, False),
