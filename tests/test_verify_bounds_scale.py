@@ -9,7 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ninfer_release.releases._contract import AssetNames
-from ninfer_release.releases._verify import MAX_RECORD_ENTRY, SBOM_BYTES_PER_MEMBER, _entry_bounds
+from ninfer_release.releases._verify import (
+    _FALLBACK_MEMBERS,
+    MAX_RECORD_ENTRY,
+    SBOM_BYTES_PER_MEMBER,
+    _entry_bounds,
+    _zip_index,
+)
 from zip_support import ours
 
 
@@ -19,8 +25,19 @@ def test_provenance_bound_scales_with_members_like_the_sboms(tmp_path: Path) -> 
     small.mkdir()
     big = tmp_path / "big"
     big.mkdir()
-    few = _entry_bounds(names, ours(small, {"a.txt": b"a"}))
-    many = _entry_bounds(names, ours(big, {f"f/{i:05d}": b"x" for i in range(64)}))
+    few = _entry_bounds(names, _zip_index(ours(small, {"a.txt": b"a"})))
+    many = _entry_bounds(names, _zip_index(ours(big, {f"f/{i:05d}": b"x" for i in range(64)})))
     assert many[names.provenance] == many[names.spdx] == many[names.cdx]
     assert many[names.provenance] - few[names.provenance] == 63 * SBOM_BYTES_PER_MEMBER
     assert many[names.manifest] == MAX_RECORD_ENTRY  # fixed-size records keep the fixed bound
+
+
+def test_an_unreadable_index_falls_back_to_the_default_member_count(tmp_path: Path) -> None:
+    names = AssetNames(stem="ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64")
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(b"not a zip")
+    assert _zip_index(broken) is None
+    assert _zip_index(tmp_path / "absent.zip") is None
+    assert _entry_bounds(names, None)[names.spdx] == _entry_bounds(names, [])[names.spdx] + (
+        _FALLBACK_MEMBERS * SBOM_BYTES_PER_MEMBER
+    )

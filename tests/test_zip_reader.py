@@ -151,3 +151,18 @@ def test_duplicate_member_names_reported(tmp_path: Path) -> None:
     assert [r.problems for r in results] == [(), ("member name appears more than once in the archive",)]
     with pytest.raises(IntegrityError, match="listed more than once"):
         read_member(path, "bin/engine.exe", max_bytes=100)
+
+
+def test_read_member_from_an_index_read_once(tmp_path: Path) -> None:
+    """The caller's index locates the member; its bytes are still checked (size and CRC)."""
+    path = ours(tmp_path, {"config/ninfer.toml": b"[server]\n", "big.bin": b"x" * 10_000})
+    index = read_zip_index(path)
+    assert read_member(path, "config/ninfer.toml", max_bytes=1024, index=index) == b"[server]\n"
+    with pytest.raises(IntegrityError, match="more than the 1024 allowed"):
+        read_member(path, "big.bin", max_bytes=1024, index=index)
+    with pytest.raises(IntegrityError, match="missing"):
+        read_member(path, "nope", max_bytes=1024, index=index)
+    at = [m.name for m in index].index("config/ninfer.toml")
+    patch_central(path, at, crc=0x12345678)
+    with pytest.raises(IntegrityError, match="does not match its declared size and CRC"):
+        read_member(path, "config/ninfer.toml", max_bytes=1024, index=read_zip_index(path))

@@ -16,6 +16,7 @@ import pytest
 from ninfer_release.errors import IntegrityError
 from ninfer_release.packaging import (
     iter_member_digests,
+    read_zip_index,
     scan_zip,
 )
 from zip_support import foreign, ours, patch_central
@@ -27,6 +28,8 @@ def _same_as_streaming(path: Path, **kwargs: float) -> None:
     assert scan.size == len(data)
     assert scan.sha256 == hashlib.sha256(data).hexdigest()
     assert list(scan.members) == list(iter_member_digests(path, **kwargs))  # type: ignore[arg-type]
+    # The caller's index, read once for several uses, gives the very same scan (issue 13).
+    assert scan_zip(path, index=read_zip_index(path), **kwargs) == scan  # type: ignore[arg-type]
 
 
 def test_members_spanning_many_read_blocks(tmp_path: Path) -> None:

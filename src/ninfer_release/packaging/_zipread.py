@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -584,6 +584,7 @@ def scan_zip(
     max_total: int = DEFAULT_MAX_TOTAL,
     sha1: bool = True,
     archive_sha256: str | None = None,
+    index: Sequence[ZipMember] | None = None,
 ) -> ZipScan:
     """Read the zip at ``path`` once, front to back: its own SHA-256 and every member's digests.
 
@@ -594,13 +595,15 @@ def scan_zip(
     verifier needs no second pass for the archive's digest (DESIGN.md §11: every byte read once).
     Memory stays at about 30 MiB whatever the sizes. ``archive_sha256``: the archive's SHA-256
     the caller already established for these very bytes (a download that hashed them as they
-    arrived); it is returned as ``sha256`` and the archive is not hashed again.
+    arrived); it is returned as ``sha256`` and the archive is not hashed again. ``index``: what
+    :func:`read_zip_index` returned for this very file (the caller read it once for several
+    uses); without it the index is read here.
 
     Raises:
         IntegrityError: the archive structure is unsafe (see :func:`read_zip_index`).
         OSError: the file cannot be read.
     """
-    members = read_zip_index(path)
+    members = list(index) if index is not None else read_zip_index(path)
     checks = _archive_checks(members, max_ratio=max_ratio, max_total=max_total)
     readable = sorted(
         (i for i, problems in enumerate(checks) if not problems), key=lambda i: members[i].data_offset
@@ -645,14 +648,20 @@ def scan_zip(
     return ZipScan(size=pos, sha256=sha256, members=tuple(digests))
 
 
-def read_member(path: Path, name: str, *, max_bytes: int) -> bytes:
+def read_member(path: Path, name: str, *, max_bytes: int, index: Sequence[ZipMember] | None = None) -> bytes:
     """The bytes of member ``name`` of the zip at ``path``, at most ``max_bytes`` (for configs, SBOMs).
+
+    ``index``: what :func:`read_zip_index` returned for this very file, so that reading a few
+    members of a zip with many costs one read of its central directory, not one per member
+    (issue 13); without it the index is read here. The member's bytes are checked against its
+    declared size and CRC either way.
 
     Raises:
         IntegrityError: no such member, listed twice, larger than ``max_bytes``, unsafe, or its
             bytes do not match its declared size and CRC.
     """
-    members = [m for m in read_zip_index(path) if m.name == name]
+    listed = index if index is not None else read_zip_index(path)
+    members = [m for m in listed if m.name == name]
     if len(members) != 1:
         raise _fail(path, f"member {name!r} is {'missing' if not members else 'listed more than once'}")
     m = members[0]
