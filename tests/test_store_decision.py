@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ninfer_release.packaging import PlanEntry, compress_members, write_zip
+from ninfer_release.packaging import PlanEntry, _compress, compress_members, write_zip
 from ninfer_release.packaging._zipformat import DEFLATED, STORED
 from zip_support import count_deflates
 
@@ -72,3 +72,18 @@ def test_same_bytes_for_any_worker_count(tmp_path: Path, data: bytes) -> None:
     first = _zip(tmp_path, "m.bin", data, workers=1)
     assert _zip(tmp_path, "m.bin", data, workers=2) == first
     assert _zip(tmp_path, "m.bin", data, workers=3) == first
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 16 << 10, (16 << 10) + 1])
+def test_small_members_deflated_inline_give_the_workers_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """A whole member of a few KiB is deflated on the calling thread (issue 13), same bytes."""
+    for data, kind in ((_text(size), "text"), (_noise(size), "noise")):
+        (tmp_path / f"in-{kind}").mkdir()
+        (tmp_path / f"pool-{kind}").mkdir()
+        inline = _zip(tmp_path / f"in-{kind}", "licenses/a.txt", data, workers=2)
+        monkeypatch.setattr(_compress, "_INLINE_MAX", -1)  # every piece on a worker
+        pooled = _zip(tmp_path / f"pool-{kind}", "licenses/a.txt", data, workers=2)
+        monkeypatch.undo()
+        assert inline == pooled
