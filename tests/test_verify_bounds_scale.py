@@ -41,3 +41,24 @@ def test_an_unreadable_index_falls_back_to_the_default_member_count(tmp_path: Pa
     assert _entry_bounds(names, None)[names.spdx] == _entry_bounds(names, [])[names.spdx] + (
         _FALLBACK_MEMBERS * SBOM_BYTES_PER_MEMBER
     )
+
+
+def test_the_exported_verifier_bounds_every_entry_as_verify_does(tmp_path: Path) -> None:
+    """A 10k-file lane's 2 MB provenance passed verify but failed the exported verifier (1 MiB):
+    a different verdict. Both now take the same bound for every entry, whatever the member count."""
+    from ninfer_release.releases import _standalone_verifier as standalone
+
+    names = AssetNames(stem="ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64")
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(b"not a zip")
+    cases = {"few": {"a.txt": b"a"}, "many": {f"f/{i:05d}": b"x" for i in range(64)}}
+    zips = [broken]
+    for label, members in cases.items():
+        where = tmp_path / label
+        where.mkdir()
+        zips.append(ours(where, members))
+    for zip_path in zips:
+        ours_bounds = _entry_bounds(names, _zip_index(zip_path))
+        theirs = standalone._bounds(str(zip_path), list(names.entries))
+        assert theirs == {n: b for n, b in ours_bounds.items() if n in theirs}, zip_path.name
+        assert set(ours_bounds) == set(theirs), zip_path.name
