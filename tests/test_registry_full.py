@@ -45,8 +45,8 @@ def test_full_sample_set_through_a_1mib_body_cap(
     env = {
         "DOCKER_CONFIG": str(write_docker_config(tmp_path / "docker", [capped_proxy.host])),
         "SSL_CERT_FILE": str(test_ca.ca),
-        # 8 MiB chunks are refused too (413): the client halves them until they pass the cap.
-        "NINFER_REGISTRY_CHUNK_SIZE": str(8 << 20),
+        # No chunk size given: the default (1 GiB, one streamed PATCH where nothing caps bodies)
+        # is refused (413) and the client halves it until a chunk passes the 1 MiB cap.
     }
     to = f"oci://{capped_proxy.host}/{registry_namespace(tmp_path_factory, 'full')}/{lane}"
     published = run_nr("--json", "publish", set_dir, "--to", to, "--draft", env=env, timeout=1800)

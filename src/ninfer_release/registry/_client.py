@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -121,6 +122,49 @@ class _Counting:
 
     def __len__(self) -> int:
         return self._size
+
+    def __iter__(self) -> Iterator[bytes]:
+        while chunk := self.read(_STREAM_CHUNK):
+            yield chunk
+
+
+def _fatal(exc: RegistryError) -> bool:
+    """Whether a failed blob upload must not be retried: auth, the deadline, or a refusal (4xx
+    other than 408, 413, 429) that is not a digest mismatch (the file changed: restart)."""
+    return exc.kind in ("auth", "deadline") or (
+        exc.status is not None
+        and exc.status < 500
+        and exc.code != "DIGEST_INVALID"
+        and exc.status not in (408, 413, 429)
+    )
+
+
+class _Window:
+    """``length`` bytes of ``stream`` from ``offset``, as a file-like request body (read in
+    :data:`_STREAM_CHUNK` pieces; Content-Length kept): one ``PATCH`` chunk streamed from the
+    file instead of held in memory. A file shorter than the window gives fewer bytes, which the
+    registry refuses (the body is short of its Content-Length)."""
+
+    def __init__(self, stream: BinaryIO, offset: int, length: int) -> None:
+        self._stream = stream
+        self._offset = offset
+        self._length = length
+        self._left = length
+
+    def rewound(self) -> _Window:
+        """This window from its start again (a body is made once per attempt)."""
+        self._stream.seek(self._offset)
+        self._left = self._length
+        return self
+
+    def read(self, n: int = -1) -> bytes:
+        want = self._left if n < 0 else min(n, self._left)
+        data = self._stream.read(want) if want > 0 else b""
+        self._left -= len(data)
+        return data
+
+    def __len__(self) -> int:
+        return self._length
 
     def __iter__(self) -> Iterator[bytes]:
         while chunk := self.read(_STREAM_CHUNK):
@@ -287,7 +331,9 @@ class RegistryClient:
         a 413) a chunked upload: ``POST``, ``PATCH`` with ``Content-Range`` per ``chunk_size``,
         final ``PUT ?digest=``. A chunk that fails transiently resumes its session from the bytes
         the registry holds (:meth:`_put_chunked`); any other failed upload is restarted from the
-        beginning, at most ``retries`` times.
+        beginning, at most ``retries`` times. A 413 on a chunk halves ``chunk_size`` (down to
+        64 KiB) and tries again at once without counting as a retry: a body cap is found in at
+        most 14 halvings from the 1 GiB default.
 
         Raises:
             RegistryError: refused or failed after the retries; ``code`` ``DIGEST_INVALID`` when
@@ -295,38 +341,39 @@ class RegistryClient:
         """
         if self.has_blob(repo, blob.digest, blob.size):
             return "present"
-        last: RegistryError | None = None
-        for attempt in range(self.options.retries + 1):
+        attempt = 0
+        while True:
+            chunk_size = self._chunk_size
             try:
-                location, mounted = self._start_upload(repo, blob, mount_from if attempt == 0 else None)
-                if mounted:
-                    return "mounted"
-                if not self._chunked and blob.size <= self.options.monolithic_max:
-                    try:
-                        self._put_monolithic(repo, blob, location)
-                        return "uploaded"
-                    except RegistryError as exc:
-                        if exc.status != 413:
-                            raise
-                        with self._lock:
-                            self._chunked = True  # this host caps bodies: chunk from now on
-                        location, _ = self._start_upload(repo, blob, None)
-                return self._put_chunked(repo, blob, location)
+                return self._upload(repo, blob, mount_from if attempt == 0 else None)
             except RegistryError as exc:
-                last = exc
-                if exc.kind in ("auth", "deadline") or (
-                    exc.status is not None
-                    and exc.status < 500
-                    and exc.code != "DIGEST_INVALID"
-                    and exc.status not in (408, 413, 429)
-                ):
+                if _fatal(exc):
                     raise
                 if self.has_blob(repo, blob.digest, blob.size):
                     return "present"  # a concurrent publisher of the same bytes finished it
-                if attempt < self.options.retries and self._http.remaining() > 0:
-                    self._http._sleep(attempt + 1, None)
-        assert last is not None
-        raise last
+                if exc.status == 413 and self._chunk_size < chunk_size:
+                    continue  # a cap on bodies: smaller chunks now, not a failed attempt (bounded)
+                attempt += 1
+                if attempt > self.options.retries or self._http.remaining() <= 0:
+                    raise
+                self._http._sleep(attempt, None)
+
+    def _upload(self, repo: str, blob: BlobSource, mount_from: str | None) -> str:
+        """One upload attempt of :meth:`push_blob`: a mount, a monolithic ``PUT`` or chunks."""
+        location, mounted = self._start_upload(repo, blob, mount_from)
+        if mounted:
+            return "mounted"
+        if not self._chunked and blob.size <= self.options.monolithic_max:
+            try:
+                self._put_monolithic(repo, blob, location)
+                return "uploaded"
+            except RegistryError as exc:
+                if exc.status != 413:
+                    raise
+                with self._lock:
+                    self._chunked = True  # this host caps bodies: chunk from now on
+            location, _ = self._start_upload(repo, blob, None)
+        return self._put_chunked(repo, blob, location)
 
     def _start_upload(self, repo: str, blob: BlobSource, mount_from: str | None) -> tuple[str, bool]:
         path = f"/v2/{repo}/blobs/uploads/"
@@ -413,24 +460,27 @@ class RegistryClient:
         return "uploaded"
 
     def _patch_from(self, repo: str, blob: BlobSource, location: str, offset: int) -> str:
-        """Send the blob's bytes from ``offset`` on as ``PATCH`` chunks; the session's next URL."""
+        """Send the blob's bytes from ``offset`` on as ``PATCH`` chunks; the session's next URL.
+
+        Each chunk's body is streamed from the file (:class:`_Window`), so a large ``chunk_size``
+        costs no memory: a 388 MB blob goes in a few requests, as docker and skopeo send it.
+        """
         report = self._reporter(blob)
         with blob.open() as stream:
-            stream.seek(offset)
             while offset < blob.size:
-                chunk = stream.read(min(self._chunk_size, blob.size - offset))
-                if not chunk:
+                n = min(self._chunk_size, blob.size - offset)
+                if stream.seek(0, os.SEEK_END) < offset + n:  # the window seeks back itself
                     raise RegistryError(
                         f"{blob.name or blob.digest}: file shrank while uploading",
                         kind="protocol",
                         code="DIGEST_INVALID",
                     )
-                location = self._patch(repo, blob, location, offset, chunk)
-                offset += len(chunk)
-                report(len(chunk))
+                location = self._patch(repo, blob, location, offset, _Window(stream, offset, n))
+                offset += n
+                report(n)
         return location
 
-    def _patch(self, repo: str, blob: BlobSource, location: str, offset: int, chunk: bytes) -> str:
+    def _patch(self, repo: str, blob: BlobSource, location: str, offset: int, chunk: _Window) -> str:
         """One ``PATCH`` of ``chunk`` at ``offset``; the session's next URL (its ``Location``)."""
         headers = {
             "Content-Type": "application/octet-stream",
@@ -443,11 +493,12 @@ class RegistryClient:
                 location,
                 repo=repo,
                 ok=_ACCEPTED,
+                seconds=self._http.remaining(),
                 name=blob.name,
                 push=True,
                 retry=False,
                 headers=headers,
-                body=Body(make=lambda: chunk, length=len(chunk)),
+                body=Body(make=chunk.rewound, length=len(chunk)),
             ) as resp:
                 return self._absolute(resp.headers.get("Location", "") or location)
         except RegistryError as exc:

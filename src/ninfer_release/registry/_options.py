@@ -47,7 +47,7 @@ class RegistryOptions:
     retries: int = 4
     backoff: float = 0.5
     backoff_max: float = 10.0
-    chunk_size: int = 8 * MiB
+    chunk_size: int = 1024 * MiB
     monolithic_max: int = 32 * MiB
     #: Size caps of what is read into memory (manifest/index, config, token answer, error body).
     max_manifest: int = 4 * MiB

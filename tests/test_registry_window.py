@@ -1,0 +1,35 @@
+"""A ``PATCH`` chunk is streamed from the file, never held in memory (issue 11: large chunks).
+
+The chunked upload sends each chunk as a :class:`_Window` over the blob's file: at most its
+length, in pieces of at most 1 MiB, from its start again for each attempt.
+"""
+
+from __future__ import annotations
+
+import io
+
+from ninfer_release.registry._client import _STREAM_CHUNK, _Window
+
+
+def test_a_window_reads_its_bytes_only_and_rewinds_for_a_retry() -> None:
+    data = bytes(range(256)) * 40_000  # 10,240,000 bytes
+    stream = io.BytesIO(data)
+    window = _Window(stream, 1_000_003, 5_000_000)
+    assert len(window) == 5_000_000
+    first = b"".join(window.rewound())
+    assert first == data[1_000_003:6_000_003]
+    assert window.read() == b""  # exhausted: never reads past its end
+    again = window.rewound().read(7)
+    assert again == data[1_000_003:1_000_010]  # a retry sends the same bytes from the start
+
+
+def test_a_window_streams_in_bounded_pieces() -> None:
+    stream = io.BytesIO(b"x" * (3 * _STREAM_CHUNK + 5))
+    pieces = [len(p) for p in _Window(stream, 0, 3 * _STREAM_CHUNK + 5).rewound()]
+    assert max(pieces) <= _STREAM_CHUNK
+    assert sum(pieces) == 3 * _STREAM_CHUNK + 5
+
+
+def test_a_short_file_gives_fewer_bytes_than_the_window_not_others() -> None:
+    window = _Window(io.BytesIO(b"abc"), 1, 10)
+    assert window.rewound().read() == b"bc"  # the registry refuses a body short of its length
