@@ -472,6 +472,11 @@ _SPDX_RELATIONSHIPS: dict[str, Mutation] = {
 _SPDX_IMPLICIT_RELATIONSHIPS: dict[str, Mutation] = {
     "hasFiles, no CONTAINS": _has_files(_file_ids, keep_contains=False),
     "hasFiles with NONE (not hoisted)": _unhoisted(None, None),
+    # Once failed: the fast path reported the CONTAINS message of the bad id twice.
+    "hasFiles with NONE (not hoisted), bad file id": _unhoisted("SPDXRef-a_b", None),
+    "hasFiles, documentDescribes NOASSERTION (not hoisted), bad file id": _unhoisted(
+        "SPDXRef-a_b", ["NOASSERTION"]
+    ),
     "hasFiles, documentDescribes NOASSERTION (not hoisted)": _unhoisted(None, ["NOASSERTION"]),
     "hasFiles and CONTAINS": _has_files(_file_ids, keep_contains=True),
     "hasFiles missing file": _has_files(lambda raw: [*_file_ids(raw), "SPDXRef-File-missing"], False),

@@ -1434,12 +1434,25 @@ def _cdx_problems(doc: Any, data: bytes) -> list[str]:
     if not _URN_UUID.match(str(doc.get("serialNumber", ""))):
         out.append("serialNumber is not a lowercase urn:uuid")
     refs = _cdx_refs(doc, out)
-    out.extend(
-        f"bom-ref {r!r} is used more than once" for r in sorted({r for r in refs if refs.count(r) > 1})
-    )
+    uses: dict[str, int] = {}
+    for r in [*refs, *_cdx_occurrence_refs(doc)]:  # unique in the whole BOM (refType)
+        uses[r] = uses.get(r, 0) + 1
+    out.extend(f"bom-ref {r!r} is used more than once" for r in sorted(r for r, n in uses.items() if n > 1))
     out.extend(_cdx_reference_problems(doc, set(refs)))
     if not data.endswith(b"\n") or data.endswith(b"\n\n"):
         out.append("document must end with exactly one LF")
+    return out
+
+
+def _cdx_occurrence_refs(doc: dict[str, Any]) -> list[str]:
+    """The bom-refs of every evidence occurrence (``metadata.component``'s, then the components')."""
+    owners = [_get(doc, "metadata", "component"), *_walk(doc.get("components") or [])]
+    out = []
+    for owner in owners:
+        occurrences = _get(owner, "evidence", "occurrences") if isinstance(owner, dict) else None
+        for o in occurrences if isinstance(occurrences, list) else []:
+            if isinstance(o, dict) and "bom-ref" in o:
+                out.append(str(o["bom-ref"]))
     return out
 
 

@@ -983,8 +983,9 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
     Validates against the strict CycloneDX 1.6 JSON schema (the library's, with its format
     checks; see :func:`_strict_validator`), reporting the first schema error as
     ``schema: <json path>: <message>``, and checks what the schema does not: ``specVersion`` 1.6,
-    a ``urn:uuid:`` serial number (C33), bom-refs unique across components (the library would
-    rename a duplicate), every ``dependsOn`` naming a known bom-ref, and exactly one final LF.
+    a ``urn:uuid:`` serial number (C33), bom-refs unique across components and evidence
+    occurrences (CycloneDX ``refType``; the library would rename a duplicate), every
+    ``dependsOn`` naming a known bom-ref, and exactly one final LF.
     """
     try:
         raw = strictjson.parse(data, source=CDX_WHERE, error=IntegrityError)
@@ -997,7 +998,8 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
     bom_refs = _bom_refs(raw)
     refs = bom_refs.refs
     out += bom_refs.messages
-    duplicates = sorted(r for r, n in Counter(refs).items() if n > 1)
+    # A bom-ref is unique in the whole BOM (CycloneDX 1.6 ``refType``), evidence occurrences too.
+    duplicates = sorted(r for r, n in Counter([*refs, *_occurrence_refs(raw)]).items() if n > 1)
     out.extend(f"bom-ref {r!r} is used more than once" for r in duplicates)
     out += _dangling_refs(raw, set(refs))
     if not data.endswith(b"\n") or data.endswith(b"\n\n"):
@@ -1056,6 +1058,20 @@ def _bom_refs(raw: Mapping[str, Any]) -> _BomRefs:
         else:
             out.append(f"component {c.get('name')!r} has no bom-ref")
     return _BomRefs(refs=refs, messages=out)
+
+
+def _occurrence_refs(raw: Mapping[str, Any]) -> list[str]:
+    """The bom-refs of every evidence occurrence (``metadata.component``'s, then the components')."""
+    metadata = raw.get("metadata") or {}
+    owners = [metadata.get("component"), *_walk_components(raw.get("components") or [])]
+    out: list[str] = []
+    for owner in owners:
+        evidence = owner.get("evidence") if isinstance(owner, dict) else None
+        occurrences = evidence.get("occurrences") if isinstance(evidence, dict) else None
+        for o in occurrences if isinstance(occurrences, list) else []:
+            if isinstance(o, dict) and "bom-ref" in o:
+                out.append(str(o["bom-ref"]))
+    return out
 
 
 def _dangling_refs(raw: Mapping[str, Any], known: set[str]) -> list[str]:

@@ -694,6 +694,17 @@ def validate_spdx_bytes(data: bytes) -> list[str]:
         raw = strictjson.parse_object(data, source=SPDX_WHERE, error=IntegrityError)
     except IntegrityError as exc:
         return [str(exc)]
+    try:
+        return _validate_object(raw, data)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        # spdx-tools' parser assumes JSON objects where a hostile document has a string, null or
+        # a list (``"checksums": "x"``, a file entry or relationship ``null``, ``"files": null``):
+        # a verdict on the document, never a crash of verify (exit 5, not 1).
+        return [f"not an SPDX document spdx-tools can parse: {type(exc).__name__}: {exc}"]
+
+
+def _validate_object(raw: dict[str, Any], data: bytes) -> list[str]:
+    """:func:`validate_spdx_bytes` of the parsed JSON object ``raw`` (``data``: its bytes)."""
     hoisted = hoist_implicit_relationships(raw)
     verdict = validate_canonical(hoisted)
     if verdict is not None:

@@ -168,10 +168,11 @@ def split_canonical(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Any], lis
     """``(skeleton, files, contains)`` of a canonical SPDX 2.3 JSON object, or ``None``.
 
     Canonical: ``spdxVersion`` is ``SPDX-2.3``; ``files`` is a non-empty list of entries with only
-    the keys SPDXID, checksums (a non-empty list of SHA1/SHA256 ``{algorithm, checksumValue}``), comment,
-    copyrightText, fileName, fileTypes (FileType names), licenseConcluded, all strings where
-    spdx-tools wants one; every package has ``filesAnalyzed`` absent or true; ``relationships`` a
-    list. ``contains`` is its longest tail of bare ``CONTAINS`` relationships to listed files; the
+    the keys SPDXID, checksums (a non-empty list of SHA1/SHA256 ``{algorithm, checksumValue}``),
+    comment, copyrightText, fileName, fileTypes (FileType names), licenseConcluded, all strings
+    where spdx-tools wants one; every package has ``filesAnalyzed`` absent or true and no
+    ``hasFiles``, and there is no ``documentDescribes`` (both hoisted); ``relationships`` a list.
+    ``contains`` is its longest tail of bare ``CONTAINS`` relationships to listed files; the
     skeleton is ``raw`` without ``files`` and with the other relationships. ``raw`` must already
     have its implicit relationships hoisted (``sbom._spdx.hoist_implicit_relationships``).
     """
@@ -185,6 +186,10 @@ def split_canonical(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Any], lis
     if type(relationships) is not list or type(packages) is not list:
         return None
     if not all(type(p) is dict and p.get("filesAnalyzed", True) is True for p in packages):
+        return None
+    if "documentDescribes" in raw or any("hasFiles" in p for p in packages):
+        # Not hoisted (a special value in them): spdx-tools' parser would add CONTAINS from
+        # ``hasFiles`` to the skeleton, and the tail would be checked twice. The library path.
         return None
     file_types = frozenset(FileType.__members__)
     if not all(_is_canonical_file(f, file_types) for f in files):
