@@ -211,3 +211,27 @@ def test_a_files_store_passes_the_gate_before_anything(sealed: Path, tmp_path: P
     with pytest.raises(PublishError, match="the gate refused"):
         FilesStore(tmp_path / "files").publish(request)
     assert not (tmp_path / "files" / TAG).exists()
+
+
+def test_the_verification_thread_yields_the_cpu_to_the_upload() -> None:
+    """The publish verification runs at a lower priority (Linux per-thread niceness) so the upload
+    and the registry go first on busy cores; the main thread's priority is unchanged."""
+    import os
+    import threading
+
+    from ninfer_release.releases import _flows
+
+    main_before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen: list[int] = []
+
+    def worker() -> None:
+        tid = threading.get_native_id()
+        before = os.getpriority(os.PRIO_PROCESS, tid)
+        _flows._yield_cpu_to_the_upload()
+        seen.append(os.getpriority(os.PRIO_PROCESS, tid) - before)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == [min(_flows._VERIFY_NICENESS, 19 - main_before)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_before
