@@ -173,3 +173,25 @@ def test_a_missing_or_bad_ca_file_is_an_input_error(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="cannot load the CA file") as info:
             HttpFetcher(HttpPolicy(ca_file=ca))
         assert str(ca) in info.value.lines[0]
+
+
+def test_a_partial_written_on_its_helper_thread_is_the_bytes_in_order(tmp_path: Path) -> None:
+    """Blocks are written and hashed on a helper thread while the next arrives: the file is the
+    bytes appended, in order, with their SHA-256; a restart in flight starts from nothing."""
+
+    from ninfer_release.releases._http_fetch import _CHUNK, _Partial
+
+    data = bytes(range(256)) * (3 * _CHUNK // 256) + b"tail"
+    path = tmp_path / "p.partial"
+    state = _Partial.open(path, len(data))
+    state.append(b"junk" * (_CHUNK // 4 + 1))  # one block handed to the writer
+    state.restart()
+    for i in range(0, len(data), 16_384):
+        state.append(data[i : i + 16_384])
+    assert state.size == len(data)
+    state.close(sync=False)
+    assert path.read_bytes() == data
+    assert state.hexdigest() == hashlib.sha256(data).hexdigest()
+    resumed = _Partial.open(path, len(data) + 1)  # a resume hashes the prefix it finds
+    assert resumed.size == len(data)
+    resumed.close(sync=False)
