@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import re
 import struct
+from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -577,6 +578,36 @@ def _digest(m: ZipMember, h: _Hasher, problems: list[str]) -> MemberDigest:
     )
 
 
+class _Finished:
+    """The digests of the members whose data is complete, each stream finished soon after.
+
+    A stream holds an inflater (~40 KiB of zlib state) and hash objects: keeping one per member
+    until the end of the scan cost ~40 KiB per member (400 MiB at 10k members, issue 13). A
+    completed stream is finished once :data:`_LAG` later ones have completed, so the hash of its
+    last chunk still overlaps the next members' inflation; memory stays bounded by the lag.
+    """
+
+    def __init__(self) -> None:
+        self.waiting: deque[tuple[int, _MemberStream]] = deque()
+        self.digests: dict[int, MemberDigest] = {}
+
+    def add(self, i: int, stream: _MemberStream) -> None:
+        self.waiting.append((i, stream))
+        if len(self.waiting) > _LAG:
+            j, oldest = self.waiting.popleft()
+            self.digests[j] = oldest.finish()
+
+    def flush(self) -> dict[int, MemberDigest]:
+        while self.waiting:
+            j, stream = self.waiting.popleft()
+            self.digests[j] = stream.finish()
+        return self.digests
+
+
+#: Completed member streams left unfinished at most (see :class:`_Finished`).
+_LAG = 8
+
+
 def scan_zip(
     path: Path,
     *,
@@ -614,6 +645,7 @@ def scan_zip(
     ):
         whole = _Hasher(pool, sha1=False, crc=False)
         streams: dict[int, _MemberStream] = {}
+        done = _Finished()
         k = 0  # next entry of ``readable`` whose data is not complete yet
         pos = 0
         while block := f.read(_STEP):
@@ -634,14 +666,17 @@ def scan_zip(
                     stream.feed(view[lo - pos : hi - pos])
                 if stop > end:
                     break
+                done.add(readable[k], streams.pop(readable[k]))
                 k += 1
             pos = end
         for i in readable[k:]:  # the file shrank under us
             stream = streams.setdefault(i, _MemberStream(members[i], pool, sha1=sha1))
             stream.error = stream.error or "cannot be read: archive ends inside the member data"
         whole.wait()
+        finished = done.flush()
+        finished.update((i, stream.finish()) for i, stream in streams.items())
         digests = [
-            streams[i].finish() if i in streams else _digest(m, _Hasher(pool, sha1=sha1), checks[i])
+            finished[i] if i in finished else _digest(m, _Hasher(pool, sha1=sha1), checks[i])
             for i, m in enumerate(members)
         ]
     sha256 = archive_sha256 if archive_sha256 is not None else whole.sha256.hexdigest()
