@@ -359,3 +359,30 @@ def test_cublas_strings_name_fewer_parts_than_the_wheel() -> None:
         == []
     )
     assert check_pe_against_lock(path="bin/cublas64_13.dll", group="cuda", lock_version="13.2.1.1", pe=info)
+
+
+def test_reading_closes_the_map_without_a_garbage_collection(
+    sample_pes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pefile's ``close()`` runs ``gc.collect()`` (cost grows with the heap: issue 13); ours
+    closes the file's mmap only."""
+    import gc
+    import mmap
+
+    import pefile
+
+    maps: list[mmap.mmap] = []
+    real_init = pefile.PE.__init__
+
+    def init(self: pefile.PE, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)
+        maps.append(self.__data__)
+
+    def no_collect(*args: object) -> int:
+        raise AssertionError("gc.collect() called while reading a PE image")
+
+    monkeypatch.setattr(pefile.PE, "__init__", init)
+    monkeypatch.setattr(gc, "collect", no_collect)
+    info = read_pe(sample_pes["dstorage.dll"])
+    assert info.file_version is not None
+    assert len(maps) == 1 and isinstance(maps[0], mmap.mmap) and maps[0].closed
