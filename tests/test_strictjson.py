@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,35 @@ def test_deep_nesting_is_refused_with_its_path() -> None:
     deep = b'{"a": ' + b"[" * strictjson.MAX_DEPTH + b"]" * strictjson.MAX_DEPTH + b"}"
     field, message = _problem(deep)
     assert field.startswith("a[0]") and "nested deeper than 64" in message
+
+
+def _nested(rng: random.Random, depth: int) -> object:
+    """A random JSON value whose deepest branch has ``depth`` containers, with brackets in strings."""
+    if depth == 0:
+        return rng.choice(["[]{}", "]]", 1, None, True, 2.5])
+    inner = [_nested(rng, rng.randrange(depth)) for _ in range(rng.randrange(3))] + [_nested(rng, depth - 1)]
+    rng.shuffle(inner)
+    if rng.random() < 0.5:
+        return inner
+    return {f"k{i}[": v for i, v in enumerate(inner)}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fast_depth_check_agrees_with_the_path_walk(seed: int) -> None:
+    """The level-by-level check (issue 13) decides exactly what the path walk decides."""
+    rng = random.Random(seed)  # noqa: S311 - test data
+    doc = _nested(rng, rng.randrange(1, 12))
+    for limit in range(1, 13):
+        assert strictjson._deeper_than(doc, limit) == (strictjson._too_deep(doc, limit) is not None)
+    data = json.dumps(doc).encode()
+    limit = rng.randrange(1, 12)
+    deep = strictjson._too_deep(doc, limit)
+    if deep is None:
+        assert strictjson.parse(data, source="x", max_depth=limit) == doc
+    else:
+        with pytest.raises(InputError) as info:
+            strictjson.parse(data, source="x", max_depth=limit)
+        assert info.value.problems[0].field == deep
 
 
 def test_recursion_limit_depth_is_refused_not_raised() -> None:

@@ -93,6 +93,31 @@ _DECODER = json.JSONDecoder(
 )
 
 
+_CONTAINERS = (dict, list)
+
+
+def _deeper_than(doc: Any, max_depth: int) -> bool:
+    """Whether a container of ``doc`` is nested deeper than ``max_depth`` containers.
+
+    One level at a time, without building the path of every container as :func:`_too_deep`
+    does: a third of its cost on a 10k-file SBOM (issue 13). Only a ``True`` needs the path.
+    """
+    level = [doc] if isinstance(doc, _CONTAINERS) else []
+    depth = 1
+    while level:
+        if depth > max_depth:
+            return True
+        inner: list[Any] = []
+        append = inner.append
+        for value in level:
+            for child in value.values() if isinstance(value, dict) else value:
+                if isinstance(child, _CONTAINERS):
+                    append(child)
+        level = inner
+        depth += 1
+    return False
+
+
 def _too_deep(doc: Any, max_depth: int) -> str | None:
     """The path of the first value nested deeper than ``max_depth`` containers, else ``None``."""
     stack: list[tuple[Any, int, str]] = [(doc, 1, "")]
@@ -140,7 +165,7 @@ def parse(
     except RecursionError:
         raise _refuse(error, source, f"nested deeper than {max_depth} levels") from None
     # A document with no more opening brackets than the limit cannot be nested deeper than it.
-    if data.count(b"[") + data.count(b"{") > max_depth:
+    if data.count(b"[") + data.count(b"{") > max_depth and _deeper_than(doc, max_depth):
         deep = _too_deep(doc, max_depth)
         if deep is not None:
             raise _refuse(error, source, f"nested deeper than {max_depth} levels", deep)
