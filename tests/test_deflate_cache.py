@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from flow_support import RELEASE, samples
-from ninfer_release.packaging import DeflateCache, PlanEntry, compress_members, write_zip
+from ninfer_release.packaging import (
+    DeflateCache,
+    PlanEntry,
+    ZipLayout,
+    compress_members,
+    finish_zip,
+    write_zip,
+)
 from zip_support import count_deflates
 
 CHUNK = 64 << 10
@@ -164,3 +171,59 @@ def test_build_release_deflates_shared_dlls_once_and_output_is_identical(
     assert deflated["off"] - deflated["cold"] == len(shared)
     assert deflated["off"] - deflated["warm"] == len(locks[0]) + len(locks[1])
     assert {p.stem for p in cache.glob("*/*.json")} == first | {r["sha256"] for r in locks[1]}
+
+
+def _laid_out(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str]) -> bytes:
+    """The zip built as ``build lane`` builds it: streams laid out in place (``ZipLayout``)."""
+    work = tmp_path / label
+    work.mkdir()
+    entries = [
+        PlanEntry(name=name, source=tmp_path / "staged" / name, staged_path=name)
+        for name in ("bin/a.dll", "bin/b.dll", "bin/engine.exe")
+    ]
+    layout = ZipLayout.create(work)
+    members = compress_members(
+        entries, workdir=work, chunk_size=CHUNK, cache=cache, known_sha256=known, layout=layout
+    )
+    return finish_zip(layout, members, work / "p.zip", epoch=EPOCH).path.read_bytes()
+
+
+def test_a_warm_layout_build_copies_hits_once_and_stores_nothing_again(
+    tmp_path: Path, known: dict[str, str]
+) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _laid_out(tmp_path, "plain", None, known)
+    assert _laid_out(tmp_path, "cold", cache, known) == plain
+    streams = {p: p.stat().st_ino for p in (tmp_path / "cache").glob("*/*.bin")}
+    assert _laid_out(tmp_path, "warm", cache, known) == plain
+    # A hit is not written into the cache again: the same files (inodes), nothing new.
+    assert {p: p.stat().st_ino for p in (tmp_path / "cache").glob("*/*.bin")} == streams
+
+
+def test_a_corrupt_entry_met_while_laying_out_is_dropped_and_deflated(
+    tmp_path: Path, known: dict[str, str]
+) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _laid_out(tmp_path, "plain", None, known)
+    _laid_out(tmp_path, "cold", cache, known)
+    (stream,) = (tmp_path / "cache").glob(f"*/{known['bin/a.dll']}.bin")
+    good = stream.read_bytes()
+    damaged = bytearray(good)
+    damaged[len(damaged) // 3] ^= 0x08
+    stream.write_bytes(bytes(damaged))
+    assert _laid_out(tmp_path, "again", cache, known) == plain  # the copy was rolled back
+    assert stream.read_bytes() == good  # deleted on detection, stored again from the fresh deflate
+    stream.write_bytes(bytes(damaged[:-5]))  # a short stream: rejected by its length
+    assert _laid_out(tmp_path, "short", cache, known) == plain
+
+
+def test_find_reads_only_a_well_formed_record(tmp_path: Path, known: dict[str, str]) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    _build(tmp_path, "cold", cache, known)
+    size = (tmp_path / "staged/bin/a.dll").stat().st_size
+    entry = cache.find(known["bin/a.dll"], size=size, level=6, chunk_size=CHUNK)
+    assert entry is not None and entry.stream.is_file() and entry.size == size
+    assert cache.find(known["bin/a.dll"], size=size + 1, level=6, chunk_size=CHUNK) is None
+    (record,) = (tmp_path / "cache").glob(f"*/{known['bin/a.dll']}.json")
+    record.write_text(json.dumps({"size": size, "length": "x"}))
+    assert cache.find(known["bin/a.dll"], size=size, level=6, chunk_size=CHUNK) is None

@@ -249,8 +249,16 @@ def _cuda_runtime(pe_infos: Mapping[str, sbom.PeInfo]) -> str | None:
     )
 
 
-def _build_package(run: _Run, stage: Path) -> BuiltPackage:
-    """Compress, check and zip the package into ``stage``; render both SBOMs.
+@dataclass(frozen=True, kw_only=True)
+class _Package:
+    """The built package and the self-check's read of its zip (reused by the final verify)."""
+
+    built: BuiltPackage
+    scan: packaging.ZipScan | None
+
+
+def _build_package(run: _Run, stage: Path) -> _Package:
+    """Compress, check and zip the package into ``stage`` (self-checked); render both SBOMs.
 
     Raises:
         InputError: a lock digest mismatch, an unreadable PE image (exit 4).
@@ -279,7 +287,7 @@ def _build_package(run: _Run, stage: Path) -> BuiltPackage:
         definition=str(release.path),
     )
     pe_infos = {work.zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
-    return BuiltPackage(
+    built = BuiltPackage(
         size=zres.size,
         sha256=zres.sha256,
         member_names=tuple(package.names),
@@ -289,6 +297,7 @@ def _build_package(run: _Run, stage: Path) -> BuiltPackage:
         stand_ins=tuple(_stand_in_paths(staged, work.zip_name_of)),
         cuda_runtime_version=_cuda_runtime(pe_infos),
     )
+    return _Package(built=built, scan=zres.scan)
 
 
 def _seal_inputs(work: NativeWork) -> SealInputs:
@@ -345,12 +354,13 @@ def run_native_lane(
             deflate_cache=deflate_cache,
             staged_bytes=plan.staged_bytes,
         )
-        built = _build_package(run, stage)
+        package = _build_package(run, stage)
         sealed = seal_native_set(
-            stage, out=target, inputs=_seal_inputs(work), package=built, receipts=work.source.receipts
+            stage, out=target, inputs=_seal_inputs(work), package=package.built, receipts=work.source.receipts
         )
     if "verify" in plan.checks:
-        report = verify_set(sealed.directory, expected_sums_sha256=sealed.sums.sha256)
+        # The zip is not read again: finish_zip's self-check read it once, after it was written.
+        report = verify_set(sealed.directory, expected_sums_sha256=sealed.sums.sha256, zip_scan=package.scan)
         if not report.ok:
             raise IntegrityError(
                 problems=[Problem(file=str(sealed.directory), message=f) for f in report.failures]

@@ -9,11 +9,15 @@ its record: size, CRC-32, SHA-1, method, stream length and stream SHA-256).
 
 Only members whose SHA-256 is known *before* they are read are looked up (the lock's digests of
 the redistributables): the staged file is still read once and hashed, and the cached stream is
-used only when that hash equals the key. Every use re-verifies the entry: the stream is
-hard-linked into the build's private work dir (so a concurrent eviction cannot pull it away) and
-its SHA-256 and length must equal the record, otherwise the entry is deleted and the member is
-deflated as if there were no cache. The build's own final ``verify`` then inflates every member
-against the SPDX digests of the bytes actually read, so a bad entry can never reach a set.
+used only when that hash equals the key (and its SHA-1, CRC-32 and size the record's). Every use
+re-verifies the entry, in the one read it costs: in a build the stream is copied straight into the
+zip being laid out and hashed as it is copied (:meth:`DeflateCache.copy_verified`; the file is
+opened once, so a concurrent eviction cannot pull it away); elsewhere it is hard-linked into the
+caller's work dir and hashed (:meth:`DeflateCache.lookup`). Its SHA-256 and length must equal the
+record, otherwise the entry is deleted, what was copied is dropped and the member is deflated as
+if there were no cache. A hit is never stored again. The build's own final self-check then
+inflates every member against the digests of the bytes actually read, so a bad entry can never
+reach a set.
 
 Safe under concurrent builds: entries are written to unique temp names and renamed into place
 (the record last: it commits the entry); two builds storing one key write identical bytes.
@@ -37,6 +41,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.hashing import sha256_file
@@ -56,6 +61,40 @@ class CachedStream:
     size: int
     crc32: int
     sha1: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheEntry:
+    """What an entry's record says (not verified yet): the stream of content ``key`` in ``where``.
+
+    ``length`` stream bytes with SHA-256 ``stream_sha256`` inflate to ``size`` bytes with
+    ``crc32``/``sha1``; ``method`` 0 (stored) or 8 (deflated).
+    """
+
+    key: str
+    where: Path
+    length: int
+    method: int
+    size: int
+    crc32: int
+    sha1: str
+    stream_sha256: str
+
+    @property
+    def stream(self) -> Path:
+        """The entry's stream file (``<key>.bin``)."""
+        return self.where / f"{self.key}.bin"
+
+    def linked(self, path: Path) -> CachedStream:
+        """The verified hit once the stream is (linked) at ``path``."""
+        return CachedStream(
+            path=path,
+            length=self.length,
+            method=self.method,
+            size=self.size,
+            crc32=self.crc32,
+            sha1=self.sha1,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +130,31 @@ class DeflateCache:
         engine = re.sub(r"[^A-Za-z0-9.]+", "-", DEFLATE_ENGINE).strip("-")
         return self.root / f"{engine}-l{level}-c{chunk_size}"
 
+    def find(self, sha256: str, *, size: int, level: int, chunk_size: int) -> CacheEntry | None:
+        """The entry's record for content ``sha256`` of ``size`` bytes, unverified; ``None`` on a miss.
+
+        Never raises: a missing, unreadable or malformed record, or one for another size, is a miss.
+        """
+        if not is_sha256_hex(sha256):
+            return None
+        where = self._dir(level, chunk_size)
+        try:
+            record = json.loads((where / f"{sha256}.json").read_bytes())
+            if not isinstance(record, dict) or record.get("size") != size:
+                return None
+            return CacheEntry(
+                key=sha256,
+                where=where,
+                length=int(record["length"]),
+                method=int(record["method"]),
+                size=size,
+                crc32=int(record["crc32"]),
+                sha1=str(record["sha1"]),
+                stream_sha256=str(record["stream_sha256"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def lookup(
         self, sha256: str, *, size: int, level: int, chunk_size: int, workdir: Path
     ) -> CachedStream | None:
@@ -99,40 +163,62 @@ class DeflateCache:
         Never raises for a missing, partial, corrupt or concurrently evicted entry: that is a miss
         (a corrupt entry is also deleted).
         """
-        if not is_sha256_hex(sha256):
+        entry = self.find(sha256, size=size, level=level, chunk_size=chunk_size)
+        if entry is None:
             return None
-        where = self._dir(level, chunk_size)
-        record_path, stream_path = where / f"{sha256}.json", where / f"{sha256}.bin"
         try:
-            record = json.loads(record_path.read_bytes())
-            if not isinstance(record, dict) or record.get("size") != size:
-                return None
             fd, name = tempfile.mkstemp(prefix=".cached-", suffix=".bin", dir=workdir)
             os.close(fd)
             linked = Path(name)
             linked.unlink()
             try:
-                os.link(stream_path, linked)
+                os.link(entry.stream, linked)
             except OSError:
-                shutil.copyfile(stream_path, linked)  # another file system: a private copy
-        except (OSError, ValueError):
+                shutil.copyfile(entry.stream, linked)  # another file system: a private copy
+        except OSError:
             return None
-        if sha256_file(linked) != record.get("stream_sha256") or linked.stat().st_size != record.get(
-            "length"
-        ):
+        if sha256_file(linked) != entry.stream_sha256 or linked.stat().st_size != entry.length:
             linked.unlink(missing_ok=True)
-            self._remove(where, sha256)
+            self.reject(entry)
             return None
+        self.touch(entry)
+        return entry.linked(linked)
+
+    def copy_verified(self, entry: CacheEntry, out: BinaryIO) -> bool:
+        """Append ``entry``'s stream to ``out``, hashing it in the same read; True when it is the record's.
+
+        The one read of a cache hit inside a build (the stream goes straight into the zip being laid
+        out): its length and SHA-256 must be the record's, else the entry is deleted
+        (:meth:`reject`), False is returned and the caller must drop what was appended. The file is
+        opened once, so a concurrent eviction (an unlink) cannot pull the bytes away mid-copy.
+        """
+        digest = hashlib.sha256()
+        copied = 0
+        try:
+            with entry.stream.open("rb") as src:
+                while block := src.read(_READ):
+                    out.write(block)
+                    digest.update(block)
+                    copied += len(block)
+                    if copied > entry.length:
+                        break
+        except OSError:
+            return False
+        if copied != entry.length or digest.hexdigest() != entry.stream_sha256:
+            self.reject(entry)
+            return False
+        self.touch(entry)
+        return True
+
+    def reject(self, entry: CacheEntry) -> None:
+        """Delete a corrupt entry (record first)."""
+        self._remove(entry.where, entry.key)
+
+    @staticmethod
+    def touch(entry: CacheEntry) -> None:
+        """Mark ``entry`` used now (its record's mtime orders eviction)."""
         with contextlib.suppress(OSError):
-            os.utime(record_path)  # last use, for eviction
-        return CachedStream(
-            path=linked,
-            length=int(record["length"]),
-            method=int(record["method"]),
-            size=size,
-            crc32=int(record["crc32"]),
-            sha1=str(record["sha1"]),
-        )
+            os.utime(entry.where / f"{entry.key}.json")
 
     def store(
         self,

@@ -27,10 +27,8 @@ the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_E
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
-import shutil
 import tempfile
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -41,7 +39,7 @@ from typing import BinaryIO
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import Digests
-from ninfer_release.packaging._cache import CachedStream, DeflateCache
+from ninfer_release.packaging._cache import CacheEntry, DeflateCache
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, LIMIT32, LOCAL_FMT, STORED, encode_name
 from ninfer_release.packaging._zlib import engine as zlib
@@ -300,12 +298,13 @@ class _Pipeline:
     workdir: Path
     pending: deque[_InFlight] = field(default_factory=deque)
     done: list[CompressedMember] = field(default_factory=list)
+    cached: set[str] = field(default_factory=set)  # names whose stream came from the cache
 
     def add(self, entry: PlanEntry) -> None:
         """Take ``entry``'s stream from the cache when its bytes are the key's, else deflate it."""
         s = self.settings
-        hit = _lookup(entry, self.cache, self.known, s.level, s.chunk_size, self.workdir)
-        if hit is not None and self._take_cached(entry, hit):
+        found = _lookup(entry, self.cache, self.known, s.level, s.chunk_size)
+        if found is not None and self._take_cached(entry, found):
             return
         self._deflate(entry)
 
@@ -317,19 +316,48 @@ class _Pipeline:
             self.position = self.layout.position
         state.offset = self.position
 
-    def _take_cached(self, entry: PlanEntry, hit: CachedStream) -> bool:
-        """Use the cached stream ``hit``; False (and the stale stream deleted) if the bytes differ."""
+    def _take_cached(self, entry: PlanEntry, found: CacheEntry) -> bool:
+        """Use the cached stream of ``found``; False when the bytes differ or the entry is corrupt.
+
+        The staged file is read and hashed once (its SHA-256 must be the key, its SHA-1, CRC and
+        size the record's); in a layout the stream is then copied straight into the zip, hashed in
+        that same read (:meth:`DeflateCache.copy_verified`), and a corrupt entry is dropped again.
+        """
         self.drain()  # keep the result in input order
-        member = _from_cache(entry, hit, self.known or {}, self.settings.chunk_size, self.progress)
-        if member is None:
-            hit.path.unlink(missing_ok=True)  # bytes differ from the key: deflate them
+        state = _read_and_hash(entry, self.settings.chunk_size, self.progress)
+        if not _matches(state, found, self.known or {}):
+            return False  # bytes differ from the key: deflate them
+        assert self.cache is not None  # found comes from it
+        if self.layout is None:
+            hit = self.cache.lookup(
+                found.key,
+                size=found.size,
+                level=self.settings.level,
+                chunk_size=self.settings.chunk_size,
+                workdir=self.workdir,
+            )
+            if hit is None:
+                return False
+            self.done.append(_cached_member(state, hit.path, 0, found))
+            self.cached.add(entry.name)
+            return True
+        start = self.position
+        self._start_member(state)
+        if not self.cache.copy_verified(found, self.out):
+            self._roll_back(start, entry.name)
             return False
-        if self.layout is not None:
-            self._start_member(_State(entry=entry))
-            member = _copy_cached(member, self.out, self.spool, self.position)
-            self.position += member.spool_length
-        self.done.append(member)
+        self.done.append(_cached_member(state, self.spool, self.position, found))
+        self.position += found.length
+        self.cached.add(entry.name)
         return True
+
+    def _roll_back(self, start: int, name: str) -> None:
+        """Drop what a member appended to the layout from ``start`` on (its header room included)."""
+        assert self.layout is not None
+        self.out.seek(start)
+        self.out.truncate()
+        self.position = self.layout.position = start
+        del self.layout.reserved[name]
 
     def _deflate(self, entry: PlanEntry) -> None:
         """Read, hash and submit ``entry``'s pieces, each with the previous piece's window."""
@@ -474,7 +502,8 @@ def compress_members(
                 run.add(entry)
             run.drain()
             out.flush()
-            _store_in_cache(cache, known_sha256, run.done, sink.spool, settings)
+            fresh = [m for m in run.done if m.name not in run.cached]
+            _store_in_cache(cache, known_sha256, fresh, sink.spool, settings)
         except BaseException:
             run.cancel()
             if layout is None:
@@ -486,22 +515,14 @@ def compress_members(
     return run.done
 
 
-def _copy_cached(member: CompressedMember, out: BinaryIO, spool: Path, offset: int) -> CompressedMember:
-    """Append a cached member's stream to ``out`` (a layout) at ``offset``: the member as laid out."""
-    with member.spool.open("rb") as src:
-        shutil.copyfileobj(src, out, 1 << 20)
-    member.spool.unlink(missing_ok=True)
-    return dataclasses.replace(member, spool=spool, spool_offset=offset)
-
-
 def _lookup(
     entry: PlanEntry,
     cache: DeflateCache | None,
     known: Mapping[str, str] | None,
     level: int,
     chunk_size: int,
-    workdir: Path,
-) -> CachedStream | None:
+) -> CacheEntry | None:
+    """The cache's record for ``entry`` when its SHA-256 is known before reading (unverified)."""
     key = known.get(entry.staged_path) if known and entry.staged_path else None
     if cache is None or key is None or entry.source is None:
         return None
@@ -509,42 +530,43 @@ def _lookup(
         size = entry.source.stat().st_size
     except OSError:
         return None  # reading it reports the problem
-    return cache.lookup(key, size=size, level=level, chunk_size=chunk_size, workdir=workdir)
+    return cache.find(key, size=size, level=level, chunk_size=chunk_size)
 
 
-def _from_cache(
-    entry: PlanEntry,
-    hit: CachedStream,
-    known: Mapping[str, str],
-    chunk_size: int,
-    progress: Progress,
-) -> CompressedMember | None:
-    """Read and hash the entry once; the member with the cached stream if the bytes are the key's."""
+def _read_and_hash(entry: PlanEntry, chunk_size: int, progress: Progress) -> _State:
+    """Read and hash the entry once (size, CRC-32, SHA-256, SHA-1), advancing ``progress``."""
     state = _State(entry=entry)
     for piece, _ in _pieces(entry, chunk_size):
         state.update(piece)
         if piece:
             progress.advance(len(piece))
-    sha256, sha1 = state.sha256.hexdigest(), state.sha1.hexdigest()
-    if (sha256, sha1, state.crc, state.size) != (
-        known.get(entry.staged_path or ""),
-        hit.sha1,
-        hit.crc32,
-        hit.size,
-    ):
-        return None
+    return state
+
+
+def _matches(state: _State, found: CacheEntry, known: Mapping[str, str]) -> bool:
+    """True when the bytes read are the entry's: SHA-256 the known key, SHA-1, CRC and size the record's."""
+    return (state.sha256.hexdigest(), state.sha1.hexdigest(), state.crc, state.size) == (
+        known.get(state.entry.staged_path or ""),
+        found.sha1,
+        found.crc32,
+        found.size,
+    )
+
+
+def _cached_member(state: _State, spool: Path, offset: int, found: CacheEntry) -> CompressedMember:
+    """The member whose bytes were read into ``state``, its stream ``found``'s at ``spool[offset:]``."""
     return CompressedMember(
-        name=entry.name,
-        staged_path=entry.staged_path,
+        name=state.entry.name,
+        staged_path=state.entry.staged_path,
         size=state.size,
         crc32=state.crc,
-        sha256=sha256,
-        sha1=sha1,
-        method=hit.method,
-        compressed_size=state.size if hit.method == STORED else hit.length,
-        spool=hit.path,
-        spool_offset=0,
-        spool_length=hit.length,
+        sha256=state.sha256.hexdigest(),
+        sha1=state.sha1.hexdigest(),
+        method=found.method,
+        compressed_size=state.size if found.method == STORED else found.length,
+        spool=spool,
+        spool_offset=offset,
+        spool_length=found.length,
     )
 
 

@@ -1,12 +1,17 @@
 """Assemble a deterministic zip from compressed members, atomically (DESIGN.md §5; C11 C15 C16 C17).
 
-The archive is written to a temp file beside ``out``, fsynced, then renamed over ``out``; its
-SHA-256 is computed from the bytes as they are written (no second read).
+The archive is written to a temp file beside ``out``, fsynced, then renamed over ``out``.
+:func:`write_zip` computes its SHA-256 from the bytes as they are written (no second read).
+:func:`finish_zip` (the build's path: the streams already lie in the archive's own file) then
+proves the archive on disk in one read, the self-check: the file is hashed whole (its SHA-256)
+while every member is inflated and checked against the size, CRC-32 and SHA-256 of the bytes
+that were compressed (:func:`self_check`); a mismatch removes the archive and fails.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import tempfile
@@ -25,6 +30,7 @@ from ninfer_release.packaging._zipformat import (
     local_header,
     needs_zip64,
 )
+from ninfer_release.packaging._zipread import ZipScan, scan_zip
 from ninfer_release.packaging._zlib import engine as zlib
 
 _COPY = 1 << 20  # 1 MiB
@@ -45,12 +51,17 @@ class ZipEntryDigest:
 
 @dataclass(frozen=True, kw_only=True)
 class ZipResult:
-    """The written archive: path, size in bytes, SHA-256 (lowercase hex) and its members in order."""
+    """The written archive: path, size in bytes, SHA-256 (lowercase hex) and its members in order.
+
+    ``scan``: what the self-check of :func:`finish_zip` read back from the archive on disk (its
+    SHA-256 and every member's digests, all checked); ``None`` from :func:`write_zip`.
+    """
 
     path: Path
     size: int
     sha256: str
     entries: tuple[ZipEntryDigest, ...]
+    scan: ZipScan | None = None
 
 
 #: Start writing back to disk every this many bytes (on a helper thread), so that the final fsync
@@ -288,16 +299,69 @@ def _fill_local_headers(layout: ZipLayout, ordered: list[CompressedMember], *, e
     return offsets
 
 
-def _hash_members(f: BinaryIO, length: int) -> hashlib._Hash:
-    """SHA-256 of the first ``length`` bytes of ``f``, read back in 1 MiB blocks; ends at ``length``."""
-    digest = hashlib.sha256()
-    f.seek(0)
-    left = length
-    while left and (block := f.read(min(_COPY, left))):
-        digest.update(block)
-        left -= len(block)
-    f.seek(length)
-    return digest
+def _member_problems(ordered: list[CompressedMember], scan: ZipScan) -> list[Problem]:
+    """Where the archive's members, as read back, differ from the members that were compressed."""
+    if [d.name for d in scan.members] != [m.name for m in ordered]:
+        return [Problem(file="zip", message="the archive does not list the members that were compressed")]
+    problems: list[Problem] = []
+    for m, d in zip(ordered, scan.members, strict=True):
+        problems += [Problem(file="zip", field=m.name, message=p) for p in d.problems]
+        if not d.problems and (d.size, d.crc32, d.sha256, d.method) != (m.size, m.crc32, m.sha256, m.method):
+            problems.append(
+                Problem(
+                    file="zip",
+                    field=m.name,
+                    message=f"inflates to {d.size} bytes with SHA-256 {d.sha256}, not the "
+                    f"{m.size} bytes with SHA-256 {m.sha256} that were compressed",
+                )
+            )
+    return problems
+
+
+def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipResult:
+    """Prove that the archive of ``result`` on disk holds exactly ``members``, in one read of it.
+
+    :func:`~ninfer_release.packaging.scan_zip` reads the file once, front to back: it hashes it
+    whole (the returned result's ``sha256``, unless ``result.sha256`` is already set from the
+    writing) and inflates every member, whose size, CRC-32, SHA-256 and method must be those of
+    the bytes that were compressed (the staged bytes as read). The result carries the scan.
+
+    Raises:
+        IntegrityError: a member differs, cannot be inflated, or the archive does not list exactly
+            ``members`` (the archive is removed first).
+    """
+    ordered = _zip_order(members)
+    try:
+        scan = scan_zip(result.path, sha1=False, archive_sha256=result.sha256 or None)
+        problems = _member_problems(ordered, scan)
+        if scan.size != result.size:
+            problems.append(Problem(file="zip", message=f"{scan.size} bytes on disk, {result.size} written"))
+        if problems:
+            raise IntegrityError(problems=problems)
+    except BaseException:
+        result.path.unlink(missing_ok=True)
+        raise
+    return dataclasses.replace(result, sha256=scan.sha256, scan=scan)
+
+
+def _finish_in_place(
+    layout: ZipLayout, ordered: list[CompressedMember], out: Path, *, epoch: int
+) -> ZipResult:
+    """Write the local headers into their room and the central directory; fsync; rename to ``out``.
+
+    The result's ``sha256`` is empty: the self-check that follows hashes the archive.
+    """
+    f = layout.file
+    offsets = _fill_local_headers(layout, ordered, epoch=epoch)
+    f.seek(layout.position)
+    tail = _central_directory(ordered, offsets, epoch=epoch, cd_offset=layout.position)
+    f.write(tail)
+    f.flush()
+    os.fsync(f.fileno())
+    f.close()
+    layout.path.chmod(0o644)
+    layout.path.replace(out)
+    return _result(out, size=layout.position + len(tail), sha256="", ordered=ordered)
 
 
 def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
@@ -305,33 +369,24 @@ def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path
 
     When the layout holds the members in zip order (sorted by UTF-8 name, as
     :func:`~ninfer_release.packaging.compress_members` wrote them), only the local headers are
-    written into their room and the central directory appended: no stream is copied. The archive's
-    SHA-256 is then read back from the file (the page cache) once. Otherwise (members compressed
-    out of zip order) the streams are copied by :func:`write_zip`. The layout is consumed either way.
+    written into their room and the central directory appended: no stream is copied. Otherwise
+    (members compressed out of zip order) the streams are copied by :func:`write_zip`. The layout
+    is consumed either way. Then :func:`self_check` reads the archive back once: its SHA-256 and
+    the proof that every member inflates to the bytes that were compressed (``ZipResult.scan``).
 
     Raises:
-        as :func:`write_zip`.
+        as :func:`write_zip` and :func:`self_check`.
     """
     ordered = _zip_order(members)
     try:
         _check_names(ordered)
         layout.file.flush()
-        if not _in_place(layout, ordered):
-            result = write_zip(ordered, out, epoch=epoch)
+        if _in_place(layout, ordered):
+            written = _finish_in_place(layout, ordered, out, epoch=epoch)
+        else:
+            written = write_zip(ordered, out, epoch=epoch)
             layout.discard()
-            return result
-        f = layout.file
-        offsets = _fill_local_headers(layout, ordered, epoch=epoch)
-        digest = _hash_members(f, layout.position)
-        tail = _central_directory(ordered, offsets, epoch=epoch, cd_offset=layout.position)
-        f.write(tail)
-        digest.update(tail)
-        f.flush()
-        os.fsync(f.fileno())
-        f.close()
-        layout.path.chmod(0o644)
-        layout.path.replace(out)
     except BaseException:
         layout.discard()
         raise
-    return _result(out, size=layout.position + len(tail), sha256=digest.hexdigest(), ordered=ordered)
+    return self_check(written, ordered)

@@ -213,19 +213,27 @@ class _SetFiles:
 
 class _ZipScan:
     """The zip's own SHA-256 and its members' in one read, on a worker thread (DESIGN §11); the
-    zip's own SHA-256 not again when ``known`` (established by the caller)."""
+    zip's own SHA-256 not again when ``known`` (established by the caller); no read at all when
+    ``given`` (the caller's scan of these very bytes: the build's self-check)."""
 
-    def __init__(self, zip_path: Path, files: _SetFiles, known: str | None = None) -> None:
+    def __init__(
+        self,
+        zip_path: Path,
+        files: _SetFiles,
+        known: str | None = None,
+        given: packaging.ZipScan | None = None,
+    ) -> None:
         self.zip_path = zip_path
         self.files = files
         self.known = known
+        self.given = given
         self.errors: list[str] = []
         self.digest: list[str] = []
         self.thread: threading.Thread | None = None
 
     def _run(self) -> None:
         try:
-            scan = packaging.scan_zip(
+            scan = self.given or packaging.scan_zip(
                 self.zip_path, sha1=False, archive_sha256=self.known, index=self.files.index
             )
         except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
@@ -306,7 +314,13 @@ def _read_small(
         progress.advance(size)
 
 
-def _read_set(run: _Run, names: AssetNames, progress: Progress, known: Mapping[str, str]) -> _SetFiles:
+def _read_set(
+    run: _Run,
+    names: AssetNames,
+    progress: Progress,
+    known: Mapping[str, str],
+    zip_scan: packaging.ZipScan | None = None,
+) -> _SetFiles:
     """Check 2's reading: every entry once; the zip (its digest and its members') on a worker thread
     while the other entries are read and the SBOMs validated; a digest in ``known`` is taken as it
     is (the zip is still read for its members)."""
@@ -320,7 +334,7 @@ def _read_set(run: _Run, names: AssetNames, progress: Progress, known: Mapping[s
         if p.is_file() and not p.is_symlink():
             _check_readable(p)
     sbom.prewarm_validators()  # their imports (~0.5 s of CPU) overlap the hashing below
-    scan = _ZipScan(files.zip_path, files, known.get(names.zip))
+    scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan)
     scan.start()
     _read_small(run, names, files, progress, known)
     # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
@@ -387,6 +401,7 @@ def verify_set(
     expected_sums_sha256: str | None = None,
     progress: Progress = SILENT,
     known_sha256: Mapping[str, str] | None = None,
+    zip_scan: packaging.ZipScan | None = None,
 ) -> VerifyReport:
     """Verify the native asset set in ``directory`` (see the module docstring for every check).
 
@@ -394,7 +409,9 @@ def verify_set(
     ``progress`` gets the step ``hashed`` and every byte hashed. ``known_sha256`` (file name ->
     SHA-256 hex): digests the caller already established for these very bytes (``fetch`` hashed
     each file as it arrived); they are not hashed again, and every check uses them as if hashed
-    here. The zip is still read whole for its members.
+    here. The zip is still read whole for its members, unless ``zip_scan`` is the caller's
+    :func:`~ninfer_release.packaging.scan_zip` of this very file (the build's self-check read it
+    once, after it was written): its digests are then used as if read here.
 
     Raises:
         Nothing for a bad set: every finding is in the report (the CLI exits 5 when not ok).
@@ -417,7 +434,7 @@ def verify_set(
     names = AssetNames(stem=stem)
     _check_exact_set(run, names, listing)
     progress.step("hashed")
-    files = _read_set(run, names, progress, known_sha256 or {})
+    files = _read_set(run, names, progress, known_sha256 or {}, zip_scan)
     _check_sums(run, names, files, expected_sums_sha256)
     records = _check_bindings(run, names, files)
     status, counts, bindings = _qualification_state(records.qualification)
