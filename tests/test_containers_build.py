@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -419,3 +420,96 @@ def test_sample_layout_step_writes_base_and_inputs(tmp_path: Path) -> None:
     assert (tmp_path / "rtx5090" / "bin" / "ninfer-server").stat().st_mode & 0o777 == 0o755
     assert json.loads((tmp_path / "rtx5090" / "build-info.json").read_bytes())["stand_in"] is True
     assert seen and digest in seen[0]
+
+
+def _big_inputs(tmp_path: Path, samples: Samples) -> Path:
+    """The sample inputs with a server and runtime members of several MiB (half random, half text),
+    so the layers span many deflate blocks and their files are hashed on the helper thread."""
+    import random
+
+    def payload(size: int, seed: int) -> bytes:
+        half = size // 2
+        return random.Random(seed).randbytes(half)  # noqa: S311 - test filler + (b"runtime text\n" * size)[: size - half]
+
+    inputs = tmp_path / "big-in"
+    shutil.copytree(samples.inputs, inputs)
+    (inputs / "bin" / "ninfer-server").write_bytes(b"#!/bin/sh\nexit 0\n" + payload(3 << 20, 1))
+    with tarfile.open(inputs / "runtime" / "ninfer-runtime.tar.gz", "w:gz") as tar:
+        for i in range(2):
+            data = payload((2 << 20) + 1000 * i, 10 + i)
+            info = tarfile.TarInfo(f"lib/libruntime-{i}.so")
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+    return inputs
+
+
+def test_layer_digests_and_file_digests_are_those_of_the_bytes_written(
+    tmp_path: Path, samples: Samples
+) -> None:
+    """The helper threads hash what is written: each layer blob on disk has the recorded digest,
+    its inflated tar the recorded diff_id, each file the recorded digests; a corrupted layer blob
+    then fails the digest check of any reader of the layout (here: copying it as a base blob)."""
+    import gzip
+
+    from ninfer_release.containers._oci import Descriptor, copy_layout_blob
+
+    inputs = _big_inputs(tmp_path, samples)
+    result = _build5090(samples, tmp_path / "o", inputs=inputs)
+    own = [layer for layer in result.layers if not layer.from_base]
+    assert {layer.name for layer in own} == {"runtime", "server", "config"}
+    for layer in own:
+        blob = read_blob(result.layout, layer.digest)
+        assert "sha256:" + hashlib.sha256(blob).hexdigest() == layer.digest and len(blob) == layer.size
+        tar_bytes = gzip.decompress(blob)
+        assert "sha256:" + hashlib.sha256(tar_bytes).hexdigest() == layer.diff_id
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+            for f in layer.files:
+                member = tar.extractfile(f.path)
+                assert member is not None
+                data = member.read()
+                assert hashlib.sha256(data).hexdigest() == f.sha256
+                assert hashlib.sha1(data, usedforsecurity=False).hexdigest() == f.sha1
+    runtime = next(layer for layer in own if layer.name == "runtime")
+    path = result.layout / "blobs" / "sha256" / runtime.digest.removeprefix("sha256:")
+    corrupted = bytearray(path.read_bytes())
+    corrupted[len(corrupted) // 2] ^= 0x01
+    path.write_bytes(bytes(corrupted))
+    (tmp_path / "copy" / "blobs" / "sha256").mkdir(parents=True)
+    desc = Descriptor(media_type=runtime.media_type, digest=runtime.digest, size=runtime.size)
+    with pytest.raises(IntegrityError, match="blob has digest"):
+        copy_layout_blob(result.layout, tmp_path / "copy", desc, where="built image")
+
+
+def test_layers_written_at_once_or_one_by_one_give_the_same_image(
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ninfer_release.containers import _build, _layers
+
+    inputs = _big_inputs(tmp_path, samples)
+    together = _build5090(samples, tmp_path / "a", inputs=inputs)
+    monkeypatch.setattr(_build, "default_workers", lambda: 1)
+    monkeypatch.setattr(_layers, "default_workers", lambda: 1)
+    one_by_one = _build5090(samples, tmp_path / "b", inputs=inputs)
+    assert one_by_one.manifest_digest == together.manifest_digest
+    assert one_by_one.archive_sha256 == together.archive_sha256
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "not-gzip-not-tar"])
+def test_damaged_runtime_archive_is_exit_4_and_leaves_nothing(
+    tmp_path: Path, samples: Samples, damage: str
+) -> None:
+    inputs = _big_inputs(tmp_path, samples)
+    archive = inputs / "runtime" / "ninfer-runtime.tar.gz"
+    raw = bytearray(archive.read_bytes())
+    if damage == "truncated":
+        raw = raw[: len(raw) // 2]
+    elif damage == "flipped":
+        raw[len(raw) // 3 : len(raw) // 3 + 64] = b"\xff" * 64
+    else:
+        raw = bytearray(b"PK\x03\x04 not an archive" * 100)
+    archive.write_bytes(bytes(raw))
+    out = tmp_path / "o"
+    with pytest.raises(InputError, match="not a readable tar archive") as err:
+        _build5090(samples, out, inputs=inputs)
+    assert err.value.exit_code == ExitCode.INPUT
+    _assert_nothing_written(out)

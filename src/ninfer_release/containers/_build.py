@@ -10,12 +10,14 @@ failed build leaves nothing behind:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import shutil
 import tarfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, cast
@@ -28,12 +30,15 @@ from ninfer_release.progress import SILENT, Progress
 from ninfer_release.reproducible import DIR_MODE, FILE_MODE, iso8601
 
 from ._base import BaseLocation, fetch_base, parse_base
+from ._gunzip import GunzipStream, GzipError, is_gzip
 from ._layers import (
     EXEC_MODE,
     HashingReader,
     LayerBlob,
     LayerEntry,
     LayerFile,
+    Ordered,
+    default_workers,
     layer_path_problem,
     symlink_escapes,
     write_layer,
@@ -445,61 +450,96 @@ def _archive_entries(archive: Path, item: LayerItem, scratch: Path, *, recipe: I
     The archive is read once, as a stream: the same read unpacks it and digests its bytes.
     """
     where = f"{recipe.file}: {item.field_path}.archive ({item.source})"
-    entries: list[LayerEntry] = []
-    seen: set[str] = set()
     problems: list[Problem] = []
-    raw = archive.open("rb")
-    reader = HashingReader(raw)
-    try:
-        tar = tarfile.open(fileobj=cast(BinaryIO, reader), mode="r|*")  # noqa: SIM115 - closed below
-    except (tarfile.TarError, OSError) as exc:
-        raw.close()
-        raise InputError(f"{where}: not a readable tar archive ({exc})") from None
-    with raw, tar:
-        for n, member in enumerate(tar):
-            name = member.name.removeprefix("./").rstrip("/")
-            if name in ("", "."):
-                continue
-            msg = layer_path_problem(member.name) if not member.name.startswith("/") else "absolute path"
-            if msg is not None:
-                problems.append(Problem(file=where, field=member.name, message=msg))
-                continue
-            if name in seen:
-                problems.append(Problem(file=where, field=name, message="appears twice in the archive"))
-                continue
-            seen.add(name)
-            dest = f"{item.dest}/{name}"
-            origin = f"{item.source}!{name}"
-            if member.isdir():
-                entries.append(LayerEntry(path=dest, kind="dir", mode=DIR_MODE, origin=origin))
-            elif member.issym():
-                target = member.linkname
-                if target.startswith("/") or symlink_escapes(name, target):
-                    problems.append(
-                        Problem(file=where, field=name, message=f"symlink to {target!r} leaves the archive")
-                    )
-                    continue
-                entries.append(LayerEntry(path=dest, kind="symlink", target=target, origin=origin))
-            elif member.isreg():
-                src = tar.extractfile(member)
-                assert src is not None
-                out = scratch / f"{n:06d}"
-                with src, out.open("wb") as f:
-                    shutil.copyfileobj(src, f, 1 << 20)
-                mode = EXEC_MODE if member.mode & 0o111 else FILE_MODE
-                entries.append(LayerEntry(path=dest, kind="file", mode=mode, source=out, origin=origin))
-            else:
-                problems.append(
-                    Problem(
-                        file=where, field=name, message="not a regular file, directory or symlink (refused)"
-                    )
-                )
-        while reader.read(CHUNK):  # the rest (end-of-archive padding, gzip trailer) is part of the bytes
-            pass
+    ordered = Ordered()  # the archive's own digests, on a helper thread while it is inflated
+    with contextlib.closing(ordered), archive.open("rb") as raw:
+        reader = HashingReader(raw, ordered=ordered)
+        try:
+            tar = _open_stream(raw, reader)
+        except (tarfile.TarError, GzipError, OSError) as exc:
+            raise InputError(f"{where}: not a readable tar archive ({exc})") from None
+        with tar:
+            try:
+                entries = tuple(_unpack_members(tar, item, scratch, where=where, problems=problems))
+            except (tarfile.TarError, GzipError, EOFError) as exc:
+                raise InputError(f"{where}: not a readable tar archive ({exc})") from None
+            while reader.read(CHUNK):  # the rest (end-of-archive padding, gzip trailer) is part of the bytes
+                pass
+        ordered.drain()
     if problems:
         raise InputError(problems=problems)
-    digests = Digests(size=reader.size, sha256=reader.sha256.hexdigest(), sha1=reader.sha1.hexdigest())
-    return _Unpacked(entries=tuple(entries), digests=digests)
+    sha256, sha1 = reader.hexdigests()
+    return _Unpacked(entries=entries, digests=Digests(size=reader.size, sha256=sha256, sha1=sha1))
+
+
+def _open_stream(raw: BinaryIO, reader: HashingReader) -> tarfile.TarFile:
+    """``raw`` (read through ``reader``, which hashes every byte) as a streamed tar: a gzip stream
+    inflated by :class:`GunzipStream` (zlib-ng), anything else by ``tarfile``'s own ``r|*``."""
+    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+    if is_gzip(head):
+        stream = GunzipStream(cast(BinaryIO, reader))
+        return tarfile.open(fileobj=cast(BinaryIO, stream), mode="r|")
+    return tarfile.open(fileobj=cast(BinaryIO, reader), mode="r|*")
+
+
+def _unpack_members(
+    tar: tarfile.TarFile, item: LayerItem, scratch: Path, *, where: str, problems: list[Problem]
+) -> Iterator[LayerEntry]:
+    """The layer entries of the members of the streamed ``tar``, regular files unpacked into
+    ``scratch``; problems (unsafe paths, duplicates, other member types) go to ``problems``."""
+    seen: set[str] = set()
+    for n, member in enumerate(tar):
+        name = member.name.removeprefix("./").rstrip("/")
+        if name in ("", "."):
+            continue
+        msg = layer_path_problem(member.name) if not member.name.startswith("/") else "absolute path"
+        if msg is not None:
+            problems.append(Problem(file=where, field=member.name, message=msg))
+            continue
+        if name in seen:
+            problems.append(Problem(file=where, field=name, message="appears twice in the archive"))
+            continue
+        seen.add(name)
+        entry = _member_entry(tar, member, n, name, item, scratch, where=where, problems=problems)
+        if entry is not None:
+            yield entry
+
+
+def _member_entry(
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    n: int,
+    name: str,
+    item: LayerItem,
+    scratch: Path,
+    *,
+    where: str,
+    problems: list[Problem],
+) -> LayerEntry | None:
+    """The layer entry of archive member ``n`` (``name``, checked safe): a directory, a symlink
+    inside the archive, or a regular file unpacked into ``scratch``; else a problem and ``None``."""
+    dest = f"{item.dest}/{name}"
+    origin = f"{item.source}!{name}"
+    if member.isdir():
+        return LayerEntry(path=dest, kind="dir", mode=DIR_MODE, origin=origin)
+    if member.issym():
+        target = member.linkname
+        if target.startswith("/") or symlink_escapes(name, target):
+            why = f"symlink to {target!r} leaves the archive"
+            problems.append(Problem(file=where, field=name, message=why))
+            return None
+        return LayerEntry(path=dest, kind="symlink", target=target, origin=origin)
+    if not member.isreg():
+        why = "not a regular file, directory or symlink (refused)"
+        problems.append(Problem(file=where, field=name, message=why))
+        return None
+    src = tar.extractfile(member)
+    assert src is not None
+    out = scratch / f"{n:06d}"
+    with src, out.open("wb") as f:
+        shutil.copyfileobj(src, f, CHUNK)
+    mode = EXEC_MODE if member.mode & 0o111 else FILE_MODE
+    return LayerEntry(path=dest, kind="file", mode=mode, source=out, origin=origin)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -633,33 +673,52 @@ class _OwnLayers:
 def _write_own_layers(
     plan: ImagePlan, request: ImageBuildRequest, layout: Path, scratch: Path, say: Callable[[str], None]
 ) -> _OwnLayers:
-    """Write each planned layer (deterministic tar+gzip, C24) into ``layout``'s blobs via ``scratch``."""
-    layers: list[BuiltLayer] = []
-    bound: list[BoundInput] = []
+    """Write each planned layer (deterministic tar+gzip, C24) into ``layout``'s blobs via ``scratch``.
+
+    The layers are independent, so up to :func:`default_workers` of them are written at once
+    (one thread each; the heavy parts — inflating, deflating, hashing, file I/O — release the
+    GIL): unpacking the staged runtime archive on one core no longer leaves the other idle while
+    a second layer waits. Each layer's bytes depend only on its own entries, so the image is the
+    same whatever the order the threads run in. The first failing layer (in recipe order) raises.
+    """
     for spec in plan.layers:
         say(f"layer {spec.name}")
-        inputs = _layer_entries(spec, request, scratch)
-        entries = inputs.entries
-        bound.extend(inputs.bound)
-        tmp = scratch / f"layer-{spec.name}.tar.gz"
-        blob: LayerBlob = write_layer(entries, tmp, epoch=request.epoch)
-        bound.extend(_staged_bindings(spec, blob))
-        dest = blob_path(layout, blob.digest)
-        tmp.replace(dest)
-        dest.chmod(FILE_MODE)
-        layers.append(
-            BuiltLayer(
-                name=spec.name,
-                digest=blob.digest,
-                diff_id=blob.diff_id,
-                size=blob.size,
-                media_type=MT_LAYER_GZIP,
-                from_base=False,
-                files=blob.files,
-                symlinks=blob.symlinks,
-            )
-        )
-    return _OwnLayers(layers=tuple(layers), bound=tuple(bound))
+    workers = max(1, min(len(plan.layers), default_workers()))
+    with ThreadPoolExecutor(workers, thread_name_prefix="layer") as pool:
+        futures = [pool.submit(_write_one_layer, spec, request, layout, scratch) for spec in plan.layers]
+        try:
+            written = [f.result() for f in futures]
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return _OwnLayers(
+        layers=tuple(layer for layer, _ in written), bound=tuple(b for _, bound in written for b in bound)
+    )
+
+
+def _write_one_layer(
+    spec: LayerSpec, request: ImageBuildRequest, layout: Path, scratch: Path
+) -> tuple[BuiltLayer, list[BoundInput]]:
+    """Write layer ``spec`` into ``layout``'s blobs (via ``scratch``); returns it and the inputs it
+    binds (archives first, then staged files, as the recipe lists them)."""
+    inputs = _layer_entries(spec, request, scratch)
+    tmp = scratch / f"layer-{spec.name}.tar.gz"
+    blob: LayerBlob = write_layer(inputs.entries, tmp, epoch=request.epoch)
+    bound = [*inputs.bound, *_staged_bindings(spec, blob)]
+    dest = blob_path(layout, blob.digest)
+    tmp.replace(dest)
+    dest.chmod(FILE_MODE)
+    layer = BuiltLayer(
+        name=spec.name,
+        digest=blob.digest,
+        diff_id=blob.diff_id,
+        size=blob.size,
+        media_type=MT_LAYER_GZIP,
+        from_base=False,
+        files=blob.files,
+        symlinks=blob.symlinks,
+    )
+    return layer, bound
 
 
 def _bind_labels(plan: ImagePlan, bound: Sequence[BoundInput]) -> ImagePlan:

@@ -21,15 +21,19 @@ import os
 import tarfile
 import zlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Literal, cast
+from typing import Any, BinaryIO, Literal, TypeVar, cast
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import CHUNK
 from ninfer_release.reproducible import DIR_MODE, FILE_MODE, GZIP_OS_BYTE
+
+from ._gunzip import crc32
+
+T = TypeVar("T")
 
 #: Mode of an executable regular file inside a layer.
 EXEC_MODE = 0o755
@@ -184,21 +188,76 @@ class HashingWriter:
         return self.size
 
 
-class HashingReader:
-    """Wrap a binary stream: hash (SHA-256, SHA-1) and count every byte read."""
+#: Calls an :class:`Ordered` thread may have queued (each holds up to a 1 MiB piece): bounds memory.
+_MAX_QUEUED = 16
 
-    def __init__(self, raw: BinaryIO) -> None:
+
+class Ordered:
+    """One helper thread that runs calls one at a time, in the order they were submitted.
+
+    The layer write hands it what must run in stream order but need not run on the thread that
+    reads and frames the tar: hash updates (SHA-256/SHA-1 of a file, SHA-256 and CRC-32 of the
+    tar stream, SHA-256 of the gzip bytes) and the writes of the gzip bytes. hashlib and file I/O
+    release the GIL, so it runs on the second core beside the reading thread and the deflate
+    workers. At most :data:`_MAX_QUEUED` calls wait; :meth:`submit` blocks beyond that. A call
+    that raises re-raises in the submitting thread (at a later :meth:`submit` or :meth:`drain`).
+    """
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="layer-ordered")
+        self._queued: deque[Future[Any]] = deque()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Queue ``fn(*args)`` after every call submitted before; returns its future."""
+        fut = self._pool.submit(fn, *args)
+        self._queued.append(fut)
+        while len(self._queued) > _MAX_QUEUED or (self._queued and self._queued[0].done()):
+            self._queued.popleft().result()
+        return fut
+
+    def drain(self) -> None:
+        """Wait for every queued call (re-raising the first failure)."""
+        while self._queued:
+            self._queued.popleft().result()
+
+    def close(self) -> None:
+        """Drop what has not started and stop the thread (also after a failure)."""
+        for fut in self._queued:
+            fut.cancel()
+        self._queued.clear()
+        self._pool.shutdown(wait=True)
+
+
+class HashingReader:
+    """Wrap a binary stream: hash (SHA-256, SHA-1) and count every byte read.
+
+    With ``ordered``, the hash updates run on that helper thread (in read order); read the
+    digests only after :meth:`Ordered.drain` (or through :meth:`digests`, a future of them).
+    """
+
+    def __init__(self, raw: BinaryIO, *, ordered: Ordered | None = None) -> None:
         self.raw = raw
         self.sha256 = hashlib.sha256()
         self.sha1 = hashlib.sha1(usedforsecurity=False)
         self.size = 0
+        self._ordered = ordered
+
+    def _update(self, chunk: bytes) -> None:
+        self.sha256.update(chunk)
+        self.sha1.update(chunk)
 
     def read(self, n: int = -1) -> bytes:
         chunk = self.raw.read(n)
-        self.sha256.update(chunk)
-        self.sha1.update(chunk)
+        if self._ordered is None:
+            self._update(chunk)
+        elif chunk:
+            self._ordered.submit(self._update, chunk)
         self.size += len(chunk)
         return chunk
+
+    def hexdigests(self) -> tuple[str, str]:
+        """(SHA-256, SHA-1) of what was read, lowercase hex (after every update has run)."""
+        return self.sha256.hexdigest(), self.sha1.hexdigest()
 
 
 #: Uncompressed bytes per independently deflated block (fixed: it shapes the output bytes).
@@ -262,9 +321,21 @@ class GzipSink:
     ``Z_FINISH``) — the pigz technique, so ``workers`` threads compress in parallel; a block
     that probes as incompressible is stored (:func:`block_level`). The bytes depend only on the
     data and the level, never on ``workers`` (tested).
+
+    With more than one worker, the per-block bookkeeping runs on an :class:`Ordered` helper
+    thread (``ordered``, else one of its own): the SHA-256 and CRC-32 of each uncompressed block,
+    and the write and SHA-256 of each deflated block, in stream order — so the thread that
+    frames the tar only buffers, and the digests are still those of exactly the bytes written.
     """
 
-    def __init__(self, out: BinaryIO, *, level: int = GZIP_LEVEL, workers: int | None = None) -> None:
+    def __init__(
+        self,
+        out: BinaryIO,
+        *,
+        level: int = GZIP_LEVEL,
+        workers: int | None = None,
+        ordered: Ordered | None = None,
+    ) -> None:
         self._out = out
         self._level = level
         self._crc = 0
@@ -276,35 +347,49 @@ class GzipSink:
         self.blob_sha256 = hashlib.sha256()
         self._workers = workers if workers is not None else default_workers()
         self._pool = ThreadPoolExecutor(self._workers) if self._workers > 1 else None
+        self._owns_ordered = ordered is None and self._pool is not None
+        self.ordered = Ordered() if self._owns_ordered else ordered
         self._pending: deque[Future[bytes]] = deque()
         self._emit(gzip_header())
 
+    def _run(self, fn: Callable[[bytes], None], data: bytes) -> None:
+        if self.ordered is None:
+            fn(data)
+        else:
+            self.ordered.submit(fn, data)
+
+    def _write_out(self, data: bytes) -> None:
+        self._out.write(data)
+        self.blob_sha256.update(data)
+
+    def _account(self, block: bytes) -> None:
+        self.diff_sha256.update(block)
+        self._crc = crc32(block, self._crc)
+
     def _emit(self, data: bytes) -> None:
         if data:
-            self._out.write(data)
-            self.blob_sha256.update(data)
             self.size += len(data)
+            self._run(self._write_out, data)
 
     def _submit(self, block: bytes, *, last: bool) -> None:
         zdict, self._tail = self._tail, block[-_WINDOW:]
+        self._run(self._account, block)
         if self._pool is None:
             self._emit(_deflate_block(block, zdict, last, self._level))
             return
         self._pending.append(self._pool.submit(_deflate_block, block, zdict, last, self._level))
-        while len(self._pending) > 2 * self._workers:
+        while len(self._pending) > 2 * self._workers or (len(self._pending) > 1 and self._pending[0].done()):
             self._emit(self._pending.popleft().result())
 
     def write(self, b: bytes | bytearray | memoryview) -> int:
-        data = bytes(b)
-        self.diff_sha256.update(data)
-        self._crc = zlib.crc32(data, self._crc)
-        self.uncompressed_size += len(data)
-        self._buf += data
+        n = len(b)
+        self.uncompressed_size += n
+        self._buf += b
         while len(self._buf) >= GZIP_BLOCK:
-            block = bytes(self._buf[:GZIP_BLOCK])
+            block = bytes(memoryview(self._buf)[:GZIP_BLOCK])
             del self._buf[:GZIP_BLOCK]
             self._submit(block, last=False)
-        return len(data)
+        return n
 
     def tell(self) -> int:
         return self.uncompressed_size
@@ -315,18 +400,24 @@ class GzipSink:
         self._buf.clear()
         while self._pending:
             self._emit(self._pending.popleft().result())
-        self._emit(
-            self._crc.to_bytes(4, "little") + (self.uncompressed_size & 0xFFFFFFFF).to_bytes(4, "little")
-        )
+        if self.ordered is not None:
+            self.ordered.drain()  # the CRC-32 is complete only once every block was accounted
+        size = (self.uncompressed_size & 0xFFFFFFFF).to_bytes(4, "little")
+        self._emit(self._crc.to_bytes(4, "little") + size)
+        if self.ordered is not None:
+            self.ordered.drain()
         self.close()
 
     def close(self) -> None:
-        """Stop the compression threads (also after a failure)."""
+        """Stop the compression threads and the helper thread it owns (also after a failure)."""
         if self._pool is not None:
             for fut in self._pending:
                 fut.cancel()
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._owns_ordered and self.ordered is not None:
+            self.ordered.close()
+            self._owns_ordered = False
 
 
 def gzip_header() -> bytes:
@@ -385,20 +476,27 @@ class TarContents:
     symlinks: tuple[tuple[str, str], ...]
 
 
+#: Files at least this large have their digests computed on the :class:`Ordered` helper thread.
+_BACKGROUND_HASH_MIN = 1 << 20
+
+
 def write_tar(
     entries: Iterable[LayerEntry],
     out: BinaryIO | GzipSink | HashingWriter,
     *,
     epoch: int,
     digests: bool = True,
+    ordered: Ordered | None = None,
 ) -> TarContents:
     """Write ``entries`` (completed and sorted by :func:`complete_entries`) as a tar stream to ``out``.
 
     Every file is read exactly once: the same read feeds the tar and the per-file digests
-    (skipped when ``digests`` is false: the files then carry empty digests). Returns the files
-    written (with size and digests) and the symlinks (path, target).
+    (skipped when ``digests`` is false: the files then carry empty digests). With ``ordered``,
+    files of :data:`_BACKGROUND_HASH_MIN` bytes or more are hashed on that helper thread while
+    the next piece is read. Returns the files written (with size and digests) and the symlinks
+    (path, target).
     """
-    files: list[LayerFile] = []
+    files: list[tuple[LayerEntry, tarfile.TarInfo, Future[tuple[str, str]] | tuple[str, str]]] = []
     links: list[tuple[str, str]] = []
     with tarfile.TarFile(
         fileobj=cast(BinaryIO, out), mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8", copybufsize=CHUNK
@@ -414,24 +512,29 @@ def write_tar(
             if not digests:
                 with _open(entry) as raw:
                     tar.addfile(info, raw)
-                files.append(LayerFile(path=entry.path, mode=info.mode, size=size, sha256="", sha1=""))
+                files.append((entry, info, ("", "")))
                 continue
+            helper = ordered if size >= _BACKGROUND_HASH_MIN else None
             with _open(entry) as raw:
-                reader = HashingReader(raw)
+                reader = HashingReader(raw, ordered=helper)
                 tar.addfile(info, cast(BinaryIO, reader))
             if reader.size != size:
                 raise InputError(f"{entry.origin or entry.path}: changed size while being read")
-            files.append(
-                LayerFile(
-                    path=entry.path,
-                    mode=info.mode,
-                    size=size,
-                    sha256=reader.sha256.hexdigest(),
-                    sha1=reader.sha1.hexdigest(),
-                    origin=entry.origin,
-                )
-            )
-    return TarContents(files=tuple(files), symlinks=tuple(links))
+            files.append((entry, info, helper.submit(reader.hexdigests) if helper else reader.hexdigests()))
+    return TarContents(files=tuple(_layer_file(*f, digests=digests) for f in files), symlinks=tuple(links))
+
+
+def _layer_file(
+    entry: LayerEntry,
+    info: tarfile.TarInfo,
+    hexdigests: Future[tuple[str, str]] | tuple[str, str],
+    *,
+    digests: bool,
+) -> LayerFile:
+    """The :class:`LayerFile` of a written file entry (waits for digests computed in the background)."""
+    sha256, sha1 = hexdigests.result() if isinstance(hexdigests, Future) else hexdigests
+    origin = entry.origin if digests else ""
+    return LayerFile(path=entry.path, mode=info.mode, size=info.size, sha256=sha256, sha1=sha1, origin=origin)
 
 
 def write_layer(
@@ -451,7 +554,7 @@ def write_layer(
     with dest.open("wb") as f:
         sink = GzipSink(f, workers=workers)
         try:
-            written = write_tar(plan, sink, epoch=epoch)
+            written = write_tar(plan, sink, epoch=epoch, ordered=sink.ordered)
             sink.finish()
         finally:
             sink.close()

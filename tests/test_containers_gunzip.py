@@ -1,0 +1,107 @@
+"""The staged-archive inflater (containers/_gunzip.py) and the ordered helper thread of the layer writer."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import random
+import threading
+import zlib
+
+import pytest
+
+from ninfer_release.containers._gunzip import GunzipStream, GzipError, crc32, is_gzip
+from ninfer_release.containers._layers import Ordered
+
+
+def _mixed(size: int, seed: int = 7) -> bytes:
+    rng = random.Random(seed)  # noqa: S311 - test filler
+    half = size // 2
+    return rng.randbytes(half) + (b"text line of a runtime archive\n" * (size // 31 + 1))[: size - half]
+
+
+def _read_all(stream: GunzipStream, piece: int) -> bytes:
+    out = bytearray()
+    while chunk := stream.read(piece):
+        assert len(chunk) <= piece
+        out += chunk
+    return bytes(out)
+
+
+@pytest.mark.parametrize("piece", [1, 511, 10240, 1 << 20, 3 << 20])
+def test_gunzip_stream_gives_the_members_bytes_in_any_read_size(piece: int) -> None:
+    data = _mixed(3 << 20) if piece > 1 else _mixed(20000)
+    assert _read_all(GunzipStream(io.BytesIO(gzip.compress(data, 6))), piece) == data
+
+
+def test_gunzip_stream_reads_every_member_and_stops_at_trailing_bytes() -> None:
+    a, b = b"first member\n" * 1000, _mixed(300000)
+    raw = io.BytesIO(gzip.compress(a) + gzip.compress(b) + b"\0" * 1024)
+    assert GunzipStream(raw).read(-1) == a + b
+
+
+def test_gunzip_stream_output_per_call_is_bounded() -> None:
+    bomb = gzip.compress(b"\0" * (64 << 20), 9)  # 64 MiB from about 64 KiB
+    stream = GunzipStream(io.BytesIO(bomb))
+    assert len(stream.read(1 << 30)) == 64 << 20  # a caller asking for all of it gets all of it
+    stream = GunzipStream(io.BytesIO(bomb))
+    assert len(stream.read(4096)) == 4096
+
+
+def test_truncated_gzip_stream_is_an_error() -> None:
+    raw = gzip.compress(_mixed(200000))
+    with pytest.raises(GzipError, match="truncated"):
+        GunzipStream(io.BytesIO(raw[: len(raw) // 2])).read(-1)
+    with pytest.raises(GzipError, match="empty"):
+        GunzipStream(io.BytesIO(b"")).read(-1)
+
+
+def test_damaged_gzip_stream_or_wrong_crc_is_an_error() -> None:
+    raw = bytearray(gzip.compress(b"compressible text\n" * 5000))
+    damaged = bytes(raw[:40]) + b"\xff" * 8 + bytes(raw[48:])
+    with pytest.raises(GzipError, match=r"damaged|truncated"):  # where inflate notices depends on the bytes
+        GunzipStream(io.BytesIO(damaged)).read(-1)
+    raw[-8] ^= 0x01  # the CRC-32 in the trailer
+    with pytest.raises(GzipError, match="damaged"):
+        GunzipStream(io.BytesIO(bytes(raw))).read(-1)
+
+
+def test_is_gzip_and_crc32_agree_with_the_stdlib() -> None:
+    data = _mixed(100000)
+    assert is_gzip(gzip.compress(data)) and not is_gzip(b"ustar") and not is_gzip(b"")
+    assert crc32(data) == zlib.crc32(data) and crc32(data, 12345) == zlib.crc32(data, 12345)
+
+
+def test_ordered_runs_calls_one_at_a_time_in_submission_order() -> None:
+    seen: list[int] = []
+    threads: set[int] = set()
+
+    def note(i: int) -> None:
+        seen.append(i)
+        threads.add(threading.get_ident())
+
+    ordered = Ordered()
+    try:
+        futures = [ordered.submit(note, i) for i in range(200)]
+        ordered.drain()
+    finally:
+        ordered.close()
+    assert seen == list(range(200))
+    assert len(threads) == 1 and threading.get_ident() not in threads
+    assert all(f.done() for f in futures)
+
+
+def test_ordered_re_raises_a_failed_call_in_the_submitter() -> None:
+    ordered = Ordered()
+
+    def fail() -> None:
+        raise OSError("disk full")
+
+    try:
+        with pytest.raises(OSError, match="disk full"):  # at this submit, a later one or drain()
+            ordered.submit(fail)
+            for _ in range(100):
+                ordered.submit(lambda: None)
+            ordered.drain()
+    finally:
+        ordered.close()
