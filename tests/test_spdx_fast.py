@@ -334,3 +334,16 @@ def test_writing_builds_no_file_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(File, "__init__", counted)
     data = _document_bytes()
     assert built[0] == 0 and b'"fileName": "./bin/a.dll"' in data
+
+
+@pytest.mark.parametrize("per_file_models", [False, True])
+def test_written_bytes_equal_spdx_tools_json_writer(
+    per_file_models: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_write`` (our indent writer after the library's convert step) gives the bytes of
+    spdx-tools' own ``write_document_to_stream`` (issue 13)."""
+    records = _odd_records() + [_record(100 + i, f"licenses/extra/f{i:03d}.txt") for i in range(25)]
+    monkeypatch.setattr(_spdx, "_PER_FILE_MODELS", per_file_models)
+    ours = spdx_file_inventory(**_inventory_kwargs(records))
+    monkeypatch.setattr(_spdx, "_write", _spdx._library_write)
+    assert spdx_file_inventory(**_inventory_kwargs(records)) == ours

@@ -18,6 +18,7 @@ from typing import Any
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.jsonbytes import dumps_indented
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import (
     SPDX_ID_RE,
@@ -536,14 +537,29 @@ def _validate_model(document: Any, files: CanonicalFiles | None = None) -> None:
 
 def _write(document: Any, files: CanonicalFiles | None = None) -> bytes:
     """spdx-tools' JSON writer's bytes for ``document`` (followed by ``files``' entries and
-    relationships) plus one LF."""
+    relationships) plus one LF.
+
+    What ``write_document_to_stream(document, stream, validate=False, converter=…)`` of
+    spdx-tools 0.8.5 does — deduplicate, convert, ``json.dump(…, indent=4)`` — with the last step
+    by :func:`ninfer_release.jsonbytes.dumps_indented` (the same text, ~2× faster; compared with
+    the library's writer in ``tests/test_spdx_fast.py``).
+    """
+    from spdx_tools.spdx.writer.write_utils import convert, validate_and_deduplicate
+
+    converter: Any = None if files is None else _converter_with(files)
+    document = validate_and_deduplicate(document, False, True)
+    text = dumps_indented(convert(document, converter), indent=4)
+    return (text.rstrip("\n") + "\n").encode("utf-8")
+
+
+def _library_write(document: Any, files: CanonicalFiles | None = None) -> bytes:
+    """The reference for :func:`_write`: spdx-tools' own JSON writer (tests compare the bytes)."""
     from spdx_tools.spdx.writer.json.json_writer import write_document_to_stream
 
     stream = io.StringIO(newline="\n")
     converter = None if files is None else _converter_with(files)
     write_document_to_stream(document, stream, validate=False, converter=converter)
-    text = stream.getvalue().rstrip("\n") + "\n"
-    return text.encode("utf-8")
+    return (stream.getvalue().rstrip("\n") + "\n").encode("utf-8")
 
 
 def _converter_with(files: CanonicalFiles) -> Any:
