@@ -6,8 +6,10 @@ of the member is never deflated. The decision may not depend on the worker count
 
 from __future__ import annotations
 
+import hashlib
 import random
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,39 @@ def test_small_members_deflated_inline_give_the_workers_bytes(
         pooled = _zip(tmp_path / f"pool-{kind}", "licenses/a.txt", data, workers=2)
         monkeypatch.undo()
         assert inline == pooled
+
+
+def test_the_rule_is_a_pure_function_of_the_first_piece_and_its_deflate() -> None:
+    first = _text(CHUNK)
+    assert not _compress._stored(first, _compress._deflate_piece(first, None, 6, False))
+    noise = _noise(CHUNK)
+    assert _compress._stored(noise, _compress._deflate_piece(noise, None, 6, False))
+    assert _compress._stored(b"", b"\x03\x00")  # an empty member is stored
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_incompressible_data_costs_at_most_workers_trial_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """Only ``workers - 1`` pieces beyond the first are deflated before the first one decides."""
+    calls = count_deflates(monkeypatch)
+    method, _ = _zip(tmp_path, "bin/noise.bin", _noise(12 * CHUNK), workers=workers)
+    assert method == STORED
+    assert calls[0] <= workers
+
+
+@pytest.mark.parametrize("kind", ["noise", "text"])
+def test_pieces_hashed_on_the_helper_threads_give_hashlibs_digests(tmp_path: Path, kind: str) -> None:
+    chunk = 256 << 10  # pieces this big are hashed on the helpers (_compress._HASH_OFFLOAD)
+    data = _noise(7 * chunk + 123) if kind == "noise" else _text(7 * chunk + 123)
+    src = tmp_path / "m.bin"
+    src.write_bytes(data)
+    (m,) = compress_members(
+        [PlanEntry(name="m.bin", source=src, staged_path="m.bin")], workdir=tmp_path, chunk_size=chunk
+    )
+    assert (m.size, m.sha256, m.sha1, m.crc32) == (
+        len(data),
+        hashlib.sha256(data).hexdigest(),
+        hashlib.sha1(data).hexdigest(),  # noqa: S324 - SPDX's SHA-1, not a security use
+        zlib.crc32(data),
+    )

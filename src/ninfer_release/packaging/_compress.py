@@ -8,17 +8,23 @@ technique of pigz), and because the cut points depend only on offsets, the bytes
 any number of workers. The deflate engine (zlib-ng, :mod:`._zlib`) releases the GIL, so a thread
 pool uses every core.
 
-The reading thread hashes each piece as it goes (hashlib and crc32 also release the GIL)
-and keeps at most ``2 × workers`` pieces in flight, so memory stays flat (about
-``4 × workers × chunk_size``) whatever the file size. Compressed streams go to one spool file
-in ``workdir`` (never held in memory); :func:`~ninfer_release.packaging.write_zip` copies them.
+The reading thread reads each piece once; a piece of 256 KiB or more is hashed on two helper
+threads in order (SHA-256 and CRC-32 on one, SHA-1 on the other; hashlib and crc32 release the
+GIL), a smaller one on the reading thread. At most ``2 × workers`` pieces are in flight (and two
+per member on the hash helpers), so memory stays flat (about ``4 × workers × chunk_size``)
+whatever the file size. Compressed streams go to one spool file in ``workdir`` (never held in
+memory), or straight into the zip's own file (:class:`ZipLayout`).
 
-Stored or deflated is decided early and from content alone: by the member's *first* piece. If
-its deflate output is not smaller than the piece, the member is stored (method 0): its remaining
-pieces are never deflated and its raw bytes go to the spool. A member of one piece (up to 4 MiB)
-is decided exactly as before (stored iff its whole deflate stream is not smaller than its data);
-a larger member is deflated whole once its first 4 MiB shrink, even if a later part does not
-(the decision never depends on timing or worker count, so the bytes stay deterministic).
+Stored or deflated is decided early and from content alone, by the rule :func:`_stored`: a
+member is stored (method 0) iff the deflate output of its *first* piece (the first
+``chunk_size`` bytes, deflated with the member's level; the whole member when it is one piece)
+is not smaller than that piece. A pure function of those bytes and the deflate parameters
+(level, piece size, engine): it never depends on timing or the worker count, so the bytes stay
+deterministic. A stored member's remaining pieces are never deflated and its raw bytes are
+written; a larger member is deflated whole once its first 4 MiB shrink, even if a later part
+does not. While the first piece's deflate runs, at most ``workers - 1`` further pieces are
+deflated speculatively (to keep the workers busy), so an incompressible member costs one or two
+4 MiB trial deflates.
 
 Determinism note: deflate output depends on the deflate implementation and version as well as on
 the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_ENGINE``).
@@ -137,9 +143,29 @@ def _entry_size(entry: PlanEntry) -> int:
         return 0  # reading it reports the problem
 
 
+#: A piece at least this big is hashed on the helper threads (:class:`_Hashers`); a smaller one
+#: on the calling thread, where handing it over would cost about as much as hashing it.
+_HASH_OFFLOAD = 256 << 10
+#: Pieces of one member whose hashing may be outstanding on the helpers (memory stays bounded).
+_HASH_BACKLOG = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Hashers:
+    """Two helper threads that hash big pieces in order: SHA-256 and CRC-32 on one, SHA-1 on the other.
+
+    Each is a one-thread executor, so the pieces of a member are hashed in submission order;
+    hashlib and crc32 release the GIL, so the reading thread reads and writes meanwhile.
+    """
+
+    sha256: ThreadPoolExecutor
+    sha1: ThreadPoolExecutor
+
+
 @dataclass(kw_only=True)
 class _State:
     entry: PlanEntry
+    hashers: _Hashers | None = None
     sha256: hashlib._Hash = field(default_factory=hashlib.sha256)
     sha1: hashlib._Hash = field(default_factory=lambda: hashlib.sha1(usedforsecurity=False))
     crc: int = 0
@@ -147,13 +173,46 @@ class _State:
     offset: int | None = None
     length: int = 0
     method: int | None = None  # decided when the first piece's deflate is done
+    trial: _InFlight | None = None  # the first piece, whose deflate decides ``method``
+    hashing: deque[tuple[Future[None], Future[None]]] = field(default_factory=deque)
 
     def update(self, piece: bytes) -> None:
-        """Account for the next piece of the member's bytes (digests, CRC, size)."""
-        self.sha256.update(piece)
-        self.sha1.update(piece)
-        self.crc = zlib.crc32(piece, self.crc)
+        """Account for the next piece of the member's bytes (digests, CRC, size), in order."""
         self.size += len(piece)
+        if self.hashers is None or len(piece) < _HASH_OFFLOAD:
+            self.wait()  # what is still on the helpers comes first
+            self._sha256_crc(piece)
+            self.sha1.update(piece)
+            return
+        while len(self.hashing) >= _HASH_BACKLOG:
+            for fut in self.hashing.popleft():
+                fut.result()
+        self.hashing.append(
+            (
+                self.hashers.sha256.submit(self._sha256_crc, piece),
+                self.hashers.sha1.submit(self.sha1.update, piece),
+            )
+        )
+
+    def _sha256_crc(self, piece: bytes) -> None:
+        self.sha256.update(piece)
+        self.crc = zlib.crc32(piece, self.crc)
+
+    def wait(self) -> _State:
+        """Wait until every piece given so far is hashed (an error of a helper surfaces here)."""
+        while self.hashing:
+            for fut in self.hashing.popleft():
+                fut.result()
+        return self
+
+
+def _stored(first_piece: bytes, first_stream: bytes) -> bool:
+    """The stored-or-deflated rule: stored iff the first piece's deflate output is not smaller.
+
+    A pure function of the member's first ``chunk_size`` bytes and the deflate parameters (level,
+    piece size, engine), so it never depends on timing or the worker count (module docstring).
+    """
+    return len(first_stream) >= len(first_piece)
 
 
 def _deflate_piece(data: bytes, zdict: bytes | None, level: int, final: bool) -> bytes:
@@ -296,6 +355,7 @@ class _Pipeline:
     cache: DeflateCache | None
     known: Mapping[str, str] | None
     workdir: Path
+    hashers: _Hashers | None = None
     pending: deque[_InFlight] = field(default_factory=deque)
     done: list[CompressedMember] = field(default_factory=list)
     cached: set[str] = field(default_factory=set)  # names whose stream came from the cache
@@ -324,7 +384,7 @@ class _Pipeline:
         that same read (:meth:`DeflateCache.copy_verified`), and a corrupt entry is dropped again.
         """
         self.drain()  # keep the result in input order
-        state = _read_and_hash(entry, self.settings.chunk_size, self.progress)
+        state = _read_and_hash(entry, self.settings.chunk_size, self.progress, self.hashers)
         if not _matches(state, found, self.known or {}):
             return False  # bytes differ from the key: deflate them
         assert self.cache is not None  # found comes from it
@@ -360,18 +420,28 @@ class _Pipeline:
         del self.layout.reserved[name]
 
     def _deflate(self, entry: PlanEntry) -> None:
-        """Read, hash and submit ``entry``'s pieces, each with the previous piece's window."""
+        """Read, hash and submit ``entry``'s pieces, each with the previous piece's window.
+
+        While the first piece's deflate has not decided the method, only ``workers - 1`` more
+        pieces are deflated speculatively (enough to keep the workers busy): incompressible data
+        costs one or two trial pieces, not ``2 × workers``. The rule itself is :func:`_stored`.
+        """
         s = self.settings
-        state = _State(entry=entry)
+        state = _State(entry=entry, hashers=self.hashers)
         zdict: bytes | None = None
-        for piece, last in _pieces(entry, s.chunk_size):
+        for index, (piece, last) in enumerate(_pieces(entry, s.chunk_size)):
             state.update(piece)
+            if state.method is None and index >= s.workers and state.trial is not None:
+                _decide(state, state.trial)
             while len(self.pending) >= 2 * s.workers:
                 self._drain_one()
             # A member already decided "stored" deflates nothing more (incompressible data
             # costs a hash and a copy, not a deflate).
             fut = None if state.method == STORED else self._submit(piece, zdict, s.level, last)
-            self.pending.append(_InFlight(state, fut, piece, last))
+            item = _InFlight(state, fut, piece, last)
+            if index == 0:
+                state.trial = item
+            self.pending.append(item)
             zdict = piece[-_WINDOW:] if not last else None
 
     def _submit(self, piece: bytes, zdict: bytes | None, level: int, last: bool) -> Future[bytes]:
@@ -388,7 +458,7 @@ class _Pipeline:
         state, fut, piece = item.state, item.future, item.piece
         blob = fut.result() if fut is not None and state.method != STORED else b""
         if state.method is None:  # the first piece decides, from its content alone
-            state.method = STORED if len(blob) >= len(piece) else DEFLATED
+            _decide(state, item)
         if state.method == STORED:
             if fut is not None:
                 fut.cancel()  # a piece submitted before the decision: its output is not used
@@ -413,6 +483,13 @@ class _Pipeline:
         for item in self.pending:
             if item.future is not None:
                 item.future.cancel()
+
+
+def _decide(state: _State, first: _InFlight) -> None:
+    """Set ``state.method`` from its first piece ``first`` (waits for that piece's deflate)."""
+    blob = first.future.result() if first.future is not None else first.piece
+    state.method = STORED if _stored(first.piece, blob) else DEFLATED
+    state.trial = None
 
 
 def _store_in_cache(
@@ -484,6 +561,8 @@ def compress_members(
     with (
         sink.opened as out,
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deflate") as pool,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256") as sha256_pool,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha1") as sha1_pool,
     ):
         run = _Pipeline(
             settings=settings,
@@ -496,6 +575,7 @@ def compress_members(
             cache=cache,
             known=known_sha256,
             workdir=workdir,
+            hashers=_Hashers(sha256=sha256_pool, sha1=sha1_pool),
         )
         try:
             for entry in settings.items:
@@ -533,14 +613,14 @@ def _lookup(
     return cache.find(key, size=size, level=level, chunk_size=chunk_size)
 
 
-def _read_and_hash(entry: PlanEntry, chunk_size: int, progress: Progress) -> _State:
+def _read_and_hash(entry: PlanEntry, chunk_size: int, progress: Progress, hashers: _Hashers | None) -> _State:
     """Read and hash the entry once (size, CRC-32, SHA-256, SHA-1), advancing ``progress``."""
-    state = _State(entry=entry)
+    state = _State(entry=entry, hashers=hashers)
     for piece, _ in _pieces(entry, chunk_size):
         state.update(piece)
         if piece:
             progress.advance(len(piece))
-    return state
+    return state.wait()
 
 
 def _matches(state: _State, found: CacheEntry, known: Mapping[str, str]) -> bool:
@@ -571,6 +651,7 @@ def _cached_member(state: _State, spool: Path, offset: int, found: CacheEntry) -
 
 
 def _finish(state: _State, spool: Path) -> CompressedMember:
+    state.wait()
     stored = state.method == STORED
     return CompressedMember(
         name=state.entry.name,
