@@ -513,3 +513,18 @@ def test_damaged_runtime_archive_is_exit_4_and_leaves_nothing(
         _build5090(samples, out, inputs=inputs)
     assert err.value.exit_code == ExitCode.INPUT
     _assert_nothing_written(out)
+
+
+def test_no_helper_thread_outlives_a_build_or_a_failed_one(tmp_path: Path, samples: Samples) -> None:
+    import threading
+
+    def helpers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith(("layer", "image-archive"))]
+
+    inputs = _big_inputs(tmp_path, samples)
+    _build5090(samples, tmp_path / "ok", inputs=inputs)
+    assert helpers() == []
+    (inputs / "runtime" / "ninfer-runtime.tar.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\0" * 100)
+    with pytest.raises(InputError):
+        _build5090(samples, tmp_path / "bad", inputs=inputs)
+    assert helpers() == []

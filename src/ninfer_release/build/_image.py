@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,9 +181,11 @@ def build_image_with_sboms(
     """Build an image (``containers.build_image``) and write its SBOMs beside ``image.json``, atomically.
 
     ``request.out`` appears complete — ``layout/``, ``image.tar``, ``image.json``,
-    ``sbom.cdx.json`` (CycloneDX 1.6), ``sbom.spdx.json`` (SPDX 2.3) — or not at all: the image is
-    built into a staging directory, the SBOMs are rendered from its records
-    (``sbom.image_sboms``, times from ``request.epoch``), then the directory is renamed into place.
+    ``sbom.cdx.json`` (CycloneDX 1.6), ``sbom.spdx.json`` (SPDX 2.3) — or not at all: the image's
+    layout is written into a staging directory (``containers.write_image_layout``), then
+    ``containers.finish_image`` writes ``image.tar`` and ``image.json`` on a helper thread while
+    the SBOMs are rendered from the layout's records (``sbom.image_sboms``, times from
+    ``request.epoch``), then the directory is renamed into place.
     ``stand_in`` marks the staged inputs as sample stand-ins in the CycloneDX document;
     ``inputs_license`` is their licence. The base layers are read for the software they ship
     (``containers.read_base_packages``: BusyBox, dpkg packages) so the SBOMs list it.
@@ -194,43 +197,57 @@ def build_image_with_sboms(
     """
     out = request.out
     with staged_directory(out) as stage:
-        inner = stage / "image"
-        built = containers.build_image(
-            dataclasses.replace(request, out=inner), backend=backend, progress=progress
-        )
-        # The image build stages and renames its own directory; lift its entries one level up so
-        # the SBOMs join them before the one rename that publishes ``out``.
-        for child in sorted(inner.iterdir()):
-            child.rename(stage / child.name)
-        inner.rmdir()
-        progress.step("sbom")
-        base_packages = containers.read_base_packages(
-            stage / "layout", [(layer.digest, layer.media_type) for layer in built.layers if layer.from_base]
-        )
-        records = containers.image_sbom_records(
-            built,
-            base_packages=base_packages,
-            base_supplier=request.recipe.base_supplier,
-            inputs_license=inputs_license,
-        )
-        # The recipe lives in <repo>/containers/; the curated licence texts in <repo>/sbom/licenses.
-        licenses_dir = Path(request.recipe.file).resolve().parent.parent / "sbom" / "licenses"
-        refs = sbom.image_license_refs(records, own_license=OWN_LICENSE)
-        sboms = sbom.image_sboms(
-            records,
-            epoch=request.epoch,
-            supplier=SBOM_SUPPLIER,
-            tool_name="ninfer-release",
-            tool_version=__version__,
-            stand_in=stand_in,
-            own_license=OWN_LICENSE,
-            license_texts=sbom.load_license_texts(refs, licenses_dir=licenses_dir),
-            own_copyright=OWN_COPYRIGHT,
-        )
+        laid = containers.write_image_layout(request, stage, progress=progress)
+        progress.step("archive image.tar")
+        progress.step(f"backend {(backend or containers.OciBackend()).name}")
+        # image.tar is written (and every blob flushed to disk) on a thread while the SBOMs are
+        # rendered from the layout's records: they need no archive, and the work of one is mostly
+        # hashing and I/O, the other mostly Python.
+        with ThreadPoolExecutor(1, thread_name_prefix="image-archive") as pool:
+            finishing = pool.submit(containers.finish_image, laid, backend=backend)
+            progress.step("sbom")
+            sboms = _image_sboms(
+                laid.result, request, stage, stand_in=stand_in, inputs_license=inputs_license
+            )
+            built = finishing.result()
         write_bytes(stage / sbom.IMAGE_CDX_NAME, sboms.cyclonedx, overwrite=False)
         write_bytes(stage / sbom.IMAGE_SPDX_NAME, sboms.spdx, overwrite=False)
     result = dataclasses.replace(built, out=out, layout=out / "layout", archive=out / "image.tar")
     return ImageOutcome(result=result, sboms=sboms, sbom_files=sbom.image_sbom_digests(sboms))
+
+
+def _image_sboms(
+    built: containers.ImageBuildResult,
+    request: containers.ImageBuildRequest,
+    stage: Path,
+    *,
+    stand_in: bool,
+    inputs_license: str | None,
+) -> sbom.ImageSboms:
+    """The SBOMs of the image laid out in ``stage/layout``, its record ``built`` (no archive needed)."""
+    base_packages = containers.read_base_packages(
+        stage / "layout", [(layer.digest, layer.media_type) for layer in built.layers if layer.from_base]
+    )
+    records = containers.image_sbom_records(
+        built,
+        base_packages=base_packages,
+        base_supplier=request.recipe.base_supplier,
+        inputs_license=inputs_license,
+    )
+    # The recipe lives in <repo>/containers/; the curated licence texts in <repo>/sbom/licenses.
+    licenses_dir = Path(request.recipe.file).resolve().parent.parent / "sbom" / "licenses"
+    refs = sbom.image_license_refs(records, own_license=OWN_LICENSE)
+    return sbom.image_sboms(
+        records,
+        epoch=request.epoch,
+        supplier=SBOM_SUPPLIER,
+        tool_name="ninfer-release",
+        tool_version=__version__,
+        stand_in=stand_in,
+        own_license=OWN_LICENSE,
+        license_texts=sbom.load_license_texts(refs, licenses_dir=licenses_dir),
+        own_copyright=OWN_COPYRIGHT,
+    )
 
 
 def read_image_inputs(

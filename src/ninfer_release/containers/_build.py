@@ -14,10 +14,11 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import shutil
 import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, cast
@@ -671,7 +672,12 @@ class _OwnLayers:
 
 
 def _write_own_layers(
-    plan: ImagePlan, request: ImageBuildRequest, layout: Path, scratch: Path, say: Callable[[str], None]
+    plan: ImagePlan,
+    request: ImageBuildRequest,
+    layout: Path,
+    scratch: Path,
+    say: Callable[[str], None],
+    syncer: Ordered,
 ) -> _OwnLayers:
     """Write each planned layer (deterministic tar+gzip, C24) into ``layout``'s blobs via ``scratch``.
 
@@ -680,6 +686,7 @@ def _write_own_layers(
     GIL): unpacking the staged runtime archive on one core no longer leaves the other idle while
     a second layer waits. Each layer's bytes depend only on its own entries, so the image is the
     same whatever the order the threads run in. The first failing layer (in recipe order) raises.
+    Each blob, once in place, is flushed to disk on ``syncer`` while the other layers are written.
     """
     for spec in plan.layers:
         say(f"layer {spec.name}")
@@ -687,6 +694,9 @@ def _write_own_layers(
     with ThreadPoolExecutor(workers, thread_name_prefix="layer") as pool:
         futures = [pool.submit(_write_one_layer, spec, request, layout, scratch) for spec in plan.layers]
         try:
+            for done in as_completed(futures):
+                if done.exception() is None:
+                    syncer.submit(_fsync_file, blob_path(layout, done.result()[0].digest))
             written = [f.result() for f in futures]
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -736,45 +746,10 @@ def _bind_labels(plan: ImagePlan, bound: Sequence[BoundInput]) -> ImagePlan:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Written:
-    """What the execute step wrote into the staged directory: the layout's image and the archive."""
-
-    layout: Path
-    image: WrittenImage
-    archive: Path
-    archive_sha256: str
-    archive_size: int
-
-
-def _write_image(
-    stage: Path,
-    layout: Path,
-    *,
-    plan: ImagePlan,
-    config: Mapping[str, Any],
-    layers: Sequence[BuiltLayer],
-    epoch: int,
-) -> _Written:
-    """Config, manifest and index into ``layout``, then ``image.tar`` beside it (C37); fixed dir modes."""
-    written = finish_layout(
-        layout,
-        config_bytes=json_blob(config),
-        layers=[Descriptor(media_type=lay.media_type, digest=lay.digest, size=lay.size) for lay in layers],
-        ref_name=plan.ref_name,
-        annotations=plan.annotations,
-    )
-    archive = stage / "image.tar"
-    info = write_archive(layout, written, archive, repo_tags=plan.repo_tags, epoch=epoch)
-    for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
-        d.chmod(DIR_MODE)
-    return _Written(
-        layout=layout,
-        image=written,
-        archive=archive,
-        archive_sha256=info.sha256,
-        archive_size=info.size,
-    )
+def _fsync_file(path: Path) -> None:
+    """Flush ``path``'s data to disk (``fsync``), so the final flush of the output finds it clean."""
+    with path.open("rb") as f:
+        os.fsync(f.fileno())
 
 
 def _build_result(
@@ -785,9 +760,11 @@ def _build_result(
     base_loc: BaseLocation,
     layers: Sequence[BuiltLayer],
     bound: Sequence[BoundInput],
-    written: _Written,
+    layout: Path,
+    image: WrittenImage,
 ) -> ImageBuildResult:
-    """The build record (before backend delivery) of an image written into ``written``."""
+    """The build record of an image laid out in ``layout``, before its archive (empty digest, size 0)
+    and its backend delivery."""
     recipe = request.recipe
     return ImageBuildResult(
         lane=recipe.lane,
@@ -796,16 +773,16 @@ def _build_result(
         revision=request.revision,
         created=plan.created,
         out=request.out,
-        layout=written.layout,
-        archive=written.archive,
-        archive_sha256=written.archive_sha256,
-        archive_size=written.archive_size,
+        layout=layout,
+        archive=layout.parent / "image.tar",
+        archive_sha256="",
+        archive_size=0,
         ref_name=plan.ref_name,
         repo_tags=plan.repo_tags,
-        manifest_digest=written.image.manifest.digest,
-        manifest_size=written.image.manifest.size,
-        config_digest=written.image.config.digest,
-        config_size=written.image.config.size,
+        manifest_digest=image.manifest.digest,
+        manifest_size=image.manifest.size,
+        config_digest=image.config.digest,
+        config_size=image.config.size,
         base_digest=base.manifest_digest,
         base_name=recipe.base_name,
         base_source=base_loc.text,
@@ -818,6 +795,133 @@ def _build_result(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class LaidOutImage:
+    """An image written into a staging directory up to its OCI layout (:func:`write_image_layout`).
+
+    ``result`` is the build record so far — every digest of the image, but no archive yet (empty
+    ``archive_sha256``, ``archive_size`` 0) and no backend facts: enough for the SBOMs, which
+    :func:`finish_image` lets the caller render while it writes ``image.tar``. ``syncer`` is the
+    helper thread that flushes the written blobs to disk in the background
+    (:func:`finish_image` waits for it and stops it; :meth:`close` stops it after a failure).
+    """
+
+    request: ImageBuildRequest
+    stage: Path
+    plan: ImagePlan
+    image: WrittenImage
+    result: ImageBuildResult
+    syncer: Ordered
+
+    def close(self) -> None:
+        """Stop the background flushing (idempotent)."""
+        self.syncer.close()
+
+
+def write_image_layout(
+    request: ImageBuildRequest, stage: Path, *, progress: Progress = SILENT, timeout: float = 60.0
+) -> LaidOutImage:
+    """Check the inputs, plan, and write the image's OCI layout into the empty directory ``stage``
+    (``stage/layout``): base blobs (verified, pinned), our layers, config, manifest, index.
+
+    The caller owns ``stage`` (an :func:`~ninfer_release.atomic.staged_directory`) and finishes the
+    image with :func:`finish_image`; :func:`build_image` does both.
+
+    Raises:
+        InputError, IntegrityError, BackendError: as :func:`build_image`.
+    """
+    base_loc = check_inputs(request)
+    plan = plan_image(request)
+    return _lay_out(request, stage, base_loc, plan, say=progress.step, timeout=timeout)
+
+
+def _lay_out(
+    request: ImageBuildRequest,
+    stage: Path,
+    base_loc: BaseLocation,
+    plan: ImagePlan,
+    *,
+    say: Callable[[str], None],
+    timeout: float,
+) -> LaidOutImage:
+    """:func:`write_image_layout` once the inputs are checked and the image planned."""
+    recipe = request.recipe
+    stage.chmod(DIR_MODE)  # mkdtemp made it 0700
+    layout = stage / "layout"
+    scratch = stage / ".scratch"
+    layout.mkdir()
+    scratch.mkdir()
+    blob_dir(layout, mode=DIR_MODE)
+    syncer = Ordered()
+    try:
+        say(f"base {base_loc.text}")
+        base = fetch_base(base_loc, layout, os_=recipe.os, arch=recipe.architecture, timeout=timeout)
+        _check_base_pin(recipe, base_loc, base)
+        layers = _base_layers(base, base_loc)
+        own = _write_own_layers(plan, request, layout, scratch, say, syncer)
+        layers.extend(own.layers)
+        plan = _bind_labels(plan, own.bound)
+        config = image_config(
+            base_config=base.config, recipe=recipe, plan=plan, diff_ids=[layer.diff_id for layer in layers]
+        )
+        shutil.rmtree(scratch)
+        image = finish_layout(
+            layout,
+            config_bytes=json_blob(config),
+            layers=[Descriptor(media_type=x.media_type, digest=x.digest, size=x.size) for x in layers],
+            ref_name=plan.ref_name,
+            annotations=plan.annotations,
+        )
+    except BaseException:
+        syncer.close()
+        raise
+    result = _build_result(
+        request,
+        plan=plan,
+        base=base,
+        base_loc=base_loc,
+        layers=layers,
+        bound=own.bound,
+        layout=layout,
+        image=image,
+    )
+    return LaidOutImage(request=request, stage=stage, plan=plan, image=image, result=result, syncer=syncer)
+
+
+def finish_image(
+    laid: LaidOutImage, *, backend: ImageBackend | None = None, progress: Progress = SILENT
+) -> ImageBuildResult:
+    """Write ``image.tar`` (C37) beside the layout, hand the image to ``backend`` (default: OCI
+    only) and write ``image.json``; returns the record (paths inside ``laid.stage``).
+
+    The archive and every blob are flushed to disk before the backend runs (on the helper thread,
+    while the layers were still being written), so the caller's final flush of the staging
+    directory finds them clean.
+
+    Raises:
+        BackendError: the docker backend failed (6).
+    """
+    say = progress.step
+    backend = backend or OciBackend()
+    request, layout = laid.request, laid.stage / "layout"
+    try:
+        say("archive image.tar")
+        archive = laid.stage / "image.tar"
+        info = write_archive(layout, laid.image, archive, repo_tags=laid.plan.repo_tags, epoch=request.epoch)
+        for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
+            d.chmod(DIR_MODE)
+        laid.syncer.submit(_fsync_file, archive)
+        laid.syncer.drain()
+    finally:
+        laid.close()
+    result = dataclasses.replace(laid.result, archive_sha256=info.sha256, archive_size=info.size)
+    say(f"backend {backend.name}")
+    delivered = backend.deliver(result)
+    result = _with(result, backend=dict(delivered), out=request.out)
+    (laid.stage / "image.json").write_bytes(result.as_bytes())
+    return result
+
+
 def build_image(
     request: ImageBuildRequest,
     *,
@@ -828,48 +932,21 @@ def build_image(
     """Build the image daemonlessly into ``request.out`` and hand it to ``backend`` (default: OCI only).
 
     Steps: check inputs (all problems at once) → plan → fetch the base (verified, must equal the
-    recipe's pinned digest) → write our deterministic layers → config / manifest / index → archive →
-    backend delivery → record. Two builds from the same inputs and epoch give the same manifest
-    digest (C36).
+    recipe's pinned digest) → write our deterministic layers → config / manifest / index
+    (:func:`write_image_layout`) → archive → backend delivery → record (:func:`finish_image`).
+    Two builds from the same inputs and epoch give the same manifest digest (C36).
 
     Raises:
         InputError: missing staged files, unsafe paths, base given by tag, existing ``out`` (exit 4).
         IntegrityError: the base does not have the pinned digest, or a blob differs from its digest (5).
         BackendError: the registry or the docker backend failed (6).
     """
-    say = progress.step
-    backend = backend or OciBackend()
-    recipe = request.recipe
     base_loc = check_inputs(request)
     plan = plan_image(request)
     with staged_directory(request.out) as stage:
-        stage.chmod(DIR_MODE)  # mkdtemp made it 0700
-        layout = stage / "layout"
-        scratch = stage / ".scratch"
-        layout.mkdir()
-        scratch.mkdir()
-        blob_dir(layout, mode=DIR_MODE)
-        say(f"base {base_loc.text}")
-        base = fetch_base(base_loc, layout, os_=recipe.os, arch=recipe.architecture, timeout=timeout)
-        _check_base_pin(recipe, base_loc, base)
-        layers = _base_layers(base, base_loc)
-        own = _write_own_layers(plan, request, layout, scratch, say)
-        layers.extend(own.layers)
-        plan = _bind_labels(plan, own.bound)
-        config = image_config(
-            base_config=base.config, recipe=recipe, plan=plan, diff_ids=[layer.diff_id for layer in layers]
-        )
-        shutil.rmtree(scratch)
-        say("archive image.tar")
-        written = _write_image(stage, layout, plan=plan, config=config, layers=layers, epoch=request.epoch)
-        result = _build_result(
-            request, plan=plan, base=base, base_loc=base_loc, layers=layers, bound=own.bound, written=written
-        )
-        say(f"backend {backend.name}")
-        delivered = backend.deliver(result)
-        result = _with(result, backend=dict(delivered), out=request.out)
-        (stage / "image.json").write_bytes(result.as_bytes())
-    return _with(result, backend=dict(delivered), out=request.out)
+        laid = _lay_out(request, stage, base_loc, plan, say=progress.step, timeout=timeout)
+        result = finish_image(laid, backend=backend, progress=progress)
+    return _with(result, backend=dict(result.backend), out=request.out)
 
 
 def _layer_file(f: Mapping[str, Any]) -> LayerFile:

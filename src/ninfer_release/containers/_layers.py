@@ -346,7 +346,11 @@ class GzipSink:
         self.diff_sha256 = hashlib.sha256()
         self.blob_sha256 = hashlib.sha256()
         self._workers = workers if workers is not None else default_workers()
-        self._pool = ThreadPoolExecutor(self._workers) if self._workers > 1 else None
+        self._pool = (
+            ThreadPoolExecutor(self._workers, thread_name_prefix="layer-deflate")
+            if self._workers > 1
+            else None
+        )
         self._owns_ordered = ordered is None and self._pool is not None
         self.ordered = Ordered() if self._owns_ordered else ordered
         self._pending: deque[Future[bytes]] = deque()
