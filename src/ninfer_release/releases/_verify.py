@@ -204,6 +204,9 @@ class _SetFiles:
     sizes: dict[str, int] = field(default_factory=dict)
     members: dict[str, str] = field(default_factory=dict)
     schema_problems: dict[str, list[str]] = field(default_factory=dict)
+    #: The SBOMs' one parse each: validation messages and the maps the cross-checks read.
+    spdx: sbom.SpdxCheck | None = None
+    cdx: sbom.CdxCheck | None = None
 
     @property
     def have_zip(self) -> bool:
@@ -338,8 +341,13 @@ def _read_set(
     scan.start()
     _read_small(run, names, files, progress, known)
     # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
-    validators = ((names.spdx, sbom.validate_spdx_bytes), (names.cdx, sbom.validate_cyclonedx_bytes))
-    files.schema_problems = {n: validate(files.small[n]) for n, validate in validators if n in files.small}
+    # Each SBOM is parsed once: its validation and the maps its cross-checks read (issue 13).
+    if names.spdx in files.small:
+        files.spdx = sbom.check_spdx_bytes(files.small[names.spdx])
+        files.schema_problems[names.spdx] = files.spdx.messages
+    if names.cdx in files.small:
+        files.cdx = sbom.check_cyclonedx_bytes(files.small[names.cdx])
+        files.schema_problems[names.cdx] = files.cdx.messages
     scan.join(run, names.zip, progress)
     return files
 
@@ -590,12 +598,12 @@ def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
             "differs from the copy inside the package",
             f"{names.spdx}: byte-identical to the package copy",
         )
-    if not problems:
-        _check_spdx_files(run, names, spdx, files.members)
+    if not problems and files.spdx is not None:
+        _check_spdx_files(run, names, files.spdx, files.members)
 
 
-def _check_spdx_files(run: _Run, names: AssetNames, spdx: bytes, members: Mapping[str, str]) -> None:
-    listed = {k.removeprefix("./"): v for k, v in sbom.parse_spdx_files(spdx).items()}
+def _check_spdx_files(run: _Run, names: AssetNames, spdx: sbom.SpdxCheck, members: Mapping[str, str]) -> None:
+    listed = {k.removeprefix("./"): v for k, v in spdx.files.get().items()}
     inside = {k: v for k, v in members.items() if k != zip_spdx_path(names.stem)}
     for path in sorted(set(inside) - set(listed)):
         run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
@@ -620,14 +628,14 @@ def _check_cdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
     if problems:
         return
     run.checked.append(f"{names.cdx}: valid CycloneDX 1.6")
-    if files.have_zip:
-        _check_cdx_evidence(run, names, cdx, files)
+    if files.have_zip and files.cdx is not None:
+        _check_cdx_evidence(run, names, files.cdx, files)
 
 
-def _check_cdx_evidence(run: _Run, names: AssetNames, cdx: bytes, files: _SetFiles) -> None:
+def _check_cdx_evidence(run: _Run, names: AssetNames, cdx: sbom.CdxCheck, files: _SetFiles) -> None:
     members = files.members
     before = len(run.failures)
-    hashes = sbom.parse_cyclonedx_hashes(cdx)
+    hashes = cdx.hashes.get()
     for path, sha in sorted(hashes.items()):
         if path not in members:
             run.fail(names.cdx, f"names {path!r}, which is not in the package")
@@ -637,7 +645,7 @@ def _check_cdx_evidence(run: _Run, names: AssetNames, cdx: bytes, files: _SetFil
     # the inventory does not list is a hole in it.
     for path in sorted(set(members) - set(hashes)):
         run.fail(names.cdx, f"package member {path!r} is listed by no component")
-    if sbom.cyclonedx_root_sha256(cdx) != files.digests[names.zip]:
+    if cdx.root_sha256.get() != files.digests[names.zip]:
         run.fail(names.cdx, "metadata.component SHA-256 is not the package's")
     if len(run.failures) == before:
         run.checked.append(

@@ -26,7 +26,8 @@ Invariants: nothing comes from the clock (times from the source-date epoch), nam
 serial numbers are UUIDv5 of the release identity (and, for SPDX, the content), identifiers are
 explicit and checked unique, and both documents are validated before they are returned. The
 verifier side gets :func:`validate_spdx_bytes`, :func:`validate_cyclonedx_bytes`,
-:func:`parse_spdx_files` and :func:`parse_cyclonedx_hashes`.
+:func:`parse_spdx_files` and :func:`parse_cyclonedx_hashes`, and :func:`check_spdx_bytes` /
+:func:`check_cyclonedx_bytes` (validation and those maps from one parse of the document).
 
 Terms: *LicenseRef* — an ``LicenseRef-<id>`` licence not on the SPDX list, whose text is curated in
 the repo's ``sbom/licenses/<id>.txt``; *stand-in* — a sample file that is not the real
@@ -43,6 +44,8 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     from ninfer_release.sbom._cyclonedx import (
         PROP_PATH,
         PROP_STAND_IN,
+        CdxCheck,
+        check_cyclonedx_bytes,
         cross_check_cyclonedx,
         cyclonedx_dependency_inventory,
         cyclonedx_root_sha256,
@@ -91,6 +94,8 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         ShippedFile,
     )
     from ninfer_release.sbom._spdx import (
+        SpdxCheck,
+        check_spdx_bytes,
         cross_check_spdx,
         package_verification_code,
         parse_spdx_files,
@@ -110,6 +115,8 @@ _EXPORTS = {
     "._cyclonedx": (
         "PROP_PATH",
         "PROP_STAND_IN",
+        "CdxCheck",
+        "check_cyclonedx_bytes",
         "cross_check_cyclonedx",
         "cyclonedx_dependency_inventory",
         "cyclonedx_root_sha256",
@@ -176,6 +183,8 @@ _EXPORTS = {
         "write_spdx3",
     ),
     "._spdx": (
+        "SpdxCheck",
+        "check_spdx_bytes",
         "cross_check_spdx",
         "package_verification_code",
         "parse_spdx_files",
@@ -192,6 +201,7 @@ __all__ = [
     "PROP_PATH",
     "PROP_STAND_IN",
     "CatalogEntry",
+    "CdxCheck",
     "DependencyRecord",
     "DraftedFile",
     "FileRecord",
@@ -201,11 +211,14 @@ __all__ = [
     "PeInfo",
     "ShippedFile",
     "Spdx3Written",
+    "SpdxCheck",
     "apply_catalog",
     "canonical_purl",
     "check_against_catalog",
     "check_base_uri",
+    "check_cyclonedx_bytes",
     "check_pe_against_lock",
+    "check_spdx_bytes",
     "combine_licenses",
     "cross_check_cyclonedx",
     "cross_check_spdx",

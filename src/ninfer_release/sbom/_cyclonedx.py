@@ -57,8 +57,10 @@ from ninfer_release.sbom._records import (
     DEPENDENCY_KINDS,
     REDIST_GROUPS,
     DependencyRecord,
+    Outcome,
     PeInfo,
     ShippedFile,
+    attempt,
 )
 from ninfer_release.sbom._spdx import zip_path_problem
 
@@ -992,6 +994,11 @@ def validate_cyclonedx_bytes(data: bytes) -> list[str]:
         raw = strictjson.parse(data, source=CDX_WHERE, error=IntegrityError)
     except IntegrityError as exc:
         return [str(exc)]
+    return _validate_parsed(raw, data)
+
+
+def _validate_parsed(raw: Any, data: bytes) -> list[str]:
+    """:func:`validate_cyclonedx_bytes` of the strictly parsed ``raw`` (``data``: its bytes)."""
     out = _schema_message(raw)
     if not isinstance(raw, dict):
         return [*out, "top level is not a JSON object"]
@@ -1124,7 +1131,11 @@ def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
         IntegrityError: the bytes are not JSON, a path is listed twice, or a listed file has no
             SHA-256.
     """
-    raw = strictjson.parse(data, source=CDX_WHERE, error=IntegrityError)
+    return _hashes_of(strictjson.parse(data, source=CDX_WHERE, error=IntegrityError))
+
+
+def _hashes_of(raw: Any) -> dict[str, str]:
+    """:func:`parse_cyclonedx_hashes` of the strictly parsed document ``raw``."""
     out: dict[str, str] = {}
     problems: list[Problem] = []
     components = _walk_components(raw.get("components") or [] if isinstance(raw, dict) else [])
@@ -1158,6 +1169,11 @@ def cyclonedx_root_sha256(data: bytes) -> str | None:
         raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
+    return _root_sha256_of(raw)
+
+
+def _root_sha256_of(raw: Any) -> str | None:
+    """:func:`cyclonedx_root_sha256` of the parsed document ``raw``."""
     component = (raw.get("metadata") or {}).get("component") if isinstance(raw, dict) else None
     if not isinstance(component, dict):
         return None
@@ -1165,6 +1181,34 @@ def cyclonedx_root_sha256(data: bytes) -> str | None:
         if isinstance(h, dict) and h.get("alg") == "SHA-256":
             return str(h.get("content")).lower()
     return None
+
+
+@dataclass(frozen=True)
+class CdxCheck:
+    """One strict parse of a CycloneDX document, for a verifier: :func:`validate_cyclonedx_bytes`'s
+    ``messages``, and the outcomes of :func:`parse_cyclonedx_hashes` and
+    :func:`cyclonedx_root_sha256` for the same bytes, so the document is parsed once (issue 13)."""
+
+    messages: list[str]
+    hashes: Outcome[dict[str, str]]
+    root_sha256: Outcome[str | None]
+
+
+def check_cyclonedx_bytes(data: bytes) -> CdxCheck:
+    """:func:`validate_cyclonedx_bytes`, :func:`parse_cyclonedx_hashes` and
+    :func:`cyclonedx_root_sha256` of ``data`` from one strict parse (the two outcomes are taken
+    before validation runs). A document that does not parse strictly gets what each function
+    gives for it on its own."""
+    try:
+        raw = strictjson.parse(data, source=CDX_WHERE, error=IntegrityError)
+    except IntegrityError as exc:
+        return CdxCheck(
+            messages=[str(exc)],
+            hashes=attempt(parse_cyclonedx_hashes, data),
+            root_sha256=attempt(cyclonedx_root_sha256, data),
+        )
+    hashes, root = attempt(_hashes_of, raw), attempt(_root_sha256_of, raw)
+    return CdxCheck(messages=_validate_parsed(raw, data), hashes=hashes, root_sha256=root)
 
 
 def _props(component: Mapping[str, Any]) -> dict[str, str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
 
 DependencyKind = Literal["vendored", "redistributable", "engine"]
 RedistGroup = Literal["cuda", "crt", "directstorage", "other"]
@@ -111,3 +111,28 @@ class NormalizedLicense:
 
     expression: str
     license_refs: tuple[str, ...]
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """What a function gave: its ``value``, or the ``error`` it raised (``get()`` gives it back)."""
+
+    value: T | None
+    error: Exception | None
+
+    def get(self) -> T:
+        """The value, or raise the very exception the function raised."""
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[return-value]  # the function's own result
+
+
+def attempt(function: Callable[..., T], *args: Any) -> Outcome[T]:
+    """``function(*args)``'s :class:`Outcome`: a check that runs later raises where it always did."""
+    try:
+        return Outcome(value=function(*args), error=None)
+    except Exception as exc:  # noqa: BLE001 - kept to be raised where the caller asks for it
+        return Outcome(value=None, error=exc)

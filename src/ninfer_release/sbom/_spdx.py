@@ -29,7 +29,7 @@ from ninfer_release.sbom._ids import (
     uuid5_url,
 )
 from ninfer_release.sbom._license import normalize_license_expression, parse_license, require_license_texts
-from ninfer_release.sbom._records import FileRecord
+from ninfer_release.sbom._records import FileRecord, Outcome, attempt
 from ninfer_release.sbom._spdx_fast import CanonicalFiles, validate_canonical
 from ninfer_release.sbom._spdx_validate import validate_full_document
 
@@ -710,6 +710,11 @@ def validate_spdx_bytes(data: bytes) -> list[str]:
         raw = strictjson.parse_object(data, source=SPDX_WHERE, error=IntegrityError)
     except IntegrityError as exc:
         return [str(exc)]
+    return _validate_parsed(raw, data)
+
+
+def _validate_parsed(raw: dict[str, Any], data: bytes) -> list[str]:
+    """:func:`validate_spdx_bytes` of the parsed JSON object ``raw`` (``data``: its bytes)."""
     try:
         return _validate_object(raw, data)
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
@@ -785,6 +790,28 @@ def _verification_code_problems(packages: Sequence[Any], files: Sequence[_FileFa
     return out
 
 
+@dataclass(frozen=True)
+class SpdxCheck:
+    """One strict parse of an SPDX document, for a verifier: :func:`validate_spdx_bytes`'s
+    ``messages`` and the outcome of :func:`parse_spdx_files` for the same bytes (its map, or the
+    very exception it raises), so the document is parsed once (issue 13)."""
+
+    messages: list[str]
+    files: Outcome[dict[str, tuple[str, str]]]
+
+
+def check_spdx_bytes(data: bytes) -> SpdxCheck:
+    """:func:`validate_spdx_bytes` and :func:`parse_spdx_files` of ``data`` from one strict parse
+    (the file map is taken before validation runs). A document that does not parse as an object
+    gets what each function gives for it on its own."""
+    try:
+        raw = strictjson.parse_object(data, source=SPDX_WHERE, error=IntegrityError)
+    except IntegrityError as exc:
+        return SpdxCheck(messages=[str(exc)], files=attempt(parse_spdx_files, data))
+    files = attempt(_spdx_files_of, raw)
+    return SpdxCheck(messages=_validate_parsed(raw, data), files=files)
+
+
 def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:
     """Zip path → (SHA-1, SHA-256) of every File in an SPDX JSON document.
 
@@ -793,7 +820,11 @@ def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:
     Raises:
         IntegrityError: the bytes are not SPDX JSON, or a file lacks a SHA-1 or SHA-256.
     """
-    raw = strictjson.parse(data, source=SPDX_WHERE, error=IntegrityError)
+    return _spdx_files_of(strictjson.parse(data, source=SPDX_WHERE, error=IntegrityError))
+
+
+def _spdx_files_of(raw: Any) -> dict[str, tuple[str, str]]:
+    """:func:`parse_spdx_files` of the parsed document ``raw``."""
     out: dict[str, tuple[str, str]] = {}
     problems: list[Problem] = []
     files = raw.get("files", []) if isinstance(raw, dict) else None
