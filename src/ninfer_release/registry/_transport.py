@@ -22,6 +22,8 @@ and the registry needs, is here:
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import logging
 import random
 import re
@@ -39,6 +41,7 @@ import requests
 import requests.adapters
 import urllib3.connection
 import urllib3.connectionpool
+import urllib3.util
 
 from ninfer_release.errors import BackendError
 
@@ -83,16 +86,68 @@ def is_loopback_host(host: str) -> bool:
 _local = threading.local()
 
 
+class _Watchdog:
+    """One daemon thread that fires every due :class:`_Watch` of the process (a deadline heap).
+
+    A watch per exchange used to be a ``threading.Timer``: a thread started per request, and
+    ``Thread.start`` waits until the new thread has run, which takes up to a GIL switch interval
+    per request while the publish verification's thread holds the GIL (issue 11: ~40 exchanges).
+    Here entering a watch is a heap push under a lock; the thread starts once.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Watch]] = []
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, watch: _Watch, seconds: float) -> None:
+        """Fire ``watch`` in ``seconds`` unless it is disarmed first."""
+        with self._cond:
+            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), watch))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="registry-watchdog", daemon=True)
+                self._thread.start()
+            elif self._heap[0][2] is watch:
+                self._cond.notify()  # an earlier deadline than the one the thread sleeps towards
+
+    def disarm(self, watch: _Watch) -> None:
+        """``watch`` never fires from now on (its heap entry is dropped when it comes up)."""
+        with self._cond:
+            watch.armed = False
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                while self._heap and (not self._heap[0][2].armed or self._heap[0][0] <= now):
+                    _, _, due = heapq.heappop(self._heap)
+                    if due.armed:
+                        due.armed = False
+                        due.fire()  # a socket shutdown: never blocks
+                self._cond.wait(self._heap[0][0] - now if self._heap else None)
+
+
+_WATCHDOG = _Watchdog()
+
+
+@dataclass(frozen=True)
+class _Socket:
+    """A bare socket where the watchdog looks for a connection's (``conn.sock``)."""
+
+    sock: socket.socket
+
+
 class _Watch:
     """Shuts down the socket this thread is using when the deadline passes."""
 
     def __init__(self, seconds: float) -> None:
         self.fired = False
-        self.conn: urllib3.connection.HTTPConnection | None = None
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
+        self.armed = False
+        self.conn: urllib3.connection.HTTPConnection | _Socket | None = None
+        self._seconds = max(seconds, 0.0)
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         self.fired = True
         conn = self.conn
         sock = getattr(conn, "sock", None) if conn is not None else None
@@ -103,11 +158,12 @@ class _Watch:
     def __enter__(self) -> _Watch:
         self._outer = getattr(_local, "watch", None)
         _local.watch = self
-        self._timer.start()
+        self.armed = True
+        _WATCHDOG.arm(self, self._seconds)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
+        _WATCHDOG.disarm(self)
         _local.watch = self._outer
 
 
@@ -299,6 +355,8 @@ class Transport:
 
     def _probe(self) -> str:
         url = f"https://{self.api_host}/v2/"
+        if self.insecure and not self._speaks_tls(url):
+            return self._plain()
         attempt = 0
         while True:
             try:
@@ -334,9 +392,49 @@ class Transport:
                 break  # closed on our ClientHello: a plain-HTTP server
             except requests.RequestException as exc:
                 raise self._transport_error("GET", url, exc) from None
+        return self._plain()
+
+    def _plain(self) -> str:
         if not is_loopback_host(self.host):
             log.warning("INSECURE: talking plain HTTP to %s (--insecure-registry)", self.host)
         return "http"
+
+    def _speaks_tls(self, url: str) -> bool:
+        """Whether the port of a host that may talk plain HTTP answers a TLS handshake, asked
+        without loading a CA (``False`` only when it answers, or closes, as no TLS server does).
+
+        Loading the trust store costs 30-130 ms of CPU per connection (issue 11: the start of a
+        publish to a plain-HTTP loopback registry). Nothing is trusted from this handshake and
+        nothing is sent over it: every other outcome (it completes, refused, a timeout) is left
+        to the verified probe, which decides ``https`` or words the error exactly as before.
+
+        Raises:
+            RegistryError: the request deadline passed (``deadline``).
+        """
+        parts = urllib3.util.parse_url(url)
+        name = (parts.host or "").strip("[]")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # a handshake only: no byte of a request follows
+        with self.watch(self.options.request_deadline) as watch:
+            try:
+                with socket.create_connection(
+                    (name, parts.port or 443), timeout=self.options.connect_timeout
+                ) as raw:
+                    watch.conn = _Socket(raw)
+                    raw.settimeout(self.options.read_timeout)
+                    with context.wrap_socket(raw, server_hostname=name):
+                        return True
+            except (ssl.SSLError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError):
+                if watch.fired:
+                    raise self.deadline_error("GET", url) from None
+                return False  # plain HTTP answered our ClientHello (or hung up on it)
+            except TimeoutError:
+                raise self.deadline_error("GET", url) from None  # what the verified probe says
+            except OSError:
+                if watch.fired:
+                    raise self.deadline_error("GET", url) from None
+                return True  # refused or unreachable: the verified probe retries and words it
 
     def _timeouts(self) -> tuple[float, float]:
         return (self.options.connect_timeout, self.options.read_timeout)

@@ -508,8 +508,6 @@ class _Publication:
         Raises:
             PublishError: see :func:`publish_set` (exit 7).
         """
-        from ninfer_release.manifests import DEFAULT_ASSET_BUDGET
-        from ninfer_release.releases._budget import refuse_over_budget
         from ninfer_release.releases._publish import ANN_REVISION, FilesTarget, PublishRequest, open_publisher
 
         manifest = found.manifest
@@ -523,6 +521,11 @@ class _Publication:
             raise PublishError(problems=problems)
         if isinstance(self.parsed, FilesTarget):
             # A files:// tree is what a release host serves: refuse what it would reject, first.
+            # (The release definition's package loads only here: on oci:// the main thread's
+            # time before the first upload byte is the publish's start-up, issue 11.)
+            from ninfer_release.manifests import DEFAULT_ASSET_BUDGET
+            from ninfer_release.releases._budget import refuse_over_budget
+
             budget = self.release.asset_budget if self.release is not None else DEFAULT_ASSET_BUDGET
             refuse_over_budget(self.set_dir, found.names.all, budget, target=self.target)
         request = PublishRequest(
