@@ -235,3 +235,109 @@ def test_the_verification_thread_yields_the_cpu_to_the_upload() -> None:
     t.join()
     assert seen == [min(_flows._VERIFY_NICENESS, 19 - main_before)]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_before
+
+
+def test_the_small_blobs_upload_beside_the_largest_and_report_after_it(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zip (the largest blob) goes on the calling thread while the other blobs upload on a
+    helper thread: here the zip's upload waits until a small one has been stored. Their progress
+    steps are reported after the zip's, each with its own bytes."""
+    zip_name = f"{stem(LANE)}.zip"
+    small_done = threading.Event()
+    threads: dict[str, str] = {}
+    real_put = OciPublisher._put_blob
+
+    def put(self: OciPublisher, blob: Any) -> None:
+        threads[blob.title or "config"] = threading.current_thread().name
+        if blob.title == zip_name:
+            assert small_done.wait(60), "no small blob was uploaded while the zip was"
+        real_put(self, blob)
+        if blob.title != zip_name:
+            small_done.set()
+
+    steps: list[tuple[str, int]] = []
+
+    class Steps:
+        def step(self, message: str, total: int | None = None) -> None:
+            steps.append((message, 0))
+
+        def advance(self, nbytes: int) -> None:
+            steps[-1] = (steps[-1][0], steps[-1][1] + nbytes)
+
+    monkeypatch.setattr(OciPublisher, "_put_blob", put)
+    result = _flows.publish_set(sealed, f"oci://{registry}/{repo}", draft=True, transfer=Steps())
+    assert result.status == "published"
+    assert threads.pop(zip_name) == threading.current_thread().name
+    assert set(threads.values()) == {"publish-blobs"} and len(threads) == 11  # 10 files + config
+    assert steps[0] == (zip_name, (sealed / zip_name).stat().st_size)
+    sizes = {p.name: p.stat().st_size for p in sealed.iterdir()}
+    assert {n: b for n, b in steps[1:] if n in sizes} == {n: s for n, s in sizes.items() if n != zip_name}
+    assert _no_uploader_left()
+
+
+def _no_uploader_left() -> bool:
+    return not any(t.name == "publish-blobs" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_small_file_changed_after_the_verification_is_refused_from_the_helper_thread(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small blob uploaded beside the zip whose file changed after the verification: the
+    registry refuses it on the helper thread and that refusal is raised once the zip is up
+    (exit 5 from the CLI); no manifest, no tag, no thread left."""
+    from ninfer_release.errors import IntegrityError
+
+    real_verify = verify_set
+
+    def verify_then_change(set_dir: Path, **kwargs: Any) -> Any:
+        report = real_verify(set_dir, **kwargs)
+        flip_byte(set_dir / f"{stem(LANE)}.route.json")
+        return report
+
+    real_put = OciPublisher._put_blob
+    verified = threading.Event()
+
+    def put_once_verified(self: OciPublisher, blob: Any) -> None:
+        if blob.title != f"{stem(LANE)}.zip":
+            assert verified.wait(120)
+        real_put(self, blob)
+
+    def verify_then_release(set_dir: Path, **kwargs: Any) -> Any:
+        try:
+            return verify_then_change(set_dir, **kwargs)
+        finally:
+            verified.set()
+
+    monkeypatch.setattr(_flows, "verify_set", verify_then_release)
+    monkeypatch.setattr(OciPublisher, "_put_blob", put_once_verified)
+    with pytest.raises(IntegrityError, match=r"route\.json.*registry says the bytes are not sha256:"):
+        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
+    assert _manifest(registry, repo, TAG) is None
+    assert _no_uploader_left() and _no_worker_left()
+
+
+def test_a_failed_largest_upload_stops_and_joins_the_helper(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zip's upload fails: that error is raised, the helper stops after its current blob and
+    is joined first (nothing keeps uploading after publish returns)."""
+    real_put = OciPublisher._put_blob
+    started = threading.Event()
+    stored: list[str] = []
+
+    def put(self: OciPublisher, blob: Any) -> None:
+        if blob.title == f"{stem(LANE)}.zip":
+            assert started.wait(60)
+            raise PublishError("the zip failed")
+        started.set()
+        time.sleep(0.2)
+        real_put(self, blob)
+        stored.append(blob.title or "config")
+
+    monkeypatch.setattr(OciPublisher, "_put_blob", put)
+    with pytest.raises(PublishError, match="the zip failed"):
+        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
+    assert _no_uploader_left()
+    assert 1 <= len(stored) < 11  # stopped early, after the blob it was storing
+    assert _manifest(registry, repo, TAG) is None

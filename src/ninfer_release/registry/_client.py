@@ -330,7 +330,9 @@ class RegistryClient:
         length = resp.headers.get("Content-Length")
         return size is None or length is None or length == str(size)
 
-    def push_blob(self, repo: str, blob: BlobSource, *, mount_from: str | None = None) -> str:
+    def push_blob(
+        self, repo: str, blob: BlobSource, *, mount_from: str | None = None, progress: Progress | None = None
+    ) -> str:
         """Upload ``blob`` unless ``repo`` has it; returns ``present``, ``mounted`` or ``uploaded``.
 
         ``HEAD`` first; then a cross-repository mount from ``mount_from`` (same registry) when
@@ -340,7 +342,8 @@ class RegistryClient:
         the registry holds (:meth:`_put_chunked`); any other failed upload is restarted from the
         beginning, at most ``retries`` times. A 413 on a chunk halves ``chunk_size`` (down to
         64 KiB) and tries again at once without counting as a retry: a body cap is found in at
-        most 14 halvings from the 1 GiB default.
+        most 14 halvings from the 1 GiB default. ``progress`` (default: the client's) gets the
+        blob's step and bytes: a caller uploading blobs side by side gives each thread its own.
 
         Raises:
             RegistryError: refused or failed after the retries; ``code`` ``DIGEST_INVALID`` when
@@ -352,7 +355,7 @@ class RegistryClient:
         while True:
             chunk_size = self._chunk_size
             try:
-                return self._upload(repo, blob, mount_from if attempt == 0 else None)
+                return self._upload(repo, blob, mount_from if attempt == 0 else None, progress)
             except RegistryError as exc:
                 if _fatal(exc):
                     raise
@@ -365,14 +368,16 @@ class RegistryClient:
                     raise
                 self._http._sleep(attempt, None)
 
-    def _upload(self, repo: str, blob: BlobSource, mount_from: str | None) -> str:
+    def _upload(
+        self, repo: str, blob: BlobSource, mount_from: str | None, progress: Progress | None = None
+    ) -> str:
         """One upload attempt of :meth:`push_blob`: a mount, a monolithic ``PUT`` or chunks."""
         location, mounted = self._start_upload(repo, blob, mount_from)
         if mounted:
             return "mounted"
         if not self._chunked and blob.size <= self.options.monolithic_max:
             try:
-                self._put_monolithic(repo, blob, location)
+                self._put_monolithic(repo, blob, location, progress)
                 return "uploaded"
             except RegistryError as exc:
                 if exc.status != 413:
@@ -380,7 +385,7 @@ class RegistryClient:
                 with self._lock:
                     self._chunked = True  # this host caps bodies: chunk from now on
             location, _ = self._start_upload(repo, blob, None)
-        return self._put_chunked(repo, blob, location)
+        return self._put_chunked(repo, blob, location, progress)
 
     def _start_upload(self, repo: str, blob: BlobSource, mount_from: str | None) -> tuple[str, bool]:
         path = f"/v2/{repo}/blobs/uploads/"
@@ -404,9 +409,11 @@ class RegistryClient:
             return location
         return self._http.base() + location
 
-    def _put_monolithic(self, repo: str, blob: BlobSource, location: str) -> None:
+    def _put_monolithic(
+        self, repo: str, blob: BlobSource, location: str, progress: Progress | None = None
+    ) -> None:
         def make() -> Any:
-            return _Counting(blob.open(), blob.size, self._reporter(blob))
+            return _Counting(blob.open(), blob.size, self._reporter(blob, progress))
 
         headers = {"Content-Type": "application/octet-stream", "Content-Length": str(blob.size)}
         with self._call(
@@ -424,7 +431,9 @@ class RegistryClient:
         ):
             pass
 
-    def _put_chunked(self, repo: str, blob: BlobSource, location: str) -> str:
+    def _put_chunked(
+        self, repo: str, blob: BlobSource, location: str, progress: Progress | None = None
+    ) -> str:
         """``PATCH`` the blob in ``chunk_size`` pieces, then the final ``PUT ?digest=``; returns
         ``uploaded``, or ``present`` when a resume finds the blob already there.
 
@@ -439,7 +448,7 @@ class RegistryClient:
         resumes = 0
         while True:
             try:
-                location = self._patch_from(repo, blob, location, offset)
+                location = self._patch_from(repo, blob, location, offset, progress)
                 break
             except RegistryError as exc:
                 if not _resumable(exc) or resumes >= self.options.retries or self._http.remaining() <= 0:
@@ -466,13 +475,15 @@ class RegistryClient:
             pass
         return "uploaded"
 
-    def _patch_from(self, repo: str, blob: BlobSource, location: str, offset: int) -> str:
+    def _patch_from(
+        self, repo: str, blob: BlobSource, location: str, offset: int, progress: Progress | None = None
+    ) -> str:
         """Send the blob's bytes from ``offset`` on as ``PATCH`` chunks; the session's next URL.
 
         Each chunk's body is streamed from the file (:class:`_Window`), so a large ``chunk_size``
         costs no memory: a 388 MB blob goes in a few requests, as docker and skopeo send it.
         """
-        report = self._reporter(blob)
+        report = self._reporter(blob, progress)
         with blob.open() as stream:
             while offset < blob.size:
                 n = min(self._chunk_size, blob.size - offset)
@@ -529,10 +540,11 @@ class RegistryClient:
             return None
         return next_url, int(end) + 1
 
-    def _reporter(self, blob: BlobSource) -> Callable[[int], None]:
-        """The blob's step begins; its bytes advance it."""
-        self.progress.step(blob.name or blob.digest, blob.size)
-        return self.progress.advance
+    def _reporter(self, blob: BlobSource, progress: Progress | None = None) -> Callable[[int], None]:
+        """The blob's step begins on ``progress`` (default: the client's); its bytes advance it."""
+        to = self.progress if progress is None else progress
+        to.step(blob.name or blob.digest, blob.size)
+        return to.advance
 
     # -- one exchange ----------------------------------------------------------------------------
 

@@ -866,6 +866,12 @@ class StorePublisher(abc.ABC):
     def _put_blob(self, blob: Blob) -> None:
         """Store ``blob`` unless present, verifying its digest and size."""
 
+    def _put_blobs(self, blobs: Sequence[Blob]) -> None:
+        """Store every blob of ``blobs`` (:meth:`_put_blob`), in that order; the registry adapter
+        sends the small ones beside the first (``OciPublisher._put_blobs``)."""
+        for blob in blobs:
+            self._put_blob(blob)
+
     @abc.abstractmethod
     def _put_manifest(self, plan: ArtifactPlan, tags: Sequence[str]) -> None:
         """Store the manifest and point each of ``tags`` at it."""
@@ -952,8 +958,7 @@ class StorePublisher(abc.ABC):
                 return PublishResult(
                     status="already_published", ref=self.url(target_tag), manifest_digest=plan.digest
                 )
-            for blob in plan.upload_order:
-                self._put_blob(blob)
+            self._put_blobs(plan.upload_order)
             # Blobs are content-addressed and invisible without a manifest: the manifest is what
             # publishes, so it waits for the gate (a refused set leaves only unreferenced blobs).
             gate()
