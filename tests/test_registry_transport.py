@@ -85,4 +85,3 @@ def test_a_plain_http_loopback_port_is_found_without_loading_a_trust_store(
     monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", refuse)
     monkeypatch.setattr(ssl.SSLContext, "load_default_certs", refuse)
     assert Transport(plain_http, RegistryOptions()).base() == f"http://{plain_http}"
-
