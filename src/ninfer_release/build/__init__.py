@@ -16,45 +16,100 @@ and ``image carry`` resolve their defaults here too (:func:`resolve_image_build`
 :func:`carried_lane`).
 """
 
-from ninfer_release.build._build import (
-    OUTPUT_MARKER,
-    RELEASE_MANIFEST_NAME,
-    LaneOutcome,
-    ReleaseOutcome,
-    build_lane,
-    build_release,
-    documented_route,
-    plan_build,
-    release_facts,
-)
-from ninfer_release.build._image import (
-    ImageBuildInputs,
-    ImageBuildOptions,
-    ImageOutcome,
-    build_image_with_sboms,
-    carried_lane,
-    image_backend,
-    image_epoch,
-    read_image_inputs,
-    resolve_image_build,
-    run_image_lane,
-)
-from ninfer_release.build._inputs import check_release_inputs, lane_staged_dir
-from ninfer_release.build._native import read_native_inputs, run_native_lane
-from ninfer_release.build._plan import (
-    CHECKS,
-    BuildPlan,
-    ImageInputs,
-    ImageWork,
-    LanePlan,
-    NativeInputs,
-    NativeWork,
-    PlannedMember,
-    lane_phase,
-    plan_carried_lane,
-    plan_image_lane,
-    plan_native_lane,
-)
+from typing import TYPE_CHECKING
+
+from ninfer_release.lazyexports import lazy_exports
+
+if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.build._build import (
+        OUTPUT_MARKER,
+        RELEASE_MANIFEST_NAME,
+        LaneOutcome,
+        ReleaseOutcome,
+        build_lane,
+        build_release,
+        documented_route,
+        plan_build,
+        release_facts,
+    )
+    from ninfer_release.build._image import (
+        ImageBuildInputs,
+        ImageBuildOptions,
+        ImageOutcome,
+        build_image_with_sboms,
+        carried_lane,
+        image_backend,
+        image_epoch,
+        read_image_inputs,
+        resolve_image_build,
+        run_image_lane,
+    )
+    from ninfer_release.build._inputs import check_release_inputs, lane_staged_dir
+    from ninfer_release.build._native import read_native_inputs, run_native_lane
+    from ninfer_release.build._plan import (
+        CHECKS,
+        BuildPlan,
+        ImageInputs,
+        ImageWork,
+        LanePlan,
+        NativeInputs,
+        NativeWork,
+        PlannedMember,
+        lane_phase,
+        plan_carried_lane,
+        plan_image_lane,
+        plan_native_lane,
+    )
+
+_EXPORTS = {
+    "._build": (
+        "OUTPUT_MARKER",
+        "RELEASE_MANIFEST_NAME",
+        "LaneOutcome",
+        "ReleaseOutcome",
+        "build_lane",
+        "build_release",
+        "documented_route",
+        "plan_build",
+        "release_facts",
+    ),
+    "._image": (
+        "ImageBuildInputs",
+        "ImageBuildOptions",
+        "ImageOutcome",
+        "build_image_with_sboms",
+        "carried_lane",
+        "image_backend",
+        "image_epoch",
+        "read_image_inputs",
+        "resolve_image_build",
+        "run_image_lane",
+    ),
+    "._inputs": (
+        "check_release_inputs",
+        "lane_staged_dir",
+    ),
+    "._native": (
+        "read_native_inputs",
+        "run_native_lane",
+    ),
+    "._plan": (
+        "CHECKS",
+        "BuildPlan",
+        "ImageInputs",
+        "ImageWork",
+        "LanePlan",
+        "NativeInputs",
+        "NativeWork",
+        "PlannedMember",
+        "lane_phase",
+        "plan_carried_lane",
+        "plan_image_lane",
+        "plan_native_lane",
+    ),
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "CHECKS",

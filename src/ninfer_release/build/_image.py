@@ -16,17 +16,18 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ninfer_release import __version__, containers, manifests, sbom
 from ninfer_release.atomic import staged_directory, write_bytes
-from ninfer_release.build._inputs import lane_staged_dir
-from ninfer_release.build._native import SBOM_SUPPLIER
-from ninfer_release.build._plan import ImageInputs, ImageWork, LanePlan
+from ninfer_release.build._inputs import SBOM_SUPPLIER, lane_staged_dir
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.progress import SILENT, Prefixed, Progress
 from ninfer_release.reproducible import source_date_epoch
+
+if TYPE_CHECKING:  # the lane plans load with a container lane's build, not with ``image build``
+    from ninfer_release.build._plan import ImageInputs, LanePlan
 
 #: The licence of what ninfer-release renders into an image (config, profile): the project's own
 #: (pyproject.toml ``license``), as the image SBOMs state it.
@@ -260,6 +261,8 @@ def read_image_inputs(
     Raises:
         InputError: the recipe, the staged tree or ``build-info.json`` is missing or invalid (exit 4).
     """
+    from ninfer_release.build._plan import ImageInputs
+
     assert lane.container_recipe is not None  # the definition requires it for an oci-image lane
     recipe = containers.load_recipe(release.repo_root / lane.container_recipe)
     staged = lane_staged_dir(inputs, lane.id)
@@ -334,6 +337,8 @@ def run_image_lane(
     Raises:
         InputError, IntegrityError, BackendError: as :func:`build_image_with_sboms`.
     """
+    from ninfer_release.build._plan import ImageWork
+
     work = plan.work
     assert isinstance(work, ImageWork)
     source = work.source

@@ -15,6 +15,10 @@ from pathlib import Path
 
 from ninfer_release.errors import InputError, Problem
 
+#: Supplier / tool vendor the SBOMs name (native sets and images alike). Here, beside the rule
+#: every lane kind shares, so ``image build`` need not import the native lane's executor.
+SBOM_SUPPLIER = "OMP NInfer"
+
 #: The file that marks a directory as one lane's staged tree (docs/staged-inputs.md).
 BUILD_INFO = "build-info.json"
 

@@ -13,17 +13,18 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ninfer_release.digests import is_digest
 from ninfer_release.errors import BackendError, InputError, IntegrityError
-from ninfer_release.registry import MANIFEST_ACCEPT, RegistryOptions
-from ninfer_release.registry import RegistryClient as SharedClient
-from ninfer_release.registry import RegistryError as SharedRegistryError
+
+if TYPE_CHECKING:  # loaded on first use: an image build from a layout on disk never talks HTTP
+    from ninfer_release.registry import RegistryError as SharedRegistryError
+    from ninfer_release.registry import RegistryOptions
 
 from ._layout import MT_MANIFEST
 from ._oci import DOCKER_TO_OCI, INDEX_TYPES, Descriptor, check_bytes
 
-ACCEPT = MANIFEST_ACCEPT
 _REPO = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
@@ -97,6 +98,9 @@ class RegistryClient:
     def __init__(
         self, registry: str, *, timeout: float = 60.0, options: RegistryOptions | None = None
     ) -> None:
+        from ninfer_release.registry import RegistryClient as SharedClient
+        from ninfer_release.registry import RegistryOptions
+
         self.registry = registry
         base = options if options is not None else RegistryOptions.from_env()
         self._client = SharedClient(
@@ -115,9 +119,12 @@ class RegistryClient:
             BackendError: the registry cannot be reached or refuses (404: :class:`RegistryHTTPError`).
             IntegrityError: digest mismatch.
         """
+        from ninfer_release.registry import MANIFEST_ACCEPT
+        from ninfer_release.registry import RegistryError as SharedRegistryError
+
         where = f"{self.registry}/{repository}@{digest}"
         try:
-            found = self._client.get_manifest(repository, digest, accept=ACCEPT)
+            found = self._client.get_manifest(repository, digest, accept=MANIFEST_ACCEPT)
         except SharedRegistryError as exc:
             raise self._http_error(exc) from None
         if found is None:
@@ -130,6 +137,8 @@ class RegistryClient:
 
     def blob_bytes(self, repository: str, desc: Descriptor) -> bytes:
         """A small blob (config) in memory, verified against ``desc``."""
+        from ninfer_release.registry import RegistryError as SharedRegistryError
+
         try:
             data = self._client.blob_bytes(repository, desc.digest, cap=desc.size)
         except SharedRegistryError as exc:
@@ -143,6 +152,8 @@ class RegistryClient:
         Raises:
             IntegrityError: digest or size differs (``dest`` is removed).
         """
+        from ninfer_release.registry import RegistryError as SharedRegistryError
+
         h = hashlib.sha256()
         size = 0
         out = dest.open("wb") if dest is not None else None
