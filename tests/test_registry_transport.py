@@ -62,17 +62,25 @@ def test_a_watch_fires_its_socket_after_its_deadline_and_a_disarmed_one_never() 
         assert d.recv(1) == b"x"
 
 
-def test_exchanges_start_no_thread_each(plain_http: str) -> None:
+def test_exchanges_start_no_thread_each(plain_http: str, monkeypatch: pytest.MonkeyPatch) -> None:
     transport = Transport(plain_http, RegistryOptions())
     with _Watch(1.0):
         pass  # the watchdog runs from here on
-    before = {t.ident for t in threading.enumerate()}
+    me = threading.current_thread()
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if threading.current_thread() is me:  # not the test server's handler threads
+            started.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
     for _ in range(20):
         with _Watch(30.0):
             resp = transport.request("GET", "/v2/", repo=None)
             resp.close()
-    started = {t.ident for t in threading.enumerate()} - before
-    assert not started
+    assert started == []
     assert _WATCHDOG._thread is not None and _WATCHDOG._thread.is_alive()
 
 
