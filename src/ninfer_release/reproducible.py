@@ -96,13 +96,29 @@ def sorted_walk(root: Path, *, errors: list[OSError] | None = None) -> list[Path
     Raises:
         OSError: a directory under ``root`` cannot be listed and ``errors`` is ``None``.
     """
-    found: list[Path] = []
-    failed: list[OSError] = [] if errors is None else errors
+    return [path for _, path in sorted_walk_relative(root, errors=errors)]
 
+
+def sorted_walk_relative(root: Path, *, errors: list[OSError] | None = None) -> list[tuple[str, Path]]:
+    """:func:`sorted_walk` with each path's POSIX path relative to ``root``: ``(relative, path)``.
+
+    The relative paths are cut from the walk's own strings (no ``Path.relative_to`` per entry:
+    about half the walk's cost at 10k files, issue 13); they equal
+    ``path.relative_to(root).as_posix()``.
+
+    Raises:
+        OSError: as :func:`sorted_walk`.
+    """
+    found: list[tuple[str, Path]] = []
+    failed: list[OSError] = [] if errors is None else errors
+    top = os.fspath(root)
+    prefix = top if top.endswith(os.sep) else top + os.sep
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=failed.append):
         base = Path(dirpath)
-        found.extend(base / d for d in dirnames)
-        found.extend(base / f for f in filenames)
+        rel = "" if dirpath == top else dirpath.removeprefix(prefix).replace(os.sep, "/") + "/"
+        found.extend((rel + d, base / d) for d in dirnames)
+        found.extend((rel + f, base / f) for f in filenames)
     if errors is None and failed:
         raise failed[0]
-    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+    found.sort(key=lambda item: item[0])
+    return found

@@ -28,6 +28,8 @@ _DEVICES = frozenset(
     | {f"{kind}{d}" for kind in ("COM", "LPT") for d in "123456789\u00b9\u00b2\u00b3"}
 )
 _FORBIDDEN = frozenset('<>:"|?*')
+#: A character of :data:`_FORBIDDEN` or a control character (below U+0020).
+_SUSPECT = re.compile(r'[<>:"|?*\x00-\x1f]')
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -48,12 +50,13 @@ def _component_problems(part: str) -> list[str]:
     if part == "..":
         out.append("'..' path component leaves the install root")
         return out
-    bad = sorted({c for c in part if c in _FORBIDDEN})
-    if bad:
-        out.append(f'component {part!r} contains {"".join(bad)!r}; Windows forbids <>:"|?*')
-    controls = sorted({c for c in part if ord(c) < 32})
-    if controls:
-        out.append(f"component {part!r} contains control characters {''.join(controls)!r}")
+    if _SUSPECT.search(part):  # the two character scans only where one can find something
+        bad = sorted({c for c in part if c in _FORBIDDEN})
+        if bad:
+            out.append(f'component {part!r} contains {"".join(bad)!r}; Windows forbids <>:"|?*')
+        controls = sorted({c for c in part if ord(c) < 32})
+        if controls:
+            out.append(f"component {part!r} contains control characters {''.join(controls)!r}")
     if part.endswith((".", " ")):
         out.append(f"component {part!r} ends in a dot or space; Windows strips it silently (C20)")
     base = part.split(".", 1)[0].rstrip(" ").upper()

@@ -23,7 +23,7 @@ from ninfer_release.digests import SHA256_HEX
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.jsonfields import FieldReader
-from ninfer_release.reproducible import sorted_walk
+from ninfer_release.reproducible import sorted_walk_relative
 
 BUILD_INFO = "build-info.json"
 LOCK = "dependencies.lock.json"
@@ -296,14 +296,13 @@ def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
     files: list[StagedFile] = []
     by_nfc: dict[str, str] = {}
     unlisted: list[OSError] = []
-    walked = sorted_walk(root, errors=unlisted)
+    walked = sorted_walk_relative(root, errors=unlisted)
     for exc in unlisted:
         where = Path(exc.filename).relative_to(root).as_posix() if exc.filename else ""
         problems.append(
             Problem(file=str(root), field=where, message=f"cannot list directory: {exc.strerror or exc}")
         )
-    for path in walked:
-        rel_raw = path.relative_to(root).as_posix()
+    for rel_raw, path in walked:
         try:
             rel_raw.encode("utf-8")
         except UnicodeEncodeError:
