@@ -14,6 +14,7 @@ from flow_support import RELEASE, samples
 from ninfer_release.packaging import (
     DeflateCache,
     PlanEntry,
+    SelfCheckError,
     ZipLayout,
     compress_members,
     finish_zip,
@@ -200,21 +201,62 @@ def test_a_warm_layout_build_copies_hits_once_and_stores_nothing_again(
     assert {p: p.stat().st_ino for p in (tmp_path / "cache").glob("*/*.bin")} == streams
 
 
-def test_a_corrupt_entry_met_while_laying_out_is_dropped_and_deflated(
+def test_a_corrupt_entry_met_while_laying_out_fails_the_self_check_naming_its_key(
     tmp_path: Path, known: dict[str, str]
 ) -> None:
+    """In a layout the hit is copied unread; the self-check's inflate in the zip is its proof."""
     cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
     plain = _laid_out(tmp_path, "plain", None, known)
     _laid_out(tmp_path, "cold", cache, known)
     (stream,) = (tmp_path / "cache").glob(f"*/{known['bin/a.dll']}.bin")
     good = stream.read_bytes()
     damaged = bytearray(good)
-    damaged[len(damaged) // 3] ^= 0x08
+    damaged[len(damaged) // 3 : len(damaged) // 3 + 64] = bytes(64)  # same length, other bytes
     stream.write_bytes(bytes(damaged))
-    assert _laid_out(tmp_path, "again", cache, known) == plain  # the copy was rolled back
-    assert stream.read_bytes() == good  # deleted on detection, stored again from the fresh deflate
-    stream.write_bytes(bytes(damaged[:-5]))  # a short stream: rejected by its length
-    assert _laid_out(tmp_path, "short", cache, known) == plain
+    with pytest.raises(SelfCheckError, match=r"bin/a\.dll: .*deflate cache") as exc:
+        _laid_out(tmp_path, "again", cache, known)
+    assert exc.value.stale == (known["bin/a.dll"],)
+    cache.reject_key(known["bin/a.dll"], level=6, chunk_size=CHUNK)
+    assert not stream.exists()
+    assert _laid_out(tmp_path, "rebuilt", cache, known) == plain
+    assert stream.read_bytes() == good  # stored again from the fresh deflate
+
+
+def test_an_entry_of_the_wrong_length_is_dropped_before_use(tmp_path: Path, known: dict[str, str]) -> None:
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _laid_out(tmp_path, "plain", None, known)
+    _laid_out(tmp_path, "cold", cache, known)
+    (stream,) = (tmp_path / "cache").glob(f"*/{known['bin/a.dll']}.bin")
+    good = stream.read_bytes()
+    stream.write_bytes(good[:-5])
+    assert _laid_out(tmp_path, "short", cache, known) == plain  # rolled back, deflated
+    assert stream.read_bytes() == good
+
+
+def test_a_build_with_a_corrupt_entry_rebuilds_without_it_and_gives_the_same_set(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ninfer_release.build import build_lane
+
+    src = samples(tmp_path_factory)
+    cache = tmp_path / "cache"
+    outs = {}
+    for label, setting in (("off", "off"), ("cold", str(cache)), ("damaged", str(cache))):
+        if label == "damaged":
+            streams = sorted(cache.glob("*/*.bin"), key=lambda p: p.stat().st_size)
+            for victim in streams[-2:]:  # the two largest: flip a run of bytes, keep the length
+                data = bytearray(victim.read_bytes())
+                data[len(data) // 2 : len(data) // 2 + 64] = bytes(
+                    b ^ 0xFF for b in data[len(data) // 2 : len(data) // 2 + 64]
+                )
+                victim.write_bytes(bytes(data))
+        monkeypatch.setenv("NINFER_DEFLATE_CACHE", setting)
+        build_lane(RELEASE, "rtx4090", inputs=src, out=tmp_path / label, env=dict(os.environ), offline=True)
+        outs[label] = {p.name: p.read_bytes() for p in (tmp_path / label / "rtx4090").iterdir()}
+    assert outs["cold"] == outs["off"] and outs["damaged"] == outs["off"]
+    for record in cache.glob("*/*.json"):  # the bad entries were replaced by fresh deflates
+        doc = json.loads(record.read_bytes())
+        assert hashlib.sha256(record.with_suffix(".bin").read_bytes()).hexdigest() == doc["stream_sha256"]
 
 
 def test_find_reads_only_a_well_formed_record(tmp_path: Path, known: dict[str, str]) -> None:

@@ -11,6 +11,7 @@ zip and checks its budget, then hands the package to
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -298,6 +299,27 @@ def _build_package(run: _Run, stage: Path) -> _Package:
     return _Package(built=built, scan=zres.scan)
 
 
+def _build_self_checked(run: _Run, stage: Path) -> _Package:
+    """:func:`_build_package`, once more when its self-check found bad deflate-cache entries.
+
+    A cached stream is proven by the self-check's inflate of the zip (``packaging/_cache.py``):
+    one that does not inflate to its key (the staged bytes' SHA-256) is deleted from the cache and
+    the package is built again in a fresh layout, those members then deflated; so a bad entry
+    costs a rebuild, never a wrong set. Any other self-check failure fails the build (exit 5).
+    """
+    try:
+        return _build_package(run, stage)
+    except packaging.SelfCheckError as exc:
+        if run.deflate_cache is None or not exc.stale:
+            raise
+        for key in exc.stale:
+            run.deflate_cache.reject_key(
+                key, level=run.work.package.deflate_level, chunk_size=packaging.DEFAULT_CHUNK
+            )
+    with _zip_layout(stage) as layout:
+        return _build_package(dataclasses.replace(run, layout=layout), stage)
+
+
 def _seal_inputs(work: NativeWork) -> SealInputs:
     source = work.source
     return SealInputs(
@@ -352,7 +374,7 @@ def run_native_lane(
             deflate_cache=deflate_cache,
             staged_bytes=plan.staged_bytes,
         )
-        package = _build_package(run, stage)
+        package = _build_self_checked(run, stage)
         sealed = seal_native_set(
             stage, out=target, inputs=_seal_inputs(work), package=package.built, receipts=work.source.receipts
         )

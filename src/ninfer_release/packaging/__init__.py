@@ -82,7 +82,13 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         scan_zip,
         unsafe_name,
     )
-    from ninfer_release.packaging._zipwrite import ZipEntryDigest, ZipResult, finish_zip, write_zip
+    from ninfer_release.packaging._zipwrite import (
+        SelfCheckError,
+        ZipEntryDigest,
+        ZipResult,
+        finish_zip,
+        write_zip,
+    )
     from ninfer_release.packaging._zlib import DEFLATE_ENGINE
 
 _EXPORTS = {
@@ -134,6 +140,7 @@ _EXPORTS = {
         "unsafe_name",
     ),
     "._zipwrite": (
+        "SelfCheckError",
         "ZipEntryDigest",
         "ZipResult",
         "write_zip",
@@ -162,6 +169,7 @@ __all__ = [
     "PackageRecipe",
     "PlanEntry",
     "Redistributable",
+    "SelfCheckError",
     "StagedFile",
     "StagedTree",
     "VendoredSource",

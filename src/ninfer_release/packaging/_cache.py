@@ -10,14 +10,16 @@ its record: size, CRC-32, SHA-1, method, stream length and stream SHA-256).
 Only members whose SHA-256 is known *before* they are read are looked up (the lock's digests of
 the redistributables): the staged file is still read once and hashed, and the cached stream is
 used only when that hash equals the key (and its SHA-1, CRC-32 and size the record's). Every use
-re-verifies the entry, in the one read it costs: in a build the stream is copied straight into the
-zip being laid out and hashed as it is copied (:meth:`DeflateCache.copy_verified`; the file is
-opened once, so a concurrent eviction cannot pull it away); elsewhere it is hard-linked into the
-caller's work dir and hashed (:meth:`DeflateCache.lookup`). Its SHA-256 and length must equal the
-record, otherwise the entry is deleted, what was copied is dropped and the member is deflated as
-if there were no cache. A hit is never stored again. The build's own final self-check then
-inflates every member against the digests of the bytes actually read, so a bad entry can never
-reach a set.
+re-verifies the entry. In a build the stream is copied file to file into the zip being laid out
+(:meth:`DeflateCache.copy_into`: opened once, so a concurrent eviction cannot pull it away; it
+must have the record's length) and the proof is the build's self-check, which inflates every
+member *where it was written, in the zip* and compares it with the SHA-256 of the staged bytes —
+the key: a cached stream that does not inflate to its key is deleted (:meth:`reject_key`) and the
+package is built again without it (``build/_native.py``), so a bad entry never reaches a set and
+the bytes stay those of a build without the cache. One inflate serves as both the entry's check
+and the zip's. Elsewhere (:meth:`DeflateCache.lookup`) the stream is hard-linked into the
+caller's work dir and its SHA-256 must equal the record's, else the entry is deleted and the
+member deflated as if there were no cache. A hit is never stored again.
 
 Safe under concurrent builds: entries are written to unique temp names and renamed into place
 (the record last: it commits the entry); two builds storing one key write identical bytes.
@@ -184,31 +186,33 @@ class DeflateCache:
         self.touch(entry)
         return entry.linked(linked)
 
-    def copy_verified(self, entry: CacheEntry, out: BinaryIO) -> bool:
-        """Append ``entry``'s stream to ``out``, hashing it in the same read; True when it is the record's.
+    def copy_into(self, entry: CacheEntry, out: BinaryIO) -> bool:
+        """Append ``entry``'s stream to ``out`` (a file) without reading it here; False if it is not there.
 
-        The one read of a cache hit inside a build (the stream goes straight into the zip being laid
-        out): its length and SHA-256 must be the record's, else the entry is deleted
-        (:meth:`reject`), False is returned and the caller must drop what was appended. The file is
-        opened once, so a concurrent eviction (an unlink) cannot pull the bytes away mid-copy.
+        The stream is opened once (a concurrent eviction, an unlink, cannot pull it away) and must
+        have the record's length, else the entry is deleted and False returned; on False the caller
+        drops whatever was appended.
+        The bytes go file to file in the kernel (``copy_file_range``; a plain copy where that is
+        not possible). They are not hashed here: the caller's self-check inflates them where they
+        were written, in the zip, against the content digest that is the key, and rejects the
+        entry on a mismatch (:meth:`reject_key`) — one proof, on the bytes actually shipped.
         """
-        digest = hashlib.sha256()
-        copied = 0
         try:
             with entry.stream.open("rb") as src:
-                while block := src.read(_READ):
-                    out.write(block)
-                    digest.update(block)
-                    copied += len(block)
-                    if copied > entry.length:
-                        break
+                if os.fstat(src.fileno()).st_size != entry.length:
+                    self.reject(entry)
+                    return False
+                out.flush()
+                _copy_file(src, out, entry.length)
         except OSError:
-            return False
-        if copied != entry.length or digest.hexdigest() != entry.stream_sha256:
-            self.reject(entry)
             return False
         self.touch(entry)
         return True
+
+    def reject_key(self, sha256: str, *, level: int, chunk_size: int) -> None:
+        """Delete the entry for content ``sha256`` (its stream did not inflate to that content)."""
+        if is_sha256_hex(sha256):
+            self._remove(self._dir(level, chunk_size), sha256)
 
     def reject(self, entry: CacheEntry) -> None:
         """Delete a corrupt entry (record first)."""
@@ -299,3 +303,27 @@ class DeflateCache:
         for suffix in (".json", ".bin"):  # the record first: the entry stops existing at once
             with contextlib.suppress(OSError):
                 (where / f"{key}{suffix}").unlink()
+
+
+def _copy_file(src: BinaryIO, out: BinaryIO, length: int) -> None:
+    """Append ``length`` bytes of ``src`` (from its start) at ``out``'s position, file to file.
+
+    Raises:
+        OSError: the copy failed; ``out`` is then left where it was.
+    """
+    start = out.tell()
+    done = 0
+    try:
+        if not hasattr(os, "copy_file_range"):
+            raise OSError("copy_file_range is not available")
+        while done < length:
+            n = os.copy_file_range(src.fileno(), out.fileno(), length - done, done, start + done)
+            if n == 0:
+                raise OSError(f"the stream ended after {done} of {length} bytes")
+            done += n
+    except OSError:
+        if done:
+            raise
+        src.seek(0)  # copy_file_range is not available here (another file system, an old kernel)
+        shutil.copyfileobj(src, out, _READ)
+    out.seek(start + length)

@@ -71,7 +71,8 @@ class CompressedMember:
     hex of the uncompressed bytes; ``method`` 0 (stored) or 8 (deflated); ``compressed_size`` the
     bytes the zip stores (``size`` when stored); the raw deflate stream is ``spool_length`` bytes at
     ``spool_offset`` of ``spool`` (for a stored member: its raw bytes). ``staged_path`` is the
-    staged-tree path, ``None`` when generated.
+    staged-tree path, ``None`` when generated. ``from_cache``: the stream was taken from the
+    deflate cache (the self-check's inflate is then also that entry's check).
     """
 
     name: str
@@ -85,6 +86,7 @@ class CompressedMember:
     spool: Path
     spool_offset: int
     spool_length: int
+    from_cache: bool = False
 
     @property
     def digests(self) -> Digests:
@@ -380,8 +382,9 @@ class _Pipeline:
         """Use the cached stream of ``found``; False when the bytes differ or the entry is corrupt.
 
         The staged file is read and hashed once (its SHA-256 must be the key, its SHA-1, CRC and
-        size the record's); in a layout the stream is then copied straight into the zip, hashed in
-        that same read (:meth:`DeflateCache.copy_verified`), and a corrupt entry is dropped again.
+        size the record's); in a layout the stream is then copied file to file into the zip
+        (:meth:`DeflateCache.copy_into`; one of the wrong length is dropped again), to be proven
+        by the self-check's inflate there (:func:`~ninfer_release.packaging.finish_zip`).
         """
         self.drain()  # keep the result in input order
         state = _read_and_hash(entry, self.settings.chunk_size, self.progress, self.hashers)
@@ -403,7 +406,7 @@ class _Pipeline:
             return True
         start = self.position
         self._start_member(state)
-        if not self.cache.copy_verified(found, self.out):
+        if not self.cache.copy_into(found, self.out):
             self._roll_back(start, entry.name)
             return False
         self.done.append(_cached_member(state, self.spool, self.position, found))
@@ -647,6 +650,7 @@ def _cached_member(state: _State, spool: Path, offset: int, found: CacheEntry) -
         spool=spool,
         spool_offset=offset,
         spool_length=found.length,
+        from_cache=True,
     )
 
 

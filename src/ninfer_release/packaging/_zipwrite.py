@@ -30,10 +30,22 @@ from ninfer_release.packaging._zipformat import (
     local_header,
     needs_zip64,
 )
-from ninfer_release.packaging._zipread import ZipScan, scan_zip
+from ninfer_release.packaging._zipread import MemberDigest, ZipScan, scan_zip
 from ninfer_release.packaging._zlib import engine as zlib
 
 _COPY = 1 << 20  # 1 MiB
+
+
+class SelfCheckError(IntegrityError):
+    """The self-check found members of the archive that are not the bytes that were compressed.
+
+    ``stale``: the content SHA-256 (the cache key) of each such member whose stream came from the
+    deflate cache: those entries are bad, and a build without them gives the package's bytes.
+    """
+
+    def __init__(self, *, problems: Iterable[Problem], stale: Iterable[str] = ()) -> None:
+        super().__init__(problems=problems)
+        self.stale: tuple[str, ...] = tuple(stale)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,17 +317,22 @@ def _member_problems(ordered: list[CompressedMember], scan: ZipScan) -> list[Pro
         return [Problem(file="zip", message="the archive does not list the members that were compressed")]
     problems: list[Problem] = []
     for m, d in zip(ordered, scan.members, strict=True):
-        problems += [Problem(file="zip", field=m.name, message=p) for p in d.problems]
-        if not d.problems and (d.size, d.crc32, d.sha256, d.method) != (m.size, m.crc32, m.sha256, m.method):
-            problems.append(
-                Problem(
-                    file="zip",
-                    field=m.name,
-                    message=f"inflates to {d.size} bytes with SHA-256 {d.sha256}, not the "
-                    f"{m.size} bytes with SHA-256 {m.sha256} that were compressed",
-                )
-            )
+        problems += _member_mismatch(m, d)
     return problems
+
+
+def _member_mismatch(m: CompressedMember, d: MemberDigest) -> list[Problem]:
+    """Why member ``m``, read back as ``d``, is not the bytes that were compressed (empty: it is)."""
+    source = " (its stream came from the deflate cache)" if m.from_cache else ""
+    if d.problems:
+        return [Problem(file="zip", field=m.name, message=p + source) for p in d.problems]
+    if (d.size, d.crc32, d.sha256, d.method) == (m.size, m.crc32, m.sha256, m.method):
+        return []
+    message = (
+        f"inflates to {d.size} bytes with SHA-256 {d.sha256}, not the "
+        f"{m.size} bytes with SHA-256 {m.sha256} that were compressed{source}"
+    )
+    return [Problem(file="zip", field=m.name, message=message)]
 
 
 def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipResult:
@@ -327,8 +344,8 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
     the bytes that were compressed (the staged bytes as read). The result carries the scan.
 
     Raises:
-        IntegrityError: a member differs, cannot be inflated, or the archive does not list exactly
-            ``members`` (the archive is removed first).
+        SelfCheckError: a member differs, cannot be inflated, or the archive does not list exactly
+            ``members`` (the archive is removed first); ``stale`` names the cache entries among them.
     """
     ordered = _zip_order(members)
     try:
@@ -337,7 +354,10 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
         if scan.size != result.size:
             problems.append(Problem(file="zip", message=f"{scan.size} bytes on disk, {result.size} written"))
         if problems:
-            raise IntegrityError(problems=problems)
+            failed = {p.field for p in problems}
+            raise SelfCheckError(
+                problems=problems, stale=[m.sha256 for m in ordered if m.from_cache and m.name in failed]
+            )
     except BaseException:
         result.path.unlink(missing_ok=True)
         raise
