@@ -699,6 +699,7 @@ def _licence_list(expression: str | None) -> list[Any]:
 
 
 _Triple = tuple[str, str, str]  # (bom-ref, location, additionalContext) of one occurrence
+_TRIPLE_KEYS = ("bom-ref", "location", "additionalContext")
 
 
 def _occurrence_dict(keys: Sequence[str], triple: _Triple) -> dict[str, str]:
@@ -742,7 +743,9 @@ class _HeldOccurrences:
             keys = list(occurrences[0])
             if len(occurrences) != 1 or occurrences[0] != _occurrence_dict(keys, self.first[ref]):
                 return False
-            occurrences.extend(_occurrence_dict(keys, t) for t in self.rest[ref])
+            # The dicts _occurrence_dict gives, each key's place in the triple looked up once.
+            places = [(k, _TRIPLE_KEYS.index(k)) for k in keys]
+            occurrences.extend({k: t[i] for k, i in places} for t in self.rest[ref])
             found += 1
         return found == len(self.first)
 
