@@ -528,3 +528,72 @@ def test_no_helper_thread_outlives_a_build_or_a_failed_one(tmp_path: Path, sampl
     with pytest.raises(InputError):
         _build5090(samples, tmp_path / "bad", inputs=inputs)
     assert helpers() == []
+
+
+def _spy_streamed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the layers written in one pass over their archive (``_write_streamed_layer`` hits)."""
+    from ninfer_release.containers import _build
+
+    hits: list[str] = []
+    real = _build._write_streamed_layer
+
+    def spy(spec, request, tmp):  # type: ignore[no-untyped-def]
+        got = real(spec, request, tmp)
+        if got is not None:
+            hits.append(spec.name)
+        return got
+
+    monkeypatch.setattr(_build, "_write_streamed_layer", spy)
+    return hits
+
+
+def test_runtime_layer_streamed_from_its_archive_is_the_layer_written_through_scratch_files(
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ninfer_release.containers import _build
+
+    inputs = _big_inputs(tmp_path, samples)
+    hits = _spy_streamed(monkeypatch)
+    streamed = _build5090(samples, tmp_path / "a", inputs=inputs)
+    assert hits == ["runtime"]
+    monkeypatch.setattr(_build, "_write_streamed_layer", lambda spec, request, tmp: None)
+    through_scratch = _build5090(samples, tmp_path / "b", inputs=inputs)
+    assert (tmp_path / "a" / "image.json").read_bytes() == (tmp_path / "b" / "image.json").read_bytes()
+    assert streamed.manifest_digest == through_scratch.manifest_digest
+    assert streamed.bound_inputs == through_scratch.bound_inputs
+
+
+def test_archive_out_of_layer_order_is_written_through_scratch_files_with_the_same_layer(
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def archive(names: list[str]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for name in names:
+                if name.endswith("/"):
+                    info = tarfile.TarInfo(name.rstrip("/"))
+                    info.type = tarfile.DIRTYPE
+                    tar.addfile(info)
+                    continue
+                data = (name.encode() + b"\n") * 50000
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    layers = {}
+    hits = _spy_streamed(monkeypatch)
+    orders = {
+        "sorted": ["lib/", "lib/a.so", "lib/b.so", "share/x"],
+        "unsorted": ["share/x", "lib/b.so", "lib/a.so"],
+        "dir-after-files": ["lib/a.so", "lib/b.so", "lib/", "share/x"],
+    }
+    for label, names in orders.items():
+        inputs = tmp_path / f"in-{label}"
+        shutil.copytree(samples.inputs, inputs)
+        (inputs / "runtime" / "ninfer-runtime.tar.gz").write_bytes(archive(names))
+        result = _build5090(samples, tmp_path / label, inputs=inputs)
+        layers[label] = next(x for x in result.layers if x.name == "runtime")
+    assert hits == ["runtime"]  # only the sorted archive was streamed
+    assert layers["unsorted"].digest == layers["sorted"].digest == layers["dir-after-files"].digest
+    assert layers["unsorted"].files == layers["sorted"].files

@@ -1,17 +1,20 @@
-"""The staged-archive inflater (containers/_gunzip.py) and the ordered helper thread of the layer writer."""
+"""The staged-archive inflater (_gunzip.py), the one-pass archive layer, the ordered helper thread."""
 
 from __future__ import annotations
 
 import gzip
 import io
 import random
+import tarfile
 import threading
 import zlib
 
 import pytest
 
+from ninfer_release.containers._archive_layer import NotStreamable, streamed_entries
 from ninfer_release.containers._gunzip import GunzipStream, GzipError, crc32, is_gzip
 from ninfer_release.containers._layers import Ordered
+from ninfer_release.containers._recipe import LayerItem
 
 
 def _mixed(size: int, seed: int = 7) -> bytes:
@@ -105,3 +108,52 @@ def test_ordered_re_raises_a_failed_call_in_the_submitter() -> None:
             ordered.drain()
     finally:
         ordered.close()
+
+
+def _tar(names: list[str]) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in names:
+            info = tarfile.TarInfo(name.rstrip("/"))
+            if name.endswith("/"):
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = 3
+                tar.addfile(info, io.BytesIO(b"abc"))
+    buf.seek(0)
+    return buf
+
+
+def _streamed(names: list[str]) -> list[tuple[str, str]]:
+    item = LayerItem(kind="archive", source="rt.tar", dest="opt/rt", mode=0o644, field_path="layers[0]")
+    with tarfile.open(fileobj=_tar(names), mode="r|") as tar:
+        return [(e.path, e.kind) for e in streamed_entries(tar, item)]
+
+
+def test_streamed_entries_add_parents_in_layer_order() -> None:
+    assert _streamed(["a/", "a/x", "b/c/y"]) == [
+        ("opt", "dir"),
+        ("opt/rt", "dir"),
+        ("opt/rt/a", "dir"),
+        ("opt/rt/a/x", "file"),
+        ("opt/rt/b", "dir"),
+        ("opt/rt/b/c", "dir"),
+        ("opt/rt/b/c/y", "file"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["b", "a"],  # out of order
+        ["a/x", "a/"],  # a directory after its contents
+        ["a", "a"],  # twice
+        ["a", "a/x"],  # a file where a directory must be
+        ["../x"],  # unsafe
+        ["./a"],  # refused by the layer's path rule too
+    ],
+)
+def test_streamed_entries_refuse_what_needs_the_general_path(names: list[str]) -> None:
+    with pytest.raises(NotStreamable):
+        _streamed(names)

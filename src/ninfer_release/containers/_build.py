@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, Protocol
 
 from ninfer_release.atomic import staged_directory
 from ninfer_release.errors import InputError, IntegrityError, Problem
@@ -30,8 +30,9 @@ from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.progress import SILENT, Progress
 from ninfer_release.reproducible import DIR_MODE, FILE_MODE, iso8601
 
+from ._archive_layer import NotStreamable, open_tar_stream, write_archive_layer
 from ._base import BaseLocation, fetch_base, parse_base
-from ._gunzip import GunzipStream, GzipError, is_gzip
+from ._gunzip import GzipError
 from ._layers import (
     EXEC_MODE,
     HashingReader,
@@ -456,7 +457,7 @@ def _archive_entries(archive: Path, item: LayerItem, scratch: Path, *, recipe: I
     with contextlib.closing(ordered), archive.open("rb") as raw:
         reader = HashingReader(raw, ordered=ordered)
         try:
-            tar = _open_stream(raw, reader)
+            tar = open_tar_stream(raw, reader)
         except (tarfile.TarError, GzipError, OSError) as exc:
             raise InputError(f"{where}: not a readable tar archive ({exc})") from None
         with tar:
@@ -471,16 +472,6 @@ def _archive_entries(archive: Path, item: LayerItem, scratch: Path, *, recipe: I
         raise InputError(problems=problems)
     sha256, sha1 = reader.hexdigests()
     return _Unpacked(entries=entries, digests=Digests(size=reader.size, sha256=sha256, sha1=sha1))
-
-
-def _open_stream(raw: BinaryIO, reader: HashingReader) -> tarfile.TarFile:
-    """``raw`` (read through ``reader``, which hashes every byte) as a streamed tar: a gzip stream
-    inflated by :class:`GunzipStream` (zlib-ng), anything else by ``tarfile``'s own ``r|*``."""
-    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if is_gzip(head):
-        stream = GunzipStream(cast(BinaryIO, reader))
-        return tarfile.open(fileobj=cast(BinaryIO, stream), mode="r|")
-    return tarfile.open(fileobj=cast(BinaryIO, reader), mode="r|*")
 
 
 def _unpack_members(
@@ -711,10 +702,14 @@ def _write_one_layer(
 ) -> tuple[BuiltLayer, list[BoundInput]]:
     """Write layer ``spec`` into ``layout``'s blobs (via ``scratch``); returns it and the inputs it
     binds (archives first, then staged files, as the recipe lists them)."""
-    inputs = _layer_entries(spec, request, scratch)
     tmp = scratch / f"layer-{spec.name}.tar.gz"
-    blob: LayerBlob = write_layer(inputs.entries, tmp, epoch=request.epoch)
-    bound = [*inputs.bound, *_staged_bindings(spec, blob)]
+    streamed = _write_streamed_layer(spec, request, tmp)
+    if streamed is not None:
+        blob, bound = streamed
+    else:
+        inputs = _layer_entries(spec, request, scratch)
+        blob = write_layer(inputs.entries, tmp, epoch=request.epoch)
+        bound = [*inputs.bound, *_staged_bindings(spec, blob)]
     dest = blob_path(layout, blob.digest)
     tmp.replace(dest)
     dest.chmod(FILE_MODE)
@@ -729,6 +724,28 @@ def _write_one_layer(
         symlinks=blob.symlinks,
     )
     return layer, bound
+
+
+def _write_streamed_layer(
+    spec: LayerSpec, request: ImageBuildRequest, tmp: Path
+) -> tuple[LayerBlob, list[BoundInput]] | None:
+    """Layer ``spec`` written to ``tmp`` in one pass over its staged archive, when it is a single
+    archive whose members come in layer order (:mod:`._archive_layer`); else ``None`` (nothing
+    reported: the general path then reads the archive and reports what it finds)."""
+    if len(spec.items) != 1 or spec.items[0].kind != "archive":
+        return None
+    item = spec.items[0]
+    path = _staged_file(request.inputs, item.source, recipe=request.recipe, fld=item.field_path, problems=[])
+    if path is None:
+        return None
+    try:
+        layer = write_archive_layer(path, item, tmp, epoch=request.epoch)
+    except NotStreamable as exc:
+        log.debug("layer %s: written through scratch files (%s)", spec.name, exc)
+        return None
+    d = layer.archive
+    bound = [BoundInput(name=item.bind, staged_path=item.source, size=d.size, sha256=d.sha256, sha1=d.sha1)]
+    return layer.blob, bound if item.bind else []
 
 
 def _bind_labels(plan: ImagePlan, bound: Sequence[BoundInput]) -> ImagePlan:

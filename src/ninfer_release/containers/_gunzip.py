@@ -31,8 +31,13 @@ else:
 GZIP_MAGIC = b"\x1f\x8b"
 #: ``wbits`` for a gzip-wrapped deflate stream with the header and trailer checked.
 _GZIP_WBITS = 16 + 15
-#: Compressed bytes read per call, and at most this many inflated bytes returned per call.
-_PIECE = 1 << 20
+#: Compressed bytes read at a time: small, because what one call does not inflate (the input
+#: left over once :data:`_OUTPUT_PIECE` bytes came out) is copied again for the next call.
+_INPUT_PIECE = 64 * 1024
+#: Compressed bytes read from the file at a time (then fed in :data:`_INPUT_PIECE` slices).
+_READ = 1 << 20
+#: At most this many inflated bytes per call of the inflater.
+_OUTPUT_PIECE = 1 << 20
 #: What a damaged gzip stream raises inside the inflater, with either engine.
 _ENGINE_ERRORS: tuple[type[Exception], ...] = (_stdlib_zlib.error, _engine.error)
 
@@ -53,7 +58,7 @@ def is_gzip(head: bytes) -> bool:
 class GunzipStream:
     """A read-only stream of the inflated bytes of the gzip members in ``raw``.
 
-    ``raw`` is read in :data:`_PIECE` pieces and only as far as needed: after the last member
+    ``raw`` is read in :data:`_READ`-byte pieces and only as far as needed: after the last member
     what follows stays unread unless it starts another member (the caller may read the rest,
     e.g. to hash the whole file). Trailing bytes that are not a gzip member end the stream,
     as ``tarfile``'s own reader ignores them.
@@ -61,24 +66,41 @@ class GunzipStream:
 
     def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
+        self._raw_buf = b""
+        self._raw_pos = 0
         self._inflater = _engine.decompressobj(_GZIP_WBITS)
         self._started = False
         self._ended = False
         self._buf = b""
         self._pos = 0
 
-    def _more_input(self) -> bytes | None:
+    def _raw_piece(self) -> bytes | memoryview:
+        """The next at most :data:`_INPUT_PIECE` compressed bytes (``raw`` is read
+        :data:`_READ` bytes at a time); empty at the end of ``raw``."""
+        if self._raw_pos >= len(self._raw_buf):
+            self._raw_buf, self._raw_pos = self._raw.read(_READ), 0
+        piece = memoryview(self._raw_buf)[self._raw_pos : self._raw_pos + _INPUT_PIECE]
+        self._raw_pos += len(piece)
+        return piece
+
+    def _next_member(self) -> bytes | None:
+        """After a member: the start of the next one (a new inflater), or ``None`` at the end."""
+        rest = bytes(self._inflater.unused_data or self._raw_piece())
+        if len(rest) < len(GZIP_MAGIC):
+            rest += bytes(self._raw_piece())  # the magic may straddle two pieces
+        if not is_gzip(rest):
+            return None
+        self._inflater = _engine.decompressobj(_GZIP_WBITS)
+        return rest
+
+    def _more_input(self) -> bytes | memoryview | None:
         """The next compressed bytes to inflate, or ``None`` when the stream has ended."""
         z = self._inflater
         if z.unconsumed_tail:
-            return bytes(z.unconsumed_tail)
+            return z.unconsumed_tail
         if z.eof:
-            rest = z.unused_data or self._raw.read(_PIECE)
-            if not is_gzip(rest):
-                return None
-            self._inflater = _engine.decompressobj(_GZIP_WBITS)
-            return bytes(rest)
-        data = self._raw.read(_PIECE)
+            return self._next_member()
+        data = self._raw_piece()
         if not data:
             raise GzipError("the gzip stream is truncated" if self._started else "empty gzip stream")
         self._started = True
@@ -91,7 +113,7 @@ class GunzipStream:
             self._ended = True
             return False
         try:
-            self._buf = self._inflater.decompress(data, _PIECE)
+            self._buf = self._inflater.decompress(data, _OUTPUT_PIECE)
         except _ENGINE_ERRORS as exc:
             raise GzipError(f"damaged gzip stream ({exc})") from None
         self._pos = 0

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Literal, TypeVar, cast
+from typing import Any, BinaryIO, Literal, Protocol, TypeVar, cast
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import CHUNK
@@ -45,12 +45,27 @@ GZIP_LEVEL = 6
 EntryKind = Literal["file", "dir", "symlink"]
 
 
+class StreamSource(Protocol):
+    """The bytes of a file entry that is neither a path nor in memory: a member of a staged archive
+    read as a stream (``size`` bytes; :meth:`open` is called once, when the entry is written)."""
+
+    @property
+    def size(self) -> int:
+        """The entry's size in bytes."""
+        ...
+
+    def open(self) -> BinaryIO:
+        """A stream of the entry's ``size`` bytes."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class LayerEntry:
     """One entry of a layer: a regular file, a directory or a symbolic link.
 
     ``path`` is relative POSIX without a leading slash (``opt/ninfer/bin/ninfer-server``).
-    A file's bytes come from ``source`` (streamed) or ``data`` (in memory). ``uid``/``gid`` are the
+    A file's bytes come from ``source`` (a file), ``data`` (in memory) or ``stream`` (a member of
+    an archive being read, :class:`StreamSource`). ``uid``/``gid`` are the
     numeric owner written into the tar header (0 unless the entry must be the image user's).
     """
 
@@ -63,6 +78,7 @@ class LayerEntry:
     data: bytes | None = None
     target: str = ""
     origin: str = ""  # where the bytes came from (staged path, archive member), for SBOM records
+    stream: StreamSource | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -461,6 +477,8 @@ def _tarinfo(entry: LayerEntry, *, epoch: int, size: int = 0) -> tarfile.TarInfo
 def _file_size(entry: LayerEntry) -> int:
     if entry.data is not None:
         return len(entry.data)
+    if entry.stream is not None:
+        return entry.stream.size
     assert entry.source is not None
     return entry.source.stat().st_size
 
@@ -468,6 +486,8 @@ def _file_size(entry: LayerEntry) -> int:
 def _open(entry: LayerEntry) -> BinaryIO:
     if entry.data is not None:
         return io.BytesIO(entry.data)
+    if entry.stream is not None:
+        return entry.stream.open()
     assert entry.source is not None
     return entry.source.open("rb")
 
@@ -542,19 +562,26 @@ def _layer_file(
 
 
 def write_layer(
-    entries: Iterable[LayerEntry], dest: Path, *, epoch: int, workers: int | None = None
+    entries: Iterable[LayerEntry],
+    dest: Path,
+    *,
+    epoch: int,
+    workers: int | None = None,
+    in_order: bool = False,
 ) -> LayerBlob:
     """Write a gzip-compressed layer blob to ``dest``; returns its digest, diff id and file list.
 
     ``entries`` are completed and sorted here (:func:`complete_entries`), so the bytes depend only
     on the entries' paths, kinds, modes and contents and on ``epoch`` (C36) — not on ``workers``
-    (compression threads, default :func:`default_workers`).
+    (compression threads, default :func:`default_workers`). With ``in_order``, ``entries`` (e.g.
+    a generator over a streamed archive) are already what :func:`complete_entries` would give and
+    are written as they come.
 
     Raises:
         InputError: duplicate paths, or a source file changed while being read.
         OSError: ``dest`` cannot be written or a source cannot be read.
     """
-    plan = complete_entries(entries)
+    plan = entries if in_order else complete_entries(entries)
     with dest.open("wb") as f:
         sink = GzipSink(f, workers=workers)
         try:
