@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,29 @@ def test_write_back_every_few_kib_gives_the_same_archive(
     assert calls  # the write-back path ran (one at a time: a new one starts when the last is done)
     assert synced.path.read_bytes() == plain.path.read_bytes()
     assert synced.sha256 == plain.sha256 == hashlib.sha256(plain.path.read_bytes()).hexdigest()
+
+
+def test_a_laid_out_zip_is_written_back_while_it_is_compressed_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ninfer_release.packaging import ZipLayout, finish_zip
+    from ninfer_release.packaging._compress import WriteBack
+
+    files = {f"bin/{i}.dll": _noise(i, 100_000 + i) for i in range(8)}
+    entries = [PlanEntry(name=n, data=d) for n, d in sorted(files.items())]
+    plain = write_zip(compress_members(entries, workdir=tmp_path), tmp_path / "plain.zip", epoch=0)
+    calls: list[int] = []
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counted)
+    layout = ZipLayout.create(tmp_path)
+    layout.writeback = WriteBack(4096)
+    members = compress_members(entries, workdir=tmp_path, layout=layout)
+    assert calls  # written back during the compression, before finish_zip's fsync
+    laid_out = finish_zip(layout, members, tmp_path / "laid-out.zip", epoch=0)
+    assert laid_out.path.read_bytes() == plain.path.read_bytes()
+    assert not [t for t in threading.enumerate() if t.name.startswith("zip-sync")]  # helper stopped

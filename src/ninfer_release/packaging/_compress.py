@@ -94,6 +94,47 @@ class CompressedMember:
         return Digests(size=self.size, sha256=self.sha256, sha1=self.sha1)
 
 
+#: Start writing a file back to disk every this many bytes (on a helper thread), so that the
+#: final fsync waits for the tail only instead of the whole archive (about 1.1 s per GiB here).
+WRITEBACK_EVERY = 64 << 20
+
+
+class WriteBack:
+    """Early write-back of one file being written: ``fdatasync`` on a helper thread every ``every``
+    bytes written, one at a time (a new one starts when the last is done). The bytes never change;
+    only when they reach the disk."""
+
+    def __init__(self, every: int = WRITEBACK_EVERY) -> None:
+        self.every = every
+        self._unsynced = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
+
+    def wrote(self, f: BinaryIO, n: int) -> None:
+        """``n`` more bytes were written to ``f``; maybe start writing them back."""
+        self._unsynced += n
+        if self._unsynced < self.every or (self._pending is not None and not self._pending.done()):
+            return
+        if self._pending is not None:
+            self._pending.result()  # an I/O error surfaces here
+        f.flush()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zip-sync")
+        self._pending = self._pool.submit(os.fdatasync, f.fileno())
+        self._unsynced = 0
+
+    def wait(self) -> None:
+        """Wait for the write-back in flight (its error surfaces here) and stop the helper."""
+        try:
+            if self._pending is not None:
+                self._pending.result()
+        finally:
+            self._pending = None
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class HeaderRoom:
     """Room left for one local header in a :class:`ZipLayout`: ``length`` bytes at byte ``offset``."""
@@ -116,6 +157,7 @@ class ZipLayout:
     file: BinaryIO
     position: int = 0
     reserved: dict[str, HeaderRoom] = field(default_factory=dict)
+    writeback: WriteBack = field(default_factory=WriteBack)
 
     @classmethod
     def create(cls, directory: Path) -> ZipLayout:
@@ -132,6 +174,8 @@ class ZipLayout:
 
     def discard(self) -> None:
         """Close and delete the layout file (on failure, or after a fallback copy)."""
+        with contextlib.suppress(OSError):
+            self.writeback.wait()
         self.file.close()
         self.path.unlink(missing_ok=True)
 
@@ -410,6 +454,7 @@ class _Pipeline:
             self._roll_back(start, entry.name)
             return False
         self.done.append(_cached_member(state, self.spool, self.position, found))
+        self.layout.writeback.wrote(self.out, found.length)
         self.position += found.length
         self.cached.add(entry.name)
         return True
@@ -469,6 +514,8 @@ class _Pipeline:
         if state.offset is None:
             self._start_member(state)
         self.out.write(blob)
+        if self.layout is not None:
+            self.layout.writeback.wrote(self.out, len(blob))
         self.position += len(blob)
         state.length += len(blob)
         if piece:

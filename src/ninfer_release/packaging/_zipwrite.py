@@ -16,13 +16,18 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.packaging._compress import CompressedMember, HeaderRoom, ZipLayout
+from ninfer_release.packaging._compress import (
+    WRITEBACK_EVERY,
+    CompressedMember,
+    HeaderRoom,
+    WriteBack,
+    ZipLayout,
+)
 from ninfer_release.packaging._zipformat import (
     STORED,
     central_header,
@@ -76,40 +81,35 @@ class ZipResult:
     scan: ZipScan | None = None
 
 
-#: Start writing back to disk every this many bytes (on a helper thread), so that the final fsync
-#: waits for the tail only instead of the whole archive (about 0.5 s per 400 MB on the CI disk).
-_WRITEBACK_EVERY = 64 << 20
+#: How often :func:`write_zip` starts writing the archive back to disk (:class:`WriteBack`).
+_WRITEBACK_EVERY = WRITEBACK_EVERY
 
 
 class _Out:
     """A file writer that tracks the position, hashes everything written and syncs as it goes."""
 
-    def __init__(self, f: BinaryIO, syncer: ThreadPoolExecutor) -> None:
+    def __init__(self, f: BinaryIO) -> None:
         self.f = f
         self.pos = 0
         self.sha256 = hashlib.sha256()
-        self._syncer = syncer
-        self._unsynced = 0
-        self._pending: Future[None] | None = None
+        self._writeback = WriteBack(_WRITEBACK_EVERY)
 
     def write(self, data: bytes) -> None:
         self.f.write(data)
         self.sha256.update(data)
         self.pos += len(data)
-        self._unsynced += len(data)
-        if self._unsynced >= _WRITEBACK_EVERY and (self._pending is None or self._pending.done()):
-            if self._pending is not None:
-                self._pending.result()  # an I/O error surfaces here
-            self.f.flush()
-            self._pending = self._syncer.submit(os.fdatasync, self.f.fileno())
-            self._unsynced = 0
+        self._writeback.wrote(self.f, len(data))
 
     def sync(self) -> None:
         """Flush and fsync everything written (waits for a write-back still running)."""
         self.f.flush()
-        if self._pending is not None:
-            self._pending.result()
+        self._writeback.wait()
         os.fsync(self.f.fileno())
+
+    def abandon(self) -> None:
+        """Stop the write-back helper after a failure (its error, if any, is not the one to report)."""
+        with contextlib.suppress(OSError):
+            self._writeback.wait()
 
 
 def _copy_member(m: CompressedMember, src: BinaryIO, out: _Out) -> None:
@@ -257,14 +257,15 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     tmp = Path(tmp_name)
     try:
-        with (
-            os.fdopen(fd, "wb") as f,
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="zip-sync") as syncer,
-        ):
-            w = _Out(f, syncer)
-            offsets = _write_members(ordered, w, epoch=epoch)
-            w.write(_central_directory(ordered, offsets, epoch=epoch, cd_offset=w.pos))
-            w.sync()
+        with os.fdopen(fd, "wb") as f:
+            w = _Out(f)
+            try:
+                offsets = _write_members(ordered, w, epoch=epoch)
+                w.write(_central_directory(ordered, offsets, epoch=epoch, cd_offset=w.pos))
+                w.sync()
+            except BaseException:
+                w.abandon()
+                raise
         tmp.chmod(0o644)
         tmp.replace(out)
     except BaseException:
@@ -377,6 +378,7 @@ def _finish_in_place(
     tail = _central_directory(ordered, offsets, epoch=epoch, cd_offset=layout.position)
     f.write(tail)
     f.flush()
+    layout.writeback.wait()  # the streams were written back while they were compressed
     os.fsync(f.fileno())
     f.close()
     layout.path.chmod(0o644)
