@@ -98,3 +98,46 @@ def test_not_strict_json_is_refused_before_any_field() -> None:
         Outer.parse(b'{"mode": "build", "mode": "carry"}', source="rec.json")
     with pytest.raises(IntegrityError, match="top level must be a JSON object"):
         Outer.parse(b"[1]", source="rec.json")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unions(JsonRecord):
+    """Every union kind the decoder distinguishes (its per-type analysis is cached, issue 13)."""
+
+    a: Literal["x", "y"] | None
+    b: int | str
+    c: Inner | None
+    e: Literal[1, True] | float
+    h: Literal["z"] | int | None
+
+
+_UNIONS_OK = {"a": None, "b": "s", "c": {"n": 1, "tags": []}, "e": True, "h": "z"}
+
+
+@pytest.mark.parametrize(
+    ("change", "problems"),
+    [
+        ({}, []),
+        ({"a": "x", "b": 3, "c": None, "e": 2.5, "h": 4}, []),
+        ({"a": "w"}, [("a", "expected 'x' or 'y', got 'w'")]),  # X | None: X decides
+        ({"b": None}, [("b", "expected an integer or a string, got null")]),
+        ({"b": True}, [("b", "expected an integer or a string, got a boolean")]),
+        (
+            {"c": {"n": 1, "t": []}},
+            [("c.t", "unknown field (not part of an inner block)"), ("c.tags", "missing")],
+        ),
+        ({"c": []}, [("c", "expected an object, got an array")]),
+        ({"e": False}, [("e", "expected 1 or True or a number, got a boolean")]),
+        ({"h": 2.5}, [("h", "expected 'z' or an integer or null, got a number")]),
+    ],
+)
+def test_union_fields_decode_and_name_their_problem(
+    change: dict[str, object], problems: list[tuple[str, str]]
+) -> None:
+    doc = {**_UNIONS_OK, **change}
+    if not problems:
+        assert Unions.parse(dumps_stable(doc), source="u.json").to_json() == doc
+        return
+    with pytest.raises(IntegrityError) as exc:
+        Unions.parse(dumps_stable(doc), source="u.json")
+    assert sorted((p.field, p.message) for p in exc.value.problems) == sorted(problems)

@@ -132,35 +132,83 @@ def _describe(tp: Any) -> str:
     )
 
 
+_SHAPES: dict[Any, tuple[str, Any]] = {}
+
+
+def _shape(tp: Any) -> tuple[str, Any]:
+    """:func:`_shape_of` ``tp``, remembered per (hashable) type."""
+    try:
+        return _SHAPES[tp]
+    except KeyError:
+        shape = _SHAPES[tp] = _shape_of(tp)
+        return shape
+    except TypeError:  # an unhashable annotation: worked out each time
+        return _shape_of(tp)
+
+
+def _shape_of(tp: Any) -> tuple[str, Any]:
+    """What :func:`decode_value` does with type ``tp``: ``(kind, detail)``, worked out once per
+    type (``typing.get_origin``/``get_args`` per value were most of a 10k-entry record's decode,
+    issue 13). Kinds: ``record``, ``literal`` (its values), ``union`` (:func:`_union_shape`),
+    ``tuple`` / ``mapping`` (the item type), ``scalar``."""
+    origin = typing.get_origin(tp)
+    if isinstance(tp, type) and issubclass(tp, JsonRecord):
+        return "record", None
+    if origin is typing.Literal:
+        return "literal", typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        return "union", _union_shape(tp)
+    if origin is tuple:
+        (item,) = (a for a in typing.get_args(tp) if a is not Ellipsis)
+        return "tuple", item
+    if origin is Mapping:
+        _, item = typing.get_args(tp)
+        return "mapping", item
+    return "scalar", None
+
+
+def _union_shape(tp: Any) -> tuple[tuple[Any, ...], Any, tuple[tuple[str, Any], ...]]:
+    """``(args, decider, alternatives)`` of a union: ``decider`` is ``X`` of ``X | None`` when
+    ``X`` is no scalar (a record, array or object decides), else ``None``; ``alternatives`` are
+    ``("literal", values)`` / ``("scalar", type)`` in the union's order."""
+    args = typing.get_args(tp)
+    others = [a for a in args if a is not type(None)]
+    decider = others[0] if len(others) == 1 and others[0] not in _SCALARS else None
+    alternatives = tuple(
+        ("literal", typing.get_args(a)) if typing.get_origin(a) is typing.Literal else ("scalar", a)
+        for a in args
+    )
+    return args, decider, alternatives
+
+
 def decode_value(tp: Any, value: Any, reader: Reader, where: str) -> Any:
     """``value`` (plain JSON) as type ``tp``; a problem is recorded (and ``None`` returned) when
     it does not fit."""
-    origin = typing.get_origin(tp)
-    if isinstance(tp, type) and issubclass(tp, JsonRecord):
+    kind, detail = _shape(tp)
+    if kind == "record":
         if not isinstance(value, dict):
             reader.bad(where, f"expected an object, got {_json_type(value)}")
             return None
         return tp.from_json(value, reader, where)
-    if origin is typing.Literal:
-        args = typing.get_args(tp)
-        if any(type(a) is type(value) and a == value for a in args):
+    if kind == "literal":
+        if any(type(a) is type(value) and a == value for a in detail):
             return value
         reader.bad(where, f"expected {_describe(tp)}, got {value!r}")
         return None
-    if origin in (types.UnionType, typing.Union):
-        return _decode_union(tp, value, reader, where)
-    if origin is tuple:
-        (item,) = (a for a in typing.get_args(tp) if a is not Ellipsis)
+    if kind == "union":
+        return _decode_union(tp, detail, value, reader, where)
+    if kind == "tuple":
         if not isinstance(value, list):
             reader.bad(where, f"expected an array, got {_json_type(value)}")
             return None
-        return tuple(decode_value(item, v, reader, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin is Mapping:
-        _, item = typing.get_args(tp)
+        return tuple(decode_value(detail, v, reader, f"{where}[{i}]") for i, v in enumerate(value))
+    if kind == "mapping":
         if not isinstance(value, dict):
             reader.bad(where, f"expected an object, got {_json_type(value)}")
             return None
-        return MappingProxyType({k: decode_value(item, v, reader, _path(where, k)) for k, v in value.items()})
+        return MappingProxyType(
+            {k: decode_value(detail, v, reader, _path(where, k)) for k, v in value.items()}
+        )
     got = _decode_scalar(tp, value)
     if got is _MISSING:
         reader.bad(where, f"expected {_describe(tp)}, got {_json_type(value)}")
@@ -168,19 +216,24 @@ def decode_value(tp: Any, value: Any, reader: Reader, where: str) -> Any:
     return got
 
 
-def _decode_union(tp: Any, value: Any, reader: Reader, where: str) -> Any:
-    args = typing.get_args(tp)
+def _decode_union(
+    tp: Any,
+    shape: tuple[tuple[Any, ...], Any, tuple[tuple[str, Any], ...]],
+    value: Any,
+    reader: Reader,
+    where: str,
+) -> Any:
+    args, decider, alternatives = shape
     if value is None and type(None) in args:
         return None
-    others = [a for a in args if a is not type(None)]
-    if len(others) == 1 and others[0] not in _SCALARS:  # X | None: X decides (record, array, object)
-        return decode_value(others[0], value, reader, where)
-    for a in args:
-        if typing.get_origin(a) is typing.Literal:
-            if any(type(x) is type(value) and x == value for x in typing.get_args(a)):
+    if decider is not None:  # X | None: X decides (record, array, object)
+        return decode_value(decider, value, reader, where)
+    for kind, detail in alternatives:
+        if kind == "literal":
+            if any(type(x) is type(value) and x == value for x in detail):
                 return value
             continue
-        got = _decode_scalar(a, value)
+        got = _decode_scalar(detail, value)
         if got is not _MISSING:
             return got
     reader.bad(where, f"expected {_describe(tp)}, got {_json_type(value)}")
