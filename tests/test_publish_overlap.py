@@ -341,3 +341,32 @@ def test_a_failed_largest_upload_stops_and_joins_the_helper(
     assert _no_uploader_left()
     assert 1 <= len(stored) < 11  # stopped early, after the blob it was storing
     assert _manifest(registry, repo, TAG) is None
+
+
+def test_waiting_for_the_verification_gives_its_threads_their_priority_back() -> None:
+    """Once the publish waits for nothing but the verification, there is no upload left to yield
+    the CPU to: the yielded threads get the waiting thread's priority again (needs the privilege
+    to lower a niceness: root or RLIMIT_NICE)."""
+    import os
+    import resource
+
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    if os.geteuid() != 0 and resource.getrlimit(resource.RLIMIT_NICE)[0] < 20 - base:
+        pytest.skip("lowering a niceness needs root or RLIMIT_NICE here")
+    yielded, restored, seen = threading.Event(), threading.Event(), []
+
+    def worker() -> None:
+        tid = threading.get_native_id()
+        _flows._yield_cpu_to_the_upload()
+        seen.append(os.getpriority(os.PRIO_PROCESS, tid))
+        yielded.set()
+        assert restored.wait(30)
+        seen.append(os.getpriority(os.PRIO_PROCESS, tid))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert yielded.wait(30)
+    _flows._restore_cpu_priority()
+    restored.set()
+    t.join()
+    assert seen == [min(base + _flows._VERIFY_NICENESS, 19), base]

@@ -653,6 +653,28 @@ def _yield_cpu_to_the_upload() -> None:
         pass
 
 
+def _restore_cpu_priority() -> None:
+    """Give the threads that yielded the CPU (:func:`_yield_cpu_to_the_upload`) the calling
+    thread's priority back: called when the publish waits for nothing but the verification (every
+    blob is up, or nothing is uploaded), so there is no upload left to yield to — on a busy
+    machine a +10 verification would otherwise finish last behind other programs' work.
+
+    Linux only; lowering a niceness needs privilege (root, or ``RLIMIT_NICE``): refused, or
+    elsewhere, nothing changes. Threads at this thread's priority or better are left alone.
+    """
+    try:
+        base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        tids = [int(t.name) for t in Path("/proc/self/task").iterdir()]
+    except (AttributeError, OSError, ValueError):
+        return
+    for tid in tids:
+        try:
+            if os.getpriority(os.PRIO_PROCESS, tid) > base:
+                os.setpriority(os.PRIO_PROCESS, tid, base)
+        except OSError:
+            pass  # ended meanwhile, or not allowed
+
+
 class _Verification:
     """:func:`~._verify.verify_set` of one set on a worker thread, started on entering and joined
     on leaving (an error or Ctrl-C in the main thread never leaves it running; DESIGN §11: hashlib
@@ -699,7 +721,10 @@ class _Verification:
     def failure(self) -> BaseException | None:
         """After waiting for the verification: why the claimed set must not be published (the set
         does not verify, the verification raised, or it hashed another ``SHA256SUMS``), else
-        ``None``; the same exception object every time."""
+        ``None``; the same exception object every time. Waiting, the verification's threads get
+        their priority back (:func:`_restore_cpu_priority`)."""
+        if self._thread.is_alive():
+            _restore_cpu_priority()
         self._join()
         if not self._verdict:
             self._verdict.append(self._judge())
