@@ -53,28 +53,37 @@ _RELATIONSHIP_KEYS = frozenset({"spdxElementId", "relationshipType", "relatedSpd
 
 
 def _is_canonical_file(entry: Any, file_types: frozenset[str]) -> bool:
-    """A dict with only the keys our writer uses, each of the type spdx-tools' parser accepts."""
+    """A dict with only the keys our writer uses, each of the type spdx-tools' parser accepts.
+
+    Plain loops, not ``all()`` over generators: this runs once per file (issue 13).
+    """
     if type(entry) is not dict or not _FILE_KEYS.issuperset(entry):
         return False
-    if not all(k in entry for k in _FILE_REQUIRED) or not all(
-        type(entry[k]) is str for k in _FILE_STRINGS if k in entry
-    ):
+    for k in _FILE_REQUIRED:
+        if k not in entry:
+            return False
+    for k in _FILE_STRINGS:
+        if k in entry and type(entry[k]) is not str:
+            return False
+    if not _canonical_checksums(entry["checksums"]):
         return False
-    sums = entry["checksums"]
-    if (
-        type(sums) is not list
-        or not sums
-        or not all(
+    types = entry.get("fileTypes", [])
+    return type(types) is list and all(type(t) is str and t in file_types for t in types)
+
+
+def _canonical_checksums(sums: Any) -> bool:
+    """A non-empty list of ``{algorithm: SHA1|SHA256, checksumValue: <string>}``."""
+    if type(sums) is not list or not sums:
+        return False
+    for c in sums:
+        if not (
             type(c) is dict
             and c.keys() == _CHECKSUM_KEYS
             and c["algorithm"] in _ALGORITHMS
             and type(c["checksumValue"]) is str
-            for c in sums
-        )
-    ):
-        return False
-    types = entry.get("fileTypes", [])
-    return type(types) is list and all(type(t) is str and t in file_types for t in types)
+        ):
+            return False
+    return True
 
 
 def _is_file_contains(relationship: Any, file_ids: set[str]) -> bool:
@@ -155,11 +164,16 @@ class CanonicalFiles:
         """The messages of spdx-tools' relationship rules, in order (the library's, for an unclean one)."""
         from spdx_tools.spdx.parser.jsonlikedict.relationship_parser import RelationshipParser
 
+        clean: dict[str, bool] = {}  # the verdict per id: a document repeats its package's id per file
+
+        def is_clean(spdx_id: str) -> bool:
+            verdict = clean.get(spdx_id)
+            if verdict is None:
+                verdict = clean[spdx_id] = _id_is_clean(spdx_id, index)
+            return verdict
+
         for relationship in self.relationships:
-            if not (
-                _id_is_clean(relationship["spdxElementId"], index)
-                and _id_is_clean(relationship["relatedSpdxElement"], index)
-            ):
+            if not (is_clean(relationship["spdxElementId"]) and is_clean(relationship["relatedSpdxElement"])):
                 model = RelationshipParser().parse_relationship(relationship)  # type: ignore[no-untyped-call]
                 check_relationship(out, model, version, index)
 
