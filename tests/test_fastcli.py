@@ -82,3 +82,25 @@ def test_module_entry_and_exit_codes() -> None:
     )
     assert _run("--no-such-option").returncode == 2  # the full CLI's usage error
     assert fastcli.COMPLETE_VAR == cli.COMPLETE_VAR and fastcli.PROG_NAME == cli.PROG_NAME
+
+
+def test_the_full_cli_runs_with_the_collector_tuned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console entry sets the collector's thresholds before the full CLI runs (issue 13);
+    the fast answers and library callers leave them alone."""
+    import gc
+
+    from ninfer_release import _entry
+
+    seen: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(_entry, "quiet_until_loaded", lambda: None)  # keep pytest's own signals
+    monkeypatch.setattr(cli, "main", lambda: seen.append(gc.get_threshold()))
+    monkeypatch.setattr(sys, "argv", ["ninfer-release", "verify", "x"])
+    before = gc.get_threshold()
+    try:
+        fastcli.main()
+    finally:
+        gc.set_threshold(*before)
+    assert seen == [_entry.GC_THRESHOLDS]
+    monkeypatch.setattr(sys, "argv", ["ninfer-release", "--version"])
+    fastcli.main()
+    assert gc.get_threshold() == before

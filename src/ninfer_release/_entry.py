@@ -1,4 +1,6 @@
-"""Quiet signals while the CLI loads: no traceback for a Ctrl-C or SIGTERM before it runs.
+"""The console process's own set-up before the CLI loads: quiet signals, and the collector's pace.
+
+Quiet signals while the CLI loads: no traceback for a Ctrl-C or SIGTERM before it runs.
 
 Importing the CLI (Click, then each stage on demand) takes ~100 ms; a SIGINT in that window once
 printed a traceback from the import line (issue 9). :func:`quiet_until_loaded`, called first by
@@ -11,6 +13,7 @@ control; docs/reliability.md says so.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 from types import FrameType
@@ -31,3 +34,19 @@ def quiet_until_loaded() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _early_exit)
+
+
+#: The cyclic garbage collector's thresholds for the CLI process (Python's default: 700, 10, 10).
+GC_THRESHOLDS = (50_000, 20, 20)
+
+
+def tune_collector() -> None:
+    """Run the cyclic garbage collector less often in the CLI process (:data:`GC_THRESHOLDS`).
+
+    A build or verify of a lane with 10k files allocates millions of containers that live until
+    it ends (parsed SBOMs, records, the file list); with Python's default thresholds the
+    collector walks them again and again: ~10% of a 10k-file build's CPU and ~5% of its verify
+    (issue 13; peak RSS unchanged, measured). Cycles are still collected, only in fewer passes.
+    Library callers keep their interpreter's settings: only the console entry point calls this.
+    """
+    gc.set_threshold(*GC_THRESHOLDS)

@@ -57,9 +57,10 @@ def main() -> None:
     """``ninfer-release``: the fast answers above, or the full CLI (exit codes as documented)."""
     answer = fast_answer(sys.argv[1:])
     if answer is None:
-        from ninfer_release._entry import quiet_until_loaded
+        from ninfer_release._entry import quiet_until_loaded, tune_collector
 
         quiet_until_loaded()
+        tune_collector()
         from ninfer_release.cli import main as cli_main
 
         cli_main()
