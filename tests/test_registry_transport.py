@@ -62,6 +62,29 @@ def test_a_watch_fires_its_socket_after_its_deadline_and_a_disarmed_one_never() 
         assert d.recv(1) == b"x"
 
 
+def test_a_forked_child_gets_its_own_watchdog() -> None:
+    """The watchdog thread is the parent's: a child forked after it started (multiprocessing's
+    fork) would have deadlines that never fire without a watchdog of its own."""
+    import os
+
+    with _Watch(1.0):
+        pass  # the parent's watchdog runs
+    a, b = socket.socketpair()
+    with a, b:
+        pid = os.fork()
+        if pid == 0:  # the child: a deadline must still fire
+            code = 1
+            try:
+                with _Watch(0.05) as watch:
+                    watch.conn = _Socket(a)
+                    time.sleep(0.5)
+                code = 0 if watch.fired and a.recv(1) == b"" else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_exchanges_start_no_thread_each(plain_http: str, monkeypatch: pytest.MonkeyPatch) -> None:
     transport = Transport(plain_http, RegistryOptions())
     with _Watch(1.0):

@@ -25,6 +25,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import os
 import random
 import re
 import socket
@@ -96,6 +97,12 @@ class _Watchdog:
     """
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty, with no thread yet (it starts on the first watch). Also a forked child's start
+        (``os.register_at_fork``): the parent's thread is not in the child, and its lock may have
+        been held when the child was forked."""
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, _Watch]] = []
         self._seq = itertools.count()
@@ -129,6 +136,8 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WATCHDOG.reset)
 
 
 @dataclass(frozen=True)
