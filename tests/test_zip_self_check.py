@@ -121,3 +121,18 @@ def test_a_build_reads_each_zip_once_after_writing_it_and_fails_on_damage(
     with pytest.raises(IntegrityError):
         build_lane(RELEASE, "rtx4090", inputs=src, out=tmp_path / "bad", env=dict(os.environ), offline=True)
     assert not (tmp_path / "bad").exists()
+
+
+def test_verify_with_the_self_checks_scan_reports_what_it_reports_reading_the_zip(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from flow_support import release_out
+    from ninfer_release.releases._verify import verify_set
+
+    directory = release_out(tmp_path_factory) / "rtx4090"
+    (zip_path,) = directory.glob("*.zip")
+    scan = packaging.scan_zip(zip_path, sha1=False)
+    assert verify_set(directory, zip_scan=scan) == verify_set(directory)
+    # The scan is taken as the zip's read: one naming other bytes fails the set, as a read would.
+    other = dataclasses.replace(scan, sha256="0" * 64)
+    assert not verify_set(directory, zip_scan=other).ok
