@@ -169,6 +169,12 @@ def docker_build(host: str, ctx: Path, tag: str, label: str, save_to: Path | Non
     return result
 
 
+def _cpu_stats(runs: list[Run]) -> dict[str, float]:
+    """min / median / max of user+sys CPU seconds of ``runs``."""
+    cpu = [r.user_s + r.sys_s for r in runs]
+    return {"min": min(cpu), "median": statistics.median(cpu), "max": max(cpu)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--mib", type=int, default=256, help="payload size in MiB (default 256)")
@@ -217,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             "runs": args.runs,
             "load_average_before": load,
             "daemonless_s": stats(ours),
+            # our process's own CPU (user+sys, all threads): what a busy machine cannot hide; the
+            # docker side's work runs in the daemon, so its client CPU is not comparable
+            "daemonless_cpu_s": {k: round(v, 3) for k, v in _cpu_stats(ours).items()},
             "docker_build_s": stats(plain),
             "docker_build_save_gzip_s": stats(saved),
             "ratio_vs_docker_build": ratios(plain),
