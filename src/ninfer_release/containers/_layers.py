@@ -217,6 +217,8 @@ class Ordered:
     release the GIL, so it runs on the second core beside the reading thread and the deflate
     workers. At most :data:`_MAX_QUEUED` calls wait; :meth:`submit` blocks beyond that. A call
     that raises re-raises in the submitting thread (at a later :meth:`submit` or :meth:`drain`).
+    One thread at a time submits to an instance (the layer's thread; the build's thread for the
+    flushes), which is what keeps "in submission order" meaningful.
     """
 
     def __init__(self) -> None:
