@@ -21,10 +21,16 @@ and the zip's. Elsewhere (:meth:`DeflateCache.lookup`) the stream is hard-linked
 caller's work dir and its SHA-256 must equal the record's, else the entry is deleted and the
 member deflated as if there were no cache. A hit is never stored again.
 
+A record is read bounded (at most :data:`MAX_RECORD` bytes, regular files only: a FIFO, a device
+or a 2 GB file in its place is a miss) and must name this very key, engine, level and piece size:
+an entry copied from another directory inflates to the key but is another deflate, and would
+change the set's bytes (``tests/test_attack_cache.py``).
+
 Safe under concurrent builds: entries are written to unique temp names and renamed into place
 (the record last: it commits the entry); two builds storing one key write identical bytes.
 Bounded: after each store the oldest entries (by last use) are removed until the cache holds at
-most ``max_bytes``. Output bytes never depend on the cache (``tests/test_deflate_cache.py``).
+most ``max_bytes``, and the debris of a store or an eviction killed half-way (temp files, streams
+without a record, older than :data:`DEBRIS_AGE`) is removed. Output bytes never depend on the cache (``tests/test_deflate_cache.py``).
 
 Location: ``$NINFER_DEFLATE_CACHE`` (a directory, or ``off``), else ``$NINFER_CACHE/deflate``, else
 ``$XDG_CACHE_HOME/ninfer-release/deflate``, else ``~/.cache/ninfer-release/deflate``; size bound
@@ -39,18 +45,25 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from ninfer_release.digests import is_sha256_hex
-from ninfer_release.hashing import sha256_file
-from ninfer_release.packaging._zlib import DEFLATE_ENGINE
+from ninfer_release.packaging._zlib import DEFLATE_ENGINE, INFLATE_ERRORS
+from ninfer_release.packaging._zlib import engine as zlib
 
 DEFAULT_MAX_MIB = 2048
 _READ = 1 << 20
+#: A record is about 400 bytes; a larger file in its place is not one (read at most this much).
+MAX_RECORD = 4096
+#: A temp file or a stream without a record older than this (seconds) is debris of a store or an
+#: eviction that was killed between its renames/unlinks: :meth:`DeflateCache.evict` removes it.
+DEBRIS_AGE = 3600
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,24 +148,38 @@ class DeflateCache:
     def find(self, sha256: str, *, size: int, level: int, chunk_size: int) -> CacheEntry | None:
         """The entry's record for content ``sha256`` of ``size`` bytes, unverified; ``None`` on a miss.
 
-        Never raises: a missing, unreadable or malformed record, or one for another size, is a miss.
+        Never raises: a missing, unreadable, oversized (> :data:`MAX_RECORD` bytes: read bounded) or
+        malformed record is a miss, and so is one for another size or that names another key,
+        engine, level or piece size (an entry copied from another directory: its stream inflates
+        to the key but is another deflate, so the set's bytes would differ), a method other than 0
+        or 8, or a stored stream whose length is not the size.
         """
         if not is_sha256_hex(sha256):
             return None
         where = self._dir(level, chunk_size)
         try:
-            record = json.loads((where / f"{sha256}.json").read_bytes())
-            if not isinstance(record, dict) or record.get("size") != size:
+            record = json.loads(_read_small(where / f"{sha256}.json", MAX_RECORD))
+            if not isinstance(record, dict) or type(record.get("size")) is not int or record["size"] != size:
+                return None
+            expected = {"sha256": sha256, "engine": DEFLATE_ENGINE, "level": level, "chunk_size": chunk_size}
+            if any(record.get(k) != v or type(record.get(k)) is not type(v) for k, v in expected.items()):
+                return None
+            fields = {k: record[k] for k in ("length", "method", "crc32")}
+            if any(type(v) is not int or v < 0 for v in fields.values()):
+                return None
+            if fields["method"] not in (0, 8) or (fields["method"] == 0 and fields["length"] != size):
+                return None
+            if not (isinstance(record["sha1"], str) and is_sha256_hex(record["stream_sha256"])):
                 return None
             return CacheEntry(
                 key=sha256,
                 where=where,
-                length=int(record["length"]),
-                method=int(record["method"]),
+                length=fields["length"],
+                method=fields["method"],
                 size=size,
-                crc32=int(record["crc32"]),
-                sha1=str(record["sha1"]),
-                stream_sha256=str(record["stream_sha256"]),
+                crc32=fields["crc32"],
+                sha1=record["sha1"],
+                stream_sha256=record["stream_sha256"],
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -162,6 +189,9 @@ class DeflateCache:
     ) -> CachedStream | None:
         """The verified stream for content ``sha256`` of ``size`` bytes, linked into ``workdir``.
 
+        The linked stream is proven before it is returned (this path has no self-check after it):
+        it must have the record's length and SHA-256 and inflate (method 8; method 0: be) to
+        exactly ``size`` bytes with SHA-256 ``sha256``, ending where its deflate stream ends.
         Never raises for a missing, partial, corrupt or concurrently evicted entry: that is a miss
         (a corrupt entry is also deleted).
         """
@@ -174,12 +204,13 @@ class DeflateCache:
             linked = Path(name)
             linked.unlink()
             try:
-                os.link(entry.stream, linked)
+                os.link(entry.stream, linked, follow_symlinks=True)
             except OSError:
-                shutil.copyfile(entry.stream, linked)  # another file system: a private copy
+                with _open_regular(entry.stream) as src, linked.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, _READ)  # another file system: a private copy
         except OSError:
             return None
-        if sha256_file(linked) != entry.stream_sha256 or linked.stat().st_size != entry.length:
+        if not _proven(linked, entry):
             linked.unlink(missing_ok=True)
             self.reject(entry)
             return None
@@ -198,7 +229,7 @@ class DeflateCache:
         entry on a mismatch (:meth:`reject_key`) — one proof, on the bytes actually shipped.
         """
         try:
-            with entry.stream.open("rb") as src:
+            with _open_regular(entry.stream) as src:
                 if os.fstat(src.fileno()).st_size != entry.length:
                     self.reject(entry)
                     return False
@@ -283,7 +314,11 @@ class DeflateCache:
             return
 
     def evict(self) -> None:
-        """Remove least recently used entries until the streams total at most ``max_bytes``."""
+        """Remove least recently used entries until the streams total at most ``max_bytes``.
+
+        Debris older than :data:`DEBRIS_AGE` (temp files, streams without a record: a store or an
+        eviction killed half-way) is removed first, so it never accumulates outside the bound.
+        """
         entries: list[tuple[float, int, Path, str]] = []
         for record in self.root.glob("*/*.json"):
             stream = record.with_suffix(".bin")
@@ -291,12 +326,24 @@ class DeflateCache:
                 entries.append((record.stat().st_mtime, stream.stat().st_size, record.parent, record.stem))
             except OSError:
                 continue
+        self._remove_debris()
         total = sum(e[1] for e in entries)
         for _, size, where, key in sorted(entries):
             if total <= self.max_bytes:
                 break
             self._remove(where, key)
             total -= size
+
+    def _remove_debris(self) -> None:
+        """Delete old temp files and old streams whose record is missing (see :meth:`evict`)."""
+        cutoff = time.time() - DEBRIS_AGE
+        for path in self.root.glob("*/*"):
+            debris = path.name.startswith(".tmp-") or (
+                path.suffix == ".bin" and not path.with_suffix(".json").exists()
+            )
+            with contextlib.suppress(OSError):
+                if debris and path.lstat().st_mtime < cutoff:
+                    path.unlink()
 
     @staticmethod
     def _remove(where: Path, key: str) -> None:
@@ -327,3 +374,75 @@ def _copy_file(src: BinaryIO, out: BinaryIO, length: int) -> None:
         src.seek(0)  # copy_file_range is not available here (another file system, an old kernel)
         shutil.copyfileobj(src, out, _READ)
     out.seek(start + length)
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, only if it is a regular file (never blocks on a FIFO).
+
+    Raises:
+        OSError: it cannot be opened, or it is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_small(path: Path, limit: int) -> bytes:
+    """The whole of the regular file ``path``, at most ``limit`` bytes (read bounded).
+
+    Raises:
+        OSError: it cannot be read or is not a regular file.
+        ValueError: it holds more than ``limit`` bytes.
+    """
+    with _open_regular(path) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: more than {limit} bytes")
+    return data
+
+
+def _proven(stream: Path, entry: CacheEntry) -> bool:
+    """True when ``stream`` is ``entry``'s: its length and SHA-256, and it inflates to the key.
+
+    Method 8: one raw deflate stream that ends exactly at the file's end and inflates to
+    ``entry.size`` bytes of SHA-256 ``entry.key``; method 0: the bytes themselves are the key's.
+    """
+    digest = hashlib.sha256()
+    content = hashlib.sha256()
+    inflater = zlib.decompressobj(-15) if entry.method == 8 else None
+    length = size = 0
+    try:
+        with _open_regular(stream) as f:
+            while block := f.read(_READ):
+                digest.update(block)
+                length += len(block)
+                if inflater is None:
+                    out = block
+                elif inflater.eof:
+                    return False  # bytes after the end of the deflate stream
+                else:
+                    out = inflater.decompress(block, entry.size + 1 - size)
+                    if inflater.unconsumed_tail:
+                        return False  # inflates to more than the size
+                size += len(out)
+                content.update(out)
+                if size > entry.size:
+                    return False
+    except OSError:
+        return False
+    except INFLATE_ERRORS:
+        return False
+    ended = inflater is None or (inflater.eof and not inflater.unused_data)
+    return (ended, length, digest.hexdigest(), size, content.hexdigest()) == (
+        True,
+        entry.length,
+        entry.stream_sha256,
+        entry.size,
+        entry.key,
+    )
