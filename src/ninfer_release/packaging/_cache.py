@@ -30,7 +30,8 @@ Safe under concurrent builds: entries are written to unique temp names and renam
 (the record last: it commits the entry); two builds storing one key write identical bytes.
 Bounded: after each store the oldest entries (by last use) are removed until the cache holds at
 most ``max_bytes``, and the debris of a store or an eviction killed half-way (temp files, streams
-without a record, older than :data:`DEBRIS_AGE`) is removed. Output bytes never depend on the cache (``tests/test_deflate_cache.py``).
+without a record, older than :data:`DEBRIS_AGE`) is removed. Output bytes never depend on the
+cache (``tests/test_deflate_cache.py``).
 
 Location: ``$NINFER_DEFLATE_CACHE`` (a directory, or ``off``), else ``$NINFER_CACHE/deflate``, else
 ``$XDG_CACHE_HOME/ninfer-release/deflate``, else ``~/.cache/ninfer-release/deflate``; size bound
