@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 import struct
 from collections import deque
@@ -515,15 +516,45 @@ def iter_member_digests(
 
 
 @dataclass(frozen=True, kw_only=True)
+class FileIdentity:
+    """Which file, in which state: device, inode, size (bytes) and mtime (ns) of one stat.
+
+    Any write, truncation or replacement of the file changes it (down to the file system's
+    timestamp granularity). Not the ctime: the seal's ``chmod`` of every entry moves it.
+    """
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileIdentity:
+        """The identity a ``stat``/``fstat`` result gives."""
+        return cls(device=st.st_dev, inode=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ZipScan:
     """One read of a zip: its size in bytes and SHA-256, and every member's digests.
 
     ``members`` is in central-directory order, exactly what :func:`iter_member_digests` yields.
+    ``identity``: the file read, as it was before and after the read (``None`` when it changed
+    during the read): a caller reusing the scan for ``path`` (the build's verify) must first see
+    :meth:`describes` it, else the bytes there are not the ones that were scanned.
     """
 
     size: int
     sha256: str
     members: tuple[MemberDigest, ...]
+    identity: FileIdentity | None = None
+
+    def describes(self, path: Path) -> bool:
+        """True when the file at ``path`` is the very file, unchanged, that this scan read."""
+        try:
+            return self.identity is not None and FileIdentity.of(path.stat()) == self.identity
+        except OSError:
+            return False
 
 
 class _MemberStream:
@@ -655,6 +686,7 @@ def scan_zip(
         path.open("rb", buffering=0) as f,
         ThreadPoolExecutor(max_workers=2, thread_name_prefix="zip-hash") as pool,
     ):
+        before = FileIdentity.of(os.fstat(f.fileno()))
         whole = _Hasher(pool, sha1=False, crc=False)
         streams: dict[int, _MemberStream] = {}
         done = _Finished()
@@ -691,8 +723,9 @@ def scan_zip(
             finished[i] if i in finished else _digest(m, _Hasher(pool, sha1=sha1), checks[i])
             for i, m in enumerate(members)
         ]
+        identity = before if FileIdentity.of(os.fstat(f.fileno())) == before else None
     sha256 = archive_sha256 if archive_sha256 is not None else whole.sha256.hexdigest()
-    return ZipScan(size=pos, sha256=sha256, members=tuple(digests))
+    return ZipScan(size=pos, sha256=sha256, members=tuple(digests), identity=identity)
 
 
 def read_member(path: Path, name: str, *, max_bytes: int, index: Sequence[ZipMember] | None = None) -> bytes:

@@ -253,6 +253,16 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
     """
     ordered = _zip_order(members)
     _check_names(ordered)
+    written = _write_temp(ordered, out, epoch=epoch)
+    return _commit(written, out)
+
+
+def _write_temp(ordered: list[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
+    """:func:`write_zip`'s archive, fsynced, in a temp file beside ``out`` (the result's ``path``).
+
+    Raises:
+        as :func:`write_zip` (the temp file is removed first).
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     tmp = Path(tmp_name)
@@ -266,13 +276,27 @@ def write_zip(members: Iterable[CompressedMember], out: Path, *, epoch: int) -> 
             except BaseException:
                 w.abandon()
                 raise
-        tmp.chmod(0o644)
-        tmp.replace(out)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    return _result(out, size=w.pos, sha256=w.sha256.hexdigest(), ordered=ordered)
+    return _result(tmp, size=w.pos, sha256=w.sha256.hexdigest(), ordered=ordered)
+
+
+def _commit(written: ZipResult, out: Path) -> ZipResult:
+    """Rename the finished temp archive of ``written`` over ``out`` (mode 0644); it is then ``out``.
+
+    Raises:
+        OSError: the rename failed (the temp file is removed; ``out`` is as it was).
+    """
+    try:
+        written.path.chmod(0o644)
+        written.path.replace(out)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            written.path.unlink()
+        raise
+    return dataclasses.replace(written, path=out)
 
 
 def _in_place(layout: ZipLayout, ordered: list[CompressedMember]) -> bool:
@@ -365,12 +389,11 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
     return dataclasses.replace(result, sha256=scan.sha256, scan=scan)
 
 
-def _finish_in_place(
-    layout: ZipLayout, ordered: list[CompressedMember], out: Path, *, epoch: int
-) -> ZipResult:
-    """Write the local headers into their room and the central directory; fsync; rename to ``out``.
+def _finish_in_place(layout: ZipLayout, ordered: list[CompressedMember], *, epoch: int) -> ZipResult:
+    """Write the local headers into their room and the central directory; fsync; close.
 
-    The result's ``sha256`` is empty: the self-check that follows hashes the archive.
+    The result's ``path`` is the layout's temp file (not renamed yet) and its ``sha256`` is empty:
+    the self-check that follows hashes the archive.
     """
     f = layout.file
     offsets = _fill_local_headers(layout, ordered, epoch=epoch)
@@ -381,9 +404,7 @@ def _finish_in_place(
     layout.writeback.wait()  # the streams were written back while they were compressed
     os.fsync(f.fileno())
     f.close()
-    layout.path.chmod(0o644)
-    layout.path.replace(out)
-    return _result(out, size=layout.position + len(tail), sha256="", ordered=ordered)
+    return _result(layout.path, size=layout.position + len(tail), sha256="", ordered=ordered)
 
 
 def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
@@ -395,6 +416,8 @@ def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path
     (members compressed out of zip order) the streams are copied by :func:`write_zip`. The layout
     is consumed either way. Then :func:`self_check` reads the archive back once: its SHA-256 and
     the proof that every member inflates to the bytes that were compressed (``ZipResult.scan``).
+    The archive is checked in its temp file and renamed over ``out`` only once it passed, so a
+    failure leaves an existing ``out`` as it was.
 
     Raises:
         as :func:`write_zip` and :func:`self_check`.
@@ -404,11 +427,12 @@ def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path
         _check_names(ordered)
         layout.file.flush()
         if _in_place(layout, ordered):
-            written = _finish_in_place(layout, ordered, out, epoch=epoch)
+            written = _finish_in_place(layout, ordered, epoch=epoch)
         else:
-            written = write_zip(ordered, out, epoch=epoch)
+            written = _write_temp(ordered, out, epoch=epoch)
             layout.discard()
+        checked = self_check(written, ordered)
     except BaseException:
         layout.discard()
         raise
-    return self_check(written, ordered)
+    return _commit(checked, out)

@@ -217,7 +217,8 @@ class _SetFiles:
 class _ZipScan:
     """The zip's own SHA-256 and its members' in one read, on a worker thread (DESIGN §11); the
     zip's own SHA-256 not again when ``known`` (established by the caller); no read at all when
-    ``given`` (the caller's scan of these very bytes: the build's self-check)."""
+    ``given`` (the caller's scan of these very bytes: the build's self-check) still describes the
+    file (``ZipScan.describes``: the same file, unchanged since; else the zip is read)."""
 
     def __init__(
         self,
@@ -236,7 +237,8 @@ class _ZipScan:
 
     def _run(self) -> None:
         try:
-            scan = self.given or packaging.scan_zip(
+            given = self.given if self.given is not None and self.given.describes(self.zip_path) else None
+            scan = given or packaging.scan_zip(
                 self.zip_path, sha1=False, archive_sha256=self.known, index=self.files.index
             )
         except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
