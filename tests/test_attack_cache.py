@@ -255,3 +255,57 @@ def test_an_eviction_racing_a_hit_gives_the_cache_off_bytes(
     monkeypatch.setattr(_cache, "_open_regular", open_regular)
     assert _build(tmp_path, "raced", cache, known, layout=layout) == plain
     assert evicted
+
+
+def test_two_processes_sharing_one_small_cache_always_give_the_cache_off_bytes(
+    tmp_path: Path, known: dict[str, str]
+) -> None:
+    """Two builds at once on one cache too small for both keys: every store evicts the other's
+    entry, so hits race evictions and stores race stores; every zip is the cache-off zip."""
+    plain = _build(tmp_path, "plain", None, known, layout=True)
+    sizing = DeflateCache(root=tmp_path / "sizes-cache", max_bytes=1 << 30)
+    _build(tmp_path, "sizes", sizing, known, layout=True)
+    sizes = sorted(p.stat().st_size for p in (tmp_path / "sizes-cache").glob("*/*.bin"))
+    assert len(sizes) == 3
+    largest = sizes[-1]  # room for one entry at a time (two only if both small ones)
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from pathlib import Path\n"
+        "import test_attack_cache as t\n"
+        "from ninfer_release.packaging import DeflateCache\n"
+        f"tmp = Path({str(tmp_path)!r}); c = DeflateCache(root=tmp / 'cache', max_bytes={largest})\n"
+        "for i in range(6):\n"
+        "    for layout in (True, False):\n"
+        "        label = f'{sys.argv[1]}-{i}-{layout}'\n"
+        "        data = t._build(tmp, label, c, t._digests(tmp), layout=layout)\n"
+        "        (tmp / label).with_suffix('.zip').write_bytes(data)\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, who], stderr=subprocess.PIPE) for who in ("p", "q")
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    zips = sorted(tmp_path.glob("*.zip"))
+    assert len(zips) == 24
+    assert all(z.read_bytes() == plain for z in zips)
+    streams = sum(p.stat().st_size for p in (tmp_path / "cache").glob("*/*.bin"))
+    assert streams <= largest
+
+
+def test_the_plain_copy_fallback_copies_the_records_length_only(
+    tmp_path: Path, known: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ``copy_file_range`` cannot be used (another file system), the stream is copied by
+    hand: only the record's length, even if the stream grew after it was measured."""
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _build(tmp_path, "plain", None, known, layout=True)
+    _build(tmp_path, "cold", cache, known, layout=True)
+    _, stream = _entry(tmp_path, known["bin/a.dll"])
+
+    def cross_device(src: int, dst: int, count: int, offset_src: int, offset_dst: int) -> int:
+        if os.fstat(src).st_ino == stream.stat().st_ino:
+            with stream.open("ab") as f:  # a writer appends meanwhile (never ours: we rename)
+                f.write(b"appended after the length was checked" * 100)
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", cross_device)
+    assert _build(tmp_path, "again", cache, known, layout=True) == plain
