@@ -373,8 +373,23 @@ def _copy_file(src: BinaryIO, out: BinaryIO, length: int) -> None:
         if done:
             raise
         src.seek(0)  # copy_file_range is not available here (another file system, an old kernel)
-        shutil.copyfileobj(src, out, _READ)
+        _copy_exactly(src, out, length)
     out.seek(start + length)
+
+
+def _copy_exactly(src: BinaryIO, out: BinaryIO, length: int) -> None:
+    """Copy the next ``length`` bytes of ``src`` to ``out``, no more (the file may have grown).
+
+    Raises:
+        OSError: ``src`` ended before ``length`` bytes.
+    """
+    left = length
+    while left:
+        block = src.read(min(_READ, left))
+        if not block:
+            raise OSError(f"the stream ended {left} bytes short of {length}")
+        out.write(block)
+        left -= len(block)
 
 
 def _open_regular(path: Path) -> BinaryIO:
