@@ -115,3 +115,36 @@ def test_date_time_format_is_still_checked() -> None:
     doc["metadata"] = {"timestamp": "yesterday"}
     messages = validate_cyclonedx_bytes((json.dumps(doc) + "\n").encode())
     assert messages == ["schema: $.metadata.timestamp: 'yesterday' is not a 'date-time'"]
+
+
+_URI_SAMPLES = ("https://example.com/a?b#c", "urn:x:y", "http://a b", "../rel/x", "no scheme", "", "%zz", 7)
+
+
+def test_the_deferred_uri_checkers_give_rfc3986_validators_verdicts() -> None:
+    # issue 13: rfc3986_validator loads on the first uri check, not with jsonschema; the checkers
+    # are registered under jsonschema's names and drafts with its verdicts.
+    from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
+
+    from ninfer_release.sbom._cyclonedx import _strict_validator
+
+    checker = _strict_validator().format_checker
+    for value in _URI_SAMPLES:
+        for fmt, rule in (("uri", "URI"), ("uri-reference", "URI_reference")):
+            expected = not isinstance(value, str) or bool(validate_rfc3986(value, rule=rule))
+            assert checker.conforms(value, fmt) is expected, (fmt, value)
+
+
+def test_jsonschema_keeps_its_uri_formats_per_draft_after_the_lean_import() -> None:
+    code = (
+        "from ninfer_release.sbom._iri import import_jsonschema_lean; import_jsonschema_lean(); import sys; "
+        "from jsonschema import _format as f; "
+        "print(sorted(d for d, c in f._draft_checkers.items() if 'uri' in c.checkers), "
+        "sorted(d for d, c in f._draft_checkers.items() if 'uri-reference' in c.checkers), "
+        "'rfc3986_validator' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = proc.stdout.split()
+    assert " ".join(out) == (
+        "['draft201909', 'draft202012', 'draft3', 'draft4', 'draft6', 'draft7'] "
+        "['draft201909', 'draft202012', 'draft6', 'draft7'] False"
+    )

@@ -26,15 +26,6 @@ Invariant: assembling the same lane results gives the same bytes, whatever proce
 from typing import TYPE_CHECKING
 
 from ninfer_release.lazyexports import lazy_exports
-from ninfer_release.manifests._assemble import (
-    LANE_RESULT_KIND,
-    MANIFEST_KIND,
-    MAX_RELEASE_MANIFEST_BYTES,
-    LaneResult,
-    assemble_release_manifest,
-    lane_result_name,
-    load_lane_result,
-)
 
 if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
     from ninfer_release.manifests._assemble import (
@@ -62,9 +53,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         CarriedBindings,
         CarriedConfig,
         CarriedLaneEntry,
-        ConfigHash,
         DocumentedRoutes,
-        FileRef,
         ImageLaneEntry,
         ImageOutputs,
         LaneEntry,
@@ -73,10 +62,10 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         OutputRef,
         ReleaseFacts,
         ReleaseManifest,
-        Rollback,
         SbomOutputs,
         lane_entry_type,
     )
+    from ninfer_release.manifests._refs import ConfigHash, FileRef, Rollback
 
 _EXPORTS = {
     "._assemble": (
@@ -100,6 +89,7 @@ _EXPORTS = {
         "load_carried_record",
     ),
     "._lanes": ("Lane",),
+    "._refs": ("ConfigHash", "FileRef", "Rollback"),
     "._records": (
         "BaseImageRef",
         "CarriedBindings",
@@ -110,16 +100,13 @@ _EXPORTS = {
         "LANE_RESULT_KIND",
         "MANIFEST_KIND",
         "CarriedLaneEntry",
-        "ConfigHash",
         "DocumentedRoutes",
-        "FileRef",
         "ImageLaneEntry",
         "LaneEntry",
         "LaneResult",
         "NativeLaneEntry",
         "ReleaseFacts",
         "ReleaseManifest",
-        "Rollback",
         "lane_entry_type",
     ),
 }

@@ -16,7 +16,9 @@ them; ``assemble`` and ``verify`` parse them, so both sides share one definition
   and every lane's entry.
 
 :class:`FileRef`, :class:`ConfigHash` and :class:`Rollback` are shared with the component
-manifest of a set (``releases/_records.py``), which repeats them per lane.
+manifest of a set (``releases/_records.py``), which repeats them per lane; they live in the leaf
+:mod:`ninfer_release.manifests._refs` (re-exported here), so that ``verify`` reads a set without
+creating the release-manifest records (issue 13: start-up cost).
 """
 
 from __future__ import annotations
@@ -27,53 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from ninfer_release.hashing import sha256_file
 from ninfer_release.jsonrecord import ABSENT_WHEN_NONE, JsonRecord, Reader, codec, decode_value
+from ninfer_release.manifests._refs import ConfigHash, FileRef, Rollback
 
 if TYPE_CHECKING:  # types only: verify reads these records and must not load the definition loader
     from ninfer_release.manifests._definition import Release
 
 LANE_RESULT_KIND = "ninfer-release/lane-result"
 MANIFEST_KIND = "ninfer-release/release-manifest"
-
-
-@dataclass(frozen=True, kw_only=True)
-class FileRef(JsonRecord):
-    """A published file: its name, public URL, size in bytes and SHA-256 (lowercase hex)."""
-
-    RECORD_KIND = "a file reference"
-
-    name: str
-    url: str
-    size: int
-    sha256: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``to_json``)."""
-        return self.to_json()
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConfigHash(JsonRecord):
-    """``config``: which config hash a lane binds — ``bytes`` (native) or ``semantic`` (image)."""
-
-    RECORD_KIND = "a config hash"
-
-    hash_kind: str
-    sha256: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rollback(JsonRecord):
-    """``rollback``: the lane's rollback state; ``directions`` is 0 for ``not_applicable``."""
-
-    RECORD_KIND = "a rollback block"
-
-    state: str | None
-    directions: int | None
-
-    @classmethod
-    def of(cls, state: str | None) -> Rollback:
-        """The block of a lane in rollback ``state`` (``directions`` 0 when not applicable)."""
-        return cls(state=state, directions=0 if state == "not_applicable" else None)
 
 
 # --- release facts ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ninfer_release import __version__
 from ninfer_release.jsonrecord import ABSENT_WHEN_NONE, JsonRecord, json_key
-from ninfer_release.manifests._records import ConfigHash, FileRef, Rollback
+from ninfer_release.manifests._refs import ConfigHash, FileRef, Rollback
 from ninfer_release.releases._receipts import Binding, Qualification
 
 if TYPE_CHECKING:  # types only: verify imports this module and must not load the profiles stage

@@ -9,11 +9,15 @@ the ABNF of RFC 3987 §2.2 is regular, so the two IRI formats are checked here b
 of that ABNF into one regular expression each (microseconds per value), and jsonschema is
 imported with ``rfc3987_syntax`` (and the other modules behind formats those schemas never use)
 hidden, so that its grammars are never built. The checkers the schemas need are jsonschema's
-own; IRI values are still checked, not skipped.
+own; IRI values are still checked, not skipped. The ``uri`` / ``uri-reference`` checkers
+(``rfc3986_validator``, which compiles its RFC 3986 expressions at import: ~11 ms of every
+``verify``, issue 13) are jsonschema's same two functions registered under the same names, with
+the module imported on their first call: only the JSF signature schema uses ``uri``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import re
 import sys
@@ -142,6 +146,9 @@ UNUSED_FORMAT_MODULES = (
     "jsonpointer",
     "idna",
 )
+#: Format modules jsonschema's ``_format`` imports at import time whose checkers are registered
+#: again after the import, loading the module on first use (:func:`_register_deferred_uri`).
+DEFERRED_FORMAT_MODULES = ("rfc3986_validator",)
 
 
 def import_jsonschema_lean() -> None:
@@ -157,7 +164,10 @@ def import_jsonschema_lean() -> None:
     with _IMPORT_LOCK:
         if "jsonschema" in sys.modules:
             return
-        hidden = [name for name in UNUSED_FORMAT_MODULES if name not in sys.modules]
+        deferred = [
+            n for n in DEFERRED_FORMAT_MODULES if n not in sys.modules and importlib.util.find_spec(n)
+        ]
+        hidden = [name for name in (*UNUSED_FORMAT_MODULES, *deferred) if name not in sys.modules]
         for name in hidden:
             sys.modules[name] = None  # type: ignore[assignment]
         try:
@@ -166,3 +176,43 @@ def import_jsonschema_lean() -> None:
             for name in hidden:
                 if sys.modules.get(name, ...) is None:
                     del sys.modules[name]
+        if deferred:
+            _register_deferred_uri()
+
+
+def _register_deferred_uri() -> None:
+    """Register jsonschema's ``uri`` (all drafts) and ``uri-reference`` (draft 6 on, raising
+    ``ValueError``) checkers as jsonschema 4.26 ``_format`` does with ``rfc3986_validator``
+    installed and ``rfc3987`` absent, importing ``rfc3986_validator`` on the first call.
+
+    Nothing is registered when jsonschema already has a ``uri`` checker (``rfc3987`` installed:
+    jsonschema's own branch). Registered globally, like jsonschema's own, so every validator in
+    the process sees the same formats whether or not this lean import ran first.
+    """
+    from jsonschema import _format
+
+    if "uri" in _format.draft7_format_checker.checkers:
+        return
+
+    def is_uri(instance: object) -> object:
+        if not isinstance(instance, str):
+            return True
+        from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
+
+        return validate_rfc3986(instance, rule="URI")
+
+    def is_uri_reference(instance: object) -> object:
+        if not isinstance(instance, str):
+            return True
+        from rfc3986_validator import validate_rfc3986
+
+        return validate_rfc3986(instance, rule="URI_reference")
+
+    _format._checks_drafts(name="uri")(is_uri)
+    _format._checks_drafts(
+        draft6="uri-reference",
+        draft7="uri-reference",
+        draft201909="uri-reference",
+        draft202012="uri-reference",
+        raises=ValueError,
+    )(is_uri_reference)
