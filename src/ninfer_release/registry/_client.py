@@ -25,7 +25,7 @@ import urllib3.exceptions
 from ninfer_release.progress import SILENT, Progress
 
 from ._options import RegistryOptions
-from ._transport import Body, RegistryError, Transport, error_detail, exchange, read_capped
+from ._transport import Body, RegistryError, Transport, error_detail, exchange, read_capped, release
 
 #: Blob transfers report through the one progress protocol: a step per file (its name, its size),
 #: advanced by the bytes moved.
@@ -252,7 +252,7 @@ class RegistryClient:
                 subject = resp.headers.get("OCI-Subject")
                 failure = None if status == 201 else self._fail("PUT", path, resp)
             finally:
-                resp.close()
+                release(resp)
         if failure is None:
             if said and said != digest:
                 raise RegistryError(
@@ -322,7 +322,7 @@ class RegistryClient:
         path = f"/v2/{repo}/blobs/{digest}"
         with exchange(self._http, "HEAD", path):
             resp = self._http.request("HEAD", path, repo=repo, push=True)
-            resp.close()
+            release(resp)
         if resp.status_code == 404:
             return False
         if resp.status_code != 200:
@@ -561,7 +561,8 @@ class RegistryClient:
         **kwargs: Any,
     ) -> Iterator[requests.Response]:
         """One exchange under its watchdog (``seconds``, default the request deadline): the answer
-        when its status is in ``ok`` (closed afterwards), else the :class:`RegistryError`."""
+        when its status is in ``ok`` (released afterwards: :func:`~._transport.release`), else the
+        :class:`RegistryError`."""
         with exchange(self._http, method, url, seconds):
             resp = self._http.request(method, url, repo=repo, **kwargs)
             try:
@@ -569,7 +570,7 @@ class RegistryClient:
                     raise self._fail(method, url, resp, name=name)
                 yield resp
             finally:
-                resp.close()
+                release(resp)
 
     # -- errors ----------------------------------------------------------------------------------
 

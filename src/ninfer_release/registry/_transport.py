@@ -7,7 +7,12 @@ and the registry needs, is here:
   ``[::1]``) falls back to plain HTTP when its port does not speak TLS (what docker does); any other
   host only when named in ``--insecure-registry``, with a warning on stderr;
 * **trust** — ``--ca-file``, else ``certs.d/HOST:PORT/ca.crt`` (docker's convention), else
-  ``SSL_CERT_FILE``, else the system store (OpenSSL's default file);
+  ``SSL_CERT_FILE``, else the system store (OpenSSL's default file), loaded once per host into
+  one ``SSLContext`` (:func:`trust_context`) that every HTTPS connection of the host reuses;
+* **connections** — one session per host for the whole command: an answer is read to its end
+  (at most :data:`LEFTOVER` bytes beyond what its reader took) and its connection goes back to
+  the pool for the next request (keep-alive); one not read to its end, or that failed or timed
+  out, is closed, never reused (:func:`release`, :func:`discard`);
 * **auth** — RFC 7235 challenges: ``Basic`` (RFC 7617) and ``Bearer`` (distribution's token
   spec: realm, service, per-repository scope; tokens cached per repository until they expire,
   re-asked on a 401);
@@ -35,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
@@ -49,12 +54,18 @@ from ninfer_release.errors import BackendError
 from ._credentials import Credential, find_credential
 from ._options import RegistryOptions
 
+if TYPE_CHECKING:
+    from requests.adapters import _HostParams, _PoolKwargs
+
 log = logging.getLogger("ninfer_release.registry")
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
 _ERROR_BODY = 4096
+#: The most bytes :func:`release` reads of an answer beyond what its reader took (an error body, a
+#: 202's JSON) to reach its end and keep the connection; past it the connection is closed instead.
+LEFTOVER = _ERROR_BODY
 USER_AGENT = "ninfer-release"
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
@@ -155,6 +166,7 @@ class _Watch:
         self.armed = False
         self.conn: urllib3.connection.HTTPConnection | _Socket | None = None
         self._seconds = max(seconds, 0.0)
+        self._outer: _Watch | None = None
 
     def fire(self) -> None:
         self.fired = True
@@ -182,6 +194,17 @@ def _track(conn: urllib3.connection.HTTPConnection) -> None:
         watch.conn = conn
 
 
+def _untrack(conn: object) -> None:
+    """``conn`` goes back to the pool: no watch of this thread may shut it down any more (another
+    thread's next exchange may take it before this thread's watch is disarmed)."""
+    watch = getattr(_local, "watch", None)
+    while watch is not None:
+        if watch.conn is conn:
+            with _WATCHDOG._cond:  # fire() runs under it: after this, it cannot reach conn
+                watch.conn = None
+        watch = watch._outer
+
+
 class _HTTPConnection(urllib3.connection.HTTPConnection):
     def request(self, *args: Any, **kwargs: Any) -> None:
         _track(self)
@@ -197,17 +220,65 @@ class _HTTPSConnection(urllib3.connection.HTTPSConnection):
 class _HTTPPool(urllib3.connectionpool.HTTPConnectionPool):
     ConnectionCls = _HTTPConnection
 
+    def _put_conn(self, conn: Any) -> None:
+        _untrack(conn)
+        super()._put_conn(conn)
+
 
 class _HTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
     ConnectionCls = _HTTPSConnection
 
+    def _put_conn(self, conn: Any) -> None:
+        _untrack(conn)
+        super()._put_conn(conn)
+
+
+def trust_context(location: str | bool) -> ssl.SSLContext:
+    """A verifying client ``SSLContext`` trusting ``location``: a CA bundle file, a hashed CA
+    directory, or ``True`` for OpenSSL's default paths. Loading costs 30-130 ms of CPU, so a
+    :class:`Transport` builds one per host, on its first HTTPS connection, and keeps it.
+
+    Raises:
+        OSError: the bundle cannot be read. ssl.SSLError: it holds no certificate.
+    """
+    context = urllib3.util.ssl_.create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED)
+    if location is True:
+        context.load_default_certs()
+    elif isinstance(location, str) and Path(location).is_dir():
+        context.load_verify_locations(capath=location)
+    elif isinstance(location, str):
+        context.load_verify_locations(cafile=location)
+    return context
+
 
 class _Adapter(requests.adapters.HTTPAdapter):
-    """requests' adapter with connections the watchdog can reach; no urllib3 retries (ours)."""
+    """requests' adapter with connections the watchdog can reach, no urllib3 retries (ours), and
+    every HTTPS pool on one ``SSLContext`` (``context()``, built once by the transport): requests
+    would hand urllib3 the CA path instead, which loads it again for every new connection."""
+
+    def __init__(self, context: Callable[[], ssl.SSLContext], **kwargs: Any) -> None:
+        self._context = context
+        super().__init__(**kwargs)
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
+
+    def build_connection_pool_key_attributes(
+        self, request: requests.PreparedRequest, verify: bool | str, cert: Any = None
+    ) -> tuple[_HostParams, _PoolKwargs]:
+        host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
+        if host_params.get("scheme") == "https":
+            pool_kwargs = {"cert_reqs": "CERT_REQUIRED", "ssl_context": self._context()}
+        return host_params, pool_kwargs
+
+    def cert_verify(self, conn: Any, url: str, verify: bool | str, cert: Any) -> None:
+        if url.lower().startswith("https"):  # the pool's context holds the trust: no CA path
+            conn.cert_reqs = "CERT_REQUIRED"
+            conn.ca_certs = None
+            conn.ca_cert_dir = None
+            return
+        super().cert_verify(conn, url, verify, cert)  # type: ignore[no-untyped-call]
 
 
 # --- auth ---------------------------------------------------------------------------------------
@@ -321,10 +392,11 @@ class Transport:
         self._session = requests.Session()
         self._session.trust_env = False  # no .netrc, no proxy variables: what we send is what we chose
         self._session.headers["User-Agent"] = USER_AGENT
-        adapter = _Adapter(pool_connections=4, pool_maxsize=8, max_retries=0)
+        adapter = _Adapter(self._ssl_context, pool_connections=4, pool_maxsize=8, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
-        self._verify: str | bool = self._trust()
+        self._trusted: str | bool = self._trust()
+        self._context: ssl.SSLContext | None = None
         self._scheme: str | None = None
         self._credential: Credential | None = None
         self._credential_looked_up = False
@@ -334,6 +406,14 @@ class Transport:
         self._started = time.monotonic()
 
     # -- trust and scheme ------------------------------------------------------------------------
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        """This host's one verifying context (:func:`trust_context` of :meth:`_trust`), built on
+        the first HTTPS connection (never for a plain-HTTP loopback registry)."""
+        with self._lock:
+            if self._context is None:
+                self._context = trust_context(self._trusted)
+            return self._context
 
     def _trust(self) -> str | bool:
         opts = self.options
@@ -371,9 +451,9 @@ class Transport:
             try:
                 with self.watch(self.options.request_deadline):
                     resp = self._session.get(
-                        url, timeout=self._timeouts(), verify=self._verify, allow_redirects=False, stream=True
+                        url, timeout=self._timeouts(), allow_redirects=False, stream=True
                     )
-                    resp.close()
+                    release(resp)
                 return "https"
             except requests.exceptions.SSLError as exc:
                 text = str(exc)
@@ -574,7 +654,6 @@ class Transport:
                     headers=dict(request.headers),
                     data=request.form,
                     timeout=self._timeouts(),
-                    verify=self._verify,
                     allow_redirects=False,
                     stream=True,
                 )
@@ -582,7 +661,7 @@ class Transport:
                     status = resp.status_code
                     data = read_capped(resp, self.options.max_token, what=f"token answer of {netloc}")
                 finally:
-                    resp.close()
+                    release(resp)
         except requests.RequestException as exc:
             if watch.fired:
                 raise self.deadline_error(request.method, realm) from None
@@ -636,7 +715,7 @@ class Transport:
             elif status in RETRY_STATUS and retry and self._may_retry(state.retries, resp):
                 state.retries += 1
                 wait = _retry_after(resp)
-                resp.close()
+                release(resp)
                 self._sleep(state.retries, wait)
             else:
                 return resp
@@ -648,7 +727,6 @@ class Transport:
             headers=headers,
             data=body.make() if body is not None else None,
             timeout=self._timeouts(),
-            verify=self._verify,
             allow_redirects=False,
             stream=True,
         )
@@ -668,7 +746,7 @@ class Transport:
         """
         repo, actions = scope
         challenge = resp.headers.get("WWW-Authenticate", "")
-        resp.close()
+        release(resp)
         if state.authed or not challenge:
             cred = self.credential()
             who = f"as {cred}" if cred is not None else "without credentials"
@@ -687,7 +765,7 @@ class Transport:
         """
         location = resp.headers.get("Location", "")
         status = resp.status_code
-        resp.close()
+        release(resp)
         state.hops += 1
         if not location or state.hops > MAX_REDIRECTS:
             raise RegistryError(
@@ -759,6 +837,7 @@ def read_capped(resp: requests.Response, cap: int, *, what: str) -> bytes:
     """
     announced = resp.headers.get("Content-Length")
     if announced is not None and announced.isdigit() and int(announced) > cap:
+        discard(resp)
         raise RegistryError(
             f"{what}: announces {int(announced)} bytes, more than the {cap} bytes allowed", kind="protocol"
         )
@@ -766,8 +845,36 @@ def read_capped(resp: requests.Response, cap: int, *, what: str) -> bytes:
     for chunk in resp.raw.stream(64 * 1024, decode_content=True):
         out += chunk
         if len(out) > cap:
+            discard(resp)
             raise RegistryError(f"{what}: more than the {cap} bytes allowed", kind="protocol")
     return bytes(out)
+
+
+def release(resp: requests.Response, leftover: int = LEFTOVER) -> None:
+    """Done with ``resp``: read what is left of its body, at most ``leftover`` bytes (dropped), so
+    its connection goes back to the pool for the next request; an answer longer than that, or a
+    read that fails (reset, timeout, the watchdog), closes the connection (:func:`discard`)."""
+    raw = resp.raw
+    left = leftover
+    try:
+        # Decoded as its reader read it (urllib3 refuses raw reads after decoded ones); a blob read
+        # raw and left unfinished fails to decode if it was encoded, and is closed.
+        while not raw.closed and (data := raw.read(min(left + 1, 64 * 1024), decode_content=True)):
+            left -= len(data)
+            if left < 0:
+                discard(resp)
+                return
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError):
+        discard(resp)
+        return
+    resp.close()  # read to its end: urllib3 has put the connection back; this only tidies up
+
+
+def discard(resp: requests.Response) -> None:
+    """Close ``resp`` and its connection (its unread bytes would be the next request's answer);
+    the pool opens a new one when it is next needed."""
+    resp.raw.close()
+    resp.close()
 
 
 def error_detail(resp: requests.Response) -> tuple[str, str]:
