@@ -95,7 +95,11 @@ def test_a_valid_stream_of_another_cache_dir_is_not_used(
 @pytest.mark.parametrize("layout", [True, False], ids=["layout", "spool"])
 @pytest.mark.parametrize(
     "damage",
-    ["truncated", "extended", "bitflip", "garbage-after-end", "method", "crc32", "sha1", "size", "length"],
+    [
+        *("truncated", "extended", "bitflip", "garbage-after-end"),
+        *("method", "crc32", "sha1", "size", "length"),
+        *("record-not-json", "record-array", "record-bool-size"),
+    ],
 )
 def test_every_damaged_entry_gives_the_cache_off_bytes(
     tmp_path: Path, known: dict[str, str], layout: bool, damage: str
@@ -125,6 +129,12 @@ def test_every_damaged_entry_gives_the_cache_off_bytes(
         _rewrite(record, method=0)
     elif damage == "sha1":
         _rewrite(record, sha1="0" * 40)
+    elif damage == "record-not-json":
+        record.write_bytes(b"\xff\xfe not json \x00")
+    elif damage == "record-array":
+        record.write_text(json.dumps([doc]))
+    elif damage == "record-bool-size":
+        _rewrite(record, size=True)
     try:
         again = _build(tmp_path, "again", cache, known, layout=layout)
     except SelfCheckError as exc:  # the layout's proof: the build retries without the entry
