@@ -18,8 +18,9 @@ the key: a cached stream that does not inflate to its key is deleted (:meth:`rej
 package is built again without it (``build/_native.py``), so a bad entry never reaches a set and
 the bytes stay those of a build without the cache. One inflate serves as both the entry's check
 and the zip's. Elsewhere (:meth:`DeflateCache.lookup`) the stream is hard-linked into the
-caller's work dir and its SHA-256 must equal the record's, else the entry is deleted and the
-member deflated as if there were no cache. A hit is never stored again.
+caller's work dir and proven there (no self-check follows on that path): its length and SHA-256
+must be the record's and it must inflate to exactly the key's bytes, else the entry is deleted and
+the member deflated as if there were no cache. A hit is never stored again.
 
 A record is read bounded (at most :data:`MAX_RECORD` bytes, regular files only: a FIFO, a device
 or a 2 GB file in its place is a miss) and must name this very key, engine, level and piece size:
