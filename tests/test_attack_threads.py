@@ -172,3 +172,22 @@ def test_a_signal_mid_build_exits_with_its_code_and_leaves_nothing(
     _, err = proc.communicate(timeout=120)
     assert (proc.returncode, [e for e in err.splitlines() if e.strip()]) == (code, [word]), err
     assert sorted(p.name for p in (tmp_path / "outs").iterdir()) == []
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("fault", ["zip-fdatasync", "zip-headers"])
+def test_a_failed_clean_rebuild_leaves_the_earlier_output_as_it_was(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, outs: Path, fault: str
+) -> None:
+    src = samples(tmp_path_factory)
+    first = _start(tmp_path, "none", _lane_args(outs, src))
+    assert first.communicate(timeout=120) and first.returncode == 0
+    before = _tree(outs)
+    proc = _start(tmp_path, fault, [*_lane_args(outs, src), "--clean"])
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 4 and err.strip().endswith("cannot write: No space left on device"), err
+    assert _tree(outs) == before
+    assert sorted(p.name for p in (tmp_path / "outs").iterdir()) == ["out"]
