@@ -67,8 +67,9 @@ def staged_bytes(tree: Path) -> int:
 def bytes_moved(io: dict[str, int], staged: int, out: Path) -> dict[str, Any]:
     """Read/written bytes of one build per staged and per output byte; zip reads beyond the inputs.
 
-    ``zip_reads`` = (read − staged) / zip size: about 2 when the zip is read back once for its
-    SHA-256 and once by the final self-check (plus Python's module files, a few MB).
+    ``zip_reads`` = (read − staged) / zip size: about 1 now that the final self-check's one read
+    of the zip also gives its SHA-256 (plus Python's module files, a few MB); it was about 2 when
+    the zip was read back once for its SHA-256 and once more by the self-check.
     """
     output = sum(p.stat().st_size for p in set_dir(out).iterdir())
     zip_size = the_zip(out).stat().st_size

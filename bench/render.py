@@ -153,7 +153,7 @@ def _bytes_rows(g: dict[str, Any] | None) -> Iterator[Row]:
         unit="",
         ratio=_one(moved["zip_reads"]) if moved else None,
         pairs=1 if moved else 0,
-        note=note or "the build also reads the zip back once for its SHA-256",
+        note=note,
     )
 
 
