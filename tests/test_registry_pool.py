@@ -245,3 +245,13 @@ def test_a_connection_back_in_the_pool_is_out_of_reach_of_the_watchdog(server: _
             assert watch.conn is None  # back in the pool, no longer this watch's
     finally:
         transport.close()
+
+
+def test_an_unusable_ca_bundle_is_one_error_naming_it(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    for bundle in (tmp_path / "missing.pem", junk):
+        transport = _transport.Transport("registry.example:443", RegistryOptions(ca_file=bundle))
+        with pytest.raises(RegistryError, match=f"CA bundle {bundle} cannot be used") as caught:
+            transport.request("GET", "/v2/", repo=None)
+        assert caught.value.kind == "unreachable"

@@ -45,6 +45,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
 import requests.adapters
+import requests.utils
 import urllib3.connection
 import urllib3.connectionpool
 import urllib3.util
@@ -235,19 +236,19 @@ class _HTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
 
 def trust_context(location: str | bool) -> ssl.SSLContext:
     """A verifying client ``SSLContext`` trusting ``location``: a CA bundle file, a hashed CA
-    directory, or ``True`` for OpenSSL's default paths. Loading costs 30-130 ms of CPU, so a
-    :class:`Transport` builds one per host, on its first HTTPS connection, and keeps it.
+    directory, or ``True`` when the system has neither (requests' bundle then, as requests would
+    use). Loading costs 30-130 ms of CPU, so a :class:`Transport` builds one per host, on its
+    first HTTPS connection, and keeps it.
 
     Raises:
-        OSError: the bundle cannot be read. ssl.SSLError: it holds no certificate.
+        OSError: the bundle cannot be read (ssl.SSLError: it holds no certificate).
     """
     context = urllib3.util.ssl_.create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED)
-    if location is True:
-        context.load_default_certs()
-    elif isinstance(location, str) and Path(location).is_dir():
-        context.load_verify_locations(capath=location)
-    elif isinstance(location, str):
-        context.load_verify_locations(cafile=location)
+    path = requests.utils.DEFAULT_CA_BUNDLE_PATH if location is True else str(location)
+    if Path(path).is_dir():
+        context.load_verify_locations(capath=path)
+    else:
+        context.load_verify_locations(cafile=path)
     return context
 
 
@@ -409,10 +410,21 @@ class Transport:
 
     def _ssl_context(self) -> ssl.SSLContext:
         """This host's one verifying context (:func:`trust_context` of :meth:`_trust`), built on
-        the first HTTPS connection (never for a plain-HTTP loopback registry)."""
+        the first HTTPS connection (never for a plain-HTTP loopback registry).
+
+        Raises:
+            RegistryError: the CA bundle cannot be read or holds no certificate (``unreachable``).
+        """
         with self._lock:
             if self._context is None:
-                self._context = trust_context(self._trusted)
+                try:
+                    self._context = trust_context(self._trusted)
+                except OSError as exc:
+                    raise RegistryError(
+                        f"registry {self.host} unreachable: CA bundle {self._trusted} cannot be used "
+                        f"({_reason(exc)})",
+                        kind="unreachable",
+                    ) from None
             return self._context
 
     def _trust(self) -> str | bool:
