@@ -152,14 +152,22 @@ def test_only_provably_stale_partials_are_removed(tmp_path: Path) -> None:
     odd = tmp_path / ".out.odd.partial"
     odd.mkdir()
     (tmp_path / ".out.odd.partial.lock").write_text("something else\n")
+    # a run killed between creating its lock and writing the owner line: empty, no directory
+    (tmp_path / ".out.early.partial.lock").write_bytes(b"")
+    # an empty lock beside a directory is not that case (the owner line comes first): kept
+    (tmp_path / ".out.emptydir.partial").mkdir()
+    (tmp_path / ".out.emptydir.partial.lock").write_bytes(b"")
     with atomic.staged_directory(tmp_path / "out") as live:
         (live / "a").write_text("a")
         assert not dead.exists() and not (tmp_path / ".out.dead1234.partial.lock").exists()
+        assert not (tmp_path / ".out.early.partial.lock").exists()
         # a live run holds its flock: another run in the same parent leaves it alone
         assert atomic.remove_stale_partials(tmp_path) == []
         assert live.is_dir()
     assert foreign.is_dir() and odd.is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".out.emptydir.partial",
+        ".out.emptydir.partial.lock",
         ".out.foreign.partial",
         ".out.odd.partial",
         ".out.odd.partial.lock",
@@ -428,3 +436,19 @@ def test_publish_of_a_set_padded_with_70_mib_of_blank_lines_stays_small(
     assert run.max_rss_mib < 200, run.max_rss_mib
     assert len(run.error_lines) == 1, run.err
     assert not store.exists() or "manifests" not in (store / "index.json").read_text()
+
+
+def test_an_empty_lock_held_by_a_live_run_is_left_alone(tmp_path: Path) -> None:
+    """A live run between creating its lock and writing the owner line holds no flock yet only
+    for an instant; once it holds the flock, an empty lock is never removed."""
+    import fcntl
+
+    from ninfer_release import atomic
+
+    lock = tmp_path / ".out.live.partial.lock"
+    lock.write_bytes(b"")
+    with lock.open("rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        assert atomic.remove_stale_partials(tmp_path) == []
+        assert lock.exists()
+    assert atomic.remove_stale_partials(tmp_path) == [] and not lock.exists()

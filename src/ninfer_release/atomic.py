@@ -168,13 +168,26 @@ def _flock_free(fd: int) -> bool:
     return True
 
 
+def _unclaimed(owner: bytes, stage: Path) -> bool:
+    """An empty lock of a run killed between creating it and writing its owner line.
+
+    :func:`staged_directory` writes the owner line before it makes the directory, so an empty,
+    unlocked lock file has no directory (``stage`` absent) and nothing else to clean. A live run
+    whose lock is caught in that same instant only loses the file (it still holds the inode's
+    ``flock``, and its directory is never touched, since removal goes by lock files).
+    """
+    return owner == b"" and not os.path.lexists(stage)
+
+
 def remove_stale_partials(parent: Path) -> list[Path]:
     """Remove staging directories in ``parent`` left by killed runs; return what was removed.
 
     Only a directory ``.<name>.<random>.partial`` whose sibling ``<it>.lock`` names an owner pid
     (written by :func:`staged_directory`) and whose ``flock`` can be taken is removed: the kernel
     drops an ``flock`` when its owner dies, even on ``kill -9``, so a free lock proves the owner is
-    gone; a live run holds its lock and is never touched. Anything else is left alone.
+    gone; a live run holds its lock and is never touched. An empty unlocked lock file without a
+    directory (a run killed before it wrote its owner line) is removed too. Anything else is left
+    alone.
     """
     removed: list[Path] = []
     try:
@@ -189,9 +202,10 @@ def remove_stale_partials(parent: Path) -> list[Path]:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode) or not _flock_free(fd):
                 continue
-            if not os.pread(fd, 128, 0).startswith(_OWNER.encode()):
-                continue
             stage = lock.with_name(lock.name.removesuffix(LOCK_SUFFIX))
+            owner = os.pread(fd, 128, 0)
+            if not owner.startswith(_OWNER.encode()) and not _unclaimed(owner, stage):
+                continue
             if stage.is_dir() and not stage.is_symlink():
                 shutil.rmtree(stage, ignore_errors=True)
                 removed.append(stage)
@@ -229,9 +243,10 @@ def staged_directory(
         )
     except OSError as exc:
         raise output_error(exc, target) from None
-    lock = Path(lock_name)
-    stage = lock.with_name(lock.name.removesuffix(LOCK_SUFFIX))
+    lock = stage = Path(lock_name)
     try:
+        # Inside the try: a signal from here on removes the lock file (the finally below).
+        stage = lock.with_name(lock.name.removesuffix(LOCK_SUFFIX))
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         os.write(lock_fd, f"{_OWNER}{os.getpid()}\n".encode())
         stage.mkdir(mode=0o700)
