@@ -105,3 +105,23 @@ class Handlers:
         if self.in_main:
             signal.signal(signal.SIGTERM, self.term)
             signal.signal(signal.SIGINT, self.interrupt)
+
+
+def join_through_signals(thread: threading.Thread) -> None:
+    """Wait until ``thread`` has ended, even through Ctrl-C or SIGTERM; then raise the first one.
+
+    A signal arriving while the main thread waits is held, not lost: the worker is never left
+    running behind a returning caller (its files and sockets are released first).
+
+    Raises:
+        BaseException: the first ``KeyboardInterrupt`` / :class:`Terminated` (or other exception)
+            raised in the calling thread while it waited.
+    """
+    pending: BaseException | None = None
+    while thread.is_alive():
+        try:
+            thread.join()
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the join
+            pending = pending or exc
+    if pending is not None:
+        raise pending

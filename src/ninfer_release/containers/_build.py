@@ -753,14 +753,7 @@ def _bind_labels(plan: ImagePlan, bound: Sequence[BoundInput]) -> ImagePlan:
     labels = dict(plan.labels)
     for bi in bound:
         labels[f"{LABEL_PREFIX}binding.{bi.name}.sha256"] = bi.sha256
-    return ImagePlan(
-        labels=labels,
-        annotations=plan.annotations,
-        created=plan.created,
-        layers=plan.layers,
-        ref_name=plan.ref_name,
-        repo_tags=plan.repo_tags,
-    )
+    return dataclasses.replace(plan, labels=labels)
 
 
 def _fsync_file(path: Path) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ninfer_release import strictjson
+from ninfer_release._signals import join_through_signals
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames, package_stem, stem_from_names
@@ -709,14 +710,7 @@ class _Verification:
     def _join(self) -> None:
         """Wait for the worker; a Ctrl-C or SIGTERM meanwhile is raised once it has ended (it ends
         when the verification does: there is nothing to cancel it midway)."""
-        pending: BaseException | None = None
-        while self._thread.is_alive():
-            try:
-                self._thread.join()
-            except BaseException as exc:  # noqa: BLE001 - raised below, after the join
-                pending = pending or exc
-        if pending is not None:
-            raise pending
+        join_through_signals(self._thread)
 
     def failure(self) -> BaseException | None:
         """After waiting for the verification: why the claimed set must not be published (the set

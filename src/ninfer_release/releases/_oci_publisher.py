@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from ninfer_release._signals import join_through_signals
 from ninfer_release.errors import IntegrityError, Problem, PublishError
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.progress import SILENT
@@ -113,14 +114,7 @@ class _BesideUploads:
     ) -> None:
         if kind is not None:
             self._stop.set()
-        pending: BaseException | None = None
-        while self._thread.is_alive():
-            try:
-                self._thread.join()
-            except BaseException as interrupt:  # noqa: BLE001 - raised below, after the join
-                pending = pending or interrupt
-        if pending is not None:
-            raise pending
+        join_through_signals(self._thread)
 
 
 def _source(blob: Blob) -> BlobSource:
