@@ -1,8 +1,10 @@
-"""``verify`` imports only what it uses (issue 13: start-up cost), and the lazy stage exports hold.
+"""``verify`` and ``build lane`` import only what they use (issue 13: start-up cost), and the lazy
+stage exports hold.
 
 Measured as module sets, never as time: a ``verify`` of a directory must not load the publisher,
 the HTTP client, the release-definition loader (Jinja2, YAML) or the CLI-only libraries of other
-commands; the lazy ``__init__`` of each stage must export exactly the names it lists.
+commands; a native ``build lane`` must not load the container lane's code; the lazy ``__init__``
+of each stage must export exactly the names it lists.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_support import release_out
+from flow_support import RELEASE, release_out, samples
 
 LANE = "rtx4090"
 #: Modules a directory verify has no use for (each was imported by verify before issue 13).
@@ -63,6 +65,40 @@ def test_verify_of_a_directory_loads_no_publisher_http_client_or_templates(
     assert "ninfer_release.releases._verify" in modules  # the probe really ran verify
     assert "ninfer_release.sbom._spdx_validate" in modules
     loaded = [m for m in NOT_FOR_VERIFY if m in modules]
+    assert loaded == []
+
+
+#: Modules a native lane's build has no use for (each was imported by it before issue 13's
+#: start-up work): the container lane's executor and image SBOMs, the container builder.
+NOT_FOR_NATIVE_BUILD = (
+    "ninfer_release.build._image",
+    "ninfer_release.sbom._image",
+    "ninfer_release.containers._build",
+    "ninfer_release.releases._publish",
+    "ninfer_release.releases._http_fetch",
+    "urllib3",
+)
+
+
+def test_a_native_build_lane_loads_no_container_lane_code(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    inputs = samples(tmp_path_factory)
+    out = tmp_path / "out"
+    modules = _modules_of(
+        "build",
+        "lane",
+        LANE,
+        "--release",
+        str(RELEASE),
+        "--inputs",
+        str(inputs),
+        "--out",
+        str(out),
+        "--offline",
+    )
+    assert "ninfer_release.build._native" in modules  # the probe really built the lane
+    loaded = [m for m in NOT_FOR_NATIVE_BUILD if m in modules]
     assert loaded == []
 
 

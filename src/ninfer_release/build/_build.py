@@ -24,7 +24,6 @@ from typing import Any
 
 from ninfer_release import containers, manifests, packaging, strictjson
 from ninfer_release.atomic import check_target, staged_directory, write_bytes
-from ninfer_release.build._image import read_image_inputs, run_image_lane
 from ninfer_release.build._inputs import check_release_inputs
 from ninfer_release.build._native import read_native_inputs, run_native_lane
 from ninfer_release.build._plan import (
@@ -255,6 +254,8 @@ def _plan_lane(
             release, lane, inputs, definition_sha256=definition_sha256, receipts=receipts
         )
         return plan_native_lane(source, verify=verify)
+    from ninfer_release.build._image import read_image_inputs  # a native lane never loads it
+
     return plan_image_lane(read_image_inputs(release, lane, inputs, base=base))
 
 
@@ -308,6 +309,8 @@ def _one_lane(
         verified = True if "verify" in plan.checks else None
         entry = _native_entry(release, lane, sealed, plan)
     else:
+        from ninfer_release.build._image import run_image_lane
+
         entry, image_dir = run_image_lane(plan, out=out, progress=opts.progress)
     result = LaneResult(lane_id=lane.id, release=facts, entry=entry)
     path = out / lane_result_name(lane.id)

@@ -28,8 +28,15 @@ from ninfer_release.releases import (
     zip_spdx_path,
 )
 
-#: What a built container lane writes under ``OUT/<lane>/``.
-IMAGE_OUTPUT_NAMES = ("layout/", "image.tar", "image.json", sbom.IMAGE_CDX_NAME, sbom.IMAGE_SPDX_NAME)
+
+def image_output_names() -> tuple[str, ...]:
+    """What a built container lane writes under ``OUT/<lane>/``.
+
+    A function, not a constant: the SBOM names load ``sbom._image``, which only a container lane
+    needs (a native ``build lane`` never imports it; issue 13, start-up cost).
+    """
+    return ("layout/", "image.tar", "image.json", sbom.IMAGE_CDX_NAME, sbom.IMAGE_SPDX_NAME)
+
 
 #: The checks a lane's build makes, by name, and where each rule comes from. A plan lists the
 #: ones its executor runs, in the order it runs them.
@@ -316,7 +323,7 @@ def plan_image_lane(source: ImageInputs) -> LanePlan:
         kind=lane.kind,
         mode=lane.mode,
         members=tuple(PlannedMember(name=name, size=size, origin="staged") for name, size in source.files),
-        records=(*(f"{lane.id}/{n}" for n in IMAGE_OUTPUT_NAMES), lane_result_name(lane.id)),
+        records=(*(f"{lane.id}/{n}" for n in image_output_names()), lane_result_name(lane.id)),
         checks=("recipe-matches-lane", "build-info-matches-lane", "base-pinned", "image-sboms"),
         work=work,
     )

@@ -21,6 +21,7 @@ must name exactly these bytes, or exit 5) → :class:`Qualification` (status + g
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -62,30 +63,38 @@ _OPTIONAL = ("gates", "measurements", "scratch", "notes")
 
 #: Secret shapes refused anywhere in a receipt (key or value), with what they look like. Fields
 #: declared as digests (``*_sha256``) are exempt from the hex rule: they must be 64 hex.
-_SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a 64-hex bearer key", re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{64,}(?![0-9A-Fa-f])")),
-    ("a bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})")),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("an API key", re.compile(r"\bsk-[A-Za-z0-9_-]{20,}")),
-    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.")),
-    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+#: Compiled on first use (:func:`_secrets`): only reading a receipt needs them, and compiling
+#: them costs every command's start-up ~2.5 ms (issue 13; ``verify`` imports this module).
+_SECRET_SHAPES: tuple[tuple[str, str], ...] = (
+    ("a 64-hex bearer key", r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{64,}(?![0-9A-Fa-f])"),
+    ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}"),
+    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("a GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    ("a Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}"),
+    ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    ("an AWS access key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("an API key", r"\bsk-[A-Za-z0-9_-]{20,}"),
+    ("a JSON Web Token", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\."),
+    ("a private key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     (
         "a credential assignment",
-        re.compile(r"(?i)\b(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s*[=:]\s*\S"),
+        r"(?i)\b(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s*[=:]\s*\S",
     ),
     (
         "a Windows user path",
-        re.compile(r"(?i)(?<![A-Za-z])[a-z]:[\\/]+(?:users|documents and settings)[\\/]+[^\\/\s]"),
+        r"(?i)(?<![A-Za-z])[a-z]:[\\/]+(?:users|documents and settings)[\\/]+[^\\/\s]",
     ),
-    ("a user home path", re.compile(r"(?<![A-Za-z0-9_.~-])/(?:home|Users)/[^/\s]")),
-    ("a root home path", re.compile(r"(?<![A-Za-z0-9_.~-])/root(?:/|\b)")),
+    ("a user home path", r"(?<![A-Za-z0-9_.~-])/(?:home|Users)/[^/\s]"),
+    ("a root home path", r"(?<![A-Za-z0-9_.~-])/root(?:/|\b)"),
 )
 #: Key names that only ever hold a secret.
-_SECRET_KEYS = re.compile(r"(?i)(?:password|passwd|secret|token|api_?key|bearer(?:_key)?|authorization)")
+_SECRET_KEY_NAMES = r"(?i)(?:password|passwd|secret|token|api_?key|bearer(?:_key)?|authorization)"  # noqa: S105 - a pattern of key names
+
+
+@functools.cache
+def _secrets() -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
+    """``(secret key names, ((what, secret shape), ...))``, compiled once."""
+    return re.compile(_SECRET_KEY_NAMES), tuple((what, re.compile(shape)) for what, shape in _SECRET_SHAPES)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -341,7 +350,7 @@ class _Parser:
         if isinstance(value, dict):
             for key, v in value.items():
                 path = f"{where}.{key}" if where else str(key)
-                if _SECRET_KEYS.fullmatch(key):
+                if _secrets()[0].fullmatch(key):
                     self.bad(path, "a field of this name holds a secret; receipts are public")
                 self.scrub_text(key, path, is_key=True)
                 # A digest field is checked as a digest (an upper-case one is told "not 64
@@ -361,7 +370,7 @@ class _Parser:
             # JSON lets "\ud800" through; the record mirroring this receipt could not be written.
             self.bad(where, f"{'key' if is_key else 'value'} not valid Unicode (a lone surrogate escape)")
             return
-        for what, pattern in _SECRETS:
+        for what, pattern in _secrets()[1]:
             if pattern.search(text):
                 # Never echo the value: it may be the secret.
                 self.bad(

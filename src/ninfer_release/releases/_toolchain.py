@@ -8,6 +8,8 @@ actually installed, so the provenance says which versions produced the set.
 
 from __future__ import annotations
 
+import email.message
+import email.parser
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +44,32 @@ def _wanted(marker: str, extras: frozenset[str]) -> bool:
     return not named or bool(named & extras)
 
 
+def _headers(dist: metadata.Distribution) -> email.message.Message:
+    """The header fields of ``dist``'s core metadata, parsed once.
+
+    The text :attr:`importlib.metadata.Distribution.metadata` parses (``METADATA``, else
+    ``PKG-INFO``), without its body: ``dist.metadata`` parses the long description line by line
+    every time it is read (``dist.version`` and ``dist.requires`` read it again): ~50 ms of every
+    build's fixed cost for 54 distributions, now ~10 ms (issue 13). Same header values.
+    """
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    # The fields end at the first empty line; a "\n\n" is always one (the first may be earlier,
+    # e.g. CRLF, and then the parser stops there itself).
+    head, blank, _ = text.partition("\n\n")
+    return email.parser.Parser().parsestr(head + "\n" if blank else head, headersonly=True)
+
+
+def _requires(dist: metadata.Distribution, headers: email.message.Message) -> list[str]:
+    """``dist.requires`` (or ``[]``) from the parsed ``headers``: the ``Requires-Dist`` fields,
+    else an egg-info ``requires.txt`` (read by ``importlib.metadata`` itself)."""
+    listed = headers.get_all("Requires-Dist")
+    if listed:
+        return list(listed)
+    if dist.read_text("requires.txt") is None:
+        return []
+    return list(dist.requires or [])
+
+
 def resolved_dependencies(
     root: str = TOOL_DISTRIBUTION,
     *,
@@ -67,9 +95,10 @@ def resolved_dependencies(
             dist = lookup(name)
         except metadata.PackageNotFoundError:
             continue
-        normalized = _normalize(dist.metadata["Name"] or name)
-        found[normalized] = ResolvedDistribution(name=normalized, version=str(dist.version))
-        for requirement in dist.requires or []:
+        headers = _headers(dist)
+        normalized = _normalize(headers["Name"] or name)
+        found[normalized] = ResolvedDistribution(name=normalized, version=str(headers["Version"]))
+        for requirement in _requires(dist, headers):
             spec, _, marker = requirement.partition(";")
             match = _REQUIREMENT.match(spec)
             if match is None or not _wanted(marker, extras):
