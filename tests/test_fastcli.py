@@ -104,3 +104,35 @@ def test_the_full_cli_runs_with_the_collector_tuned(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(sys, "argv", ["ninfer-release", "--version"])
     fastcli.main()
     assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("outcome", ["returns", "exits"])
+def test_the_full_cli_ends_without_an_exit_collection(monkeypatch: pytest.MonkeyPatch, outcome: str) -> None:
+    """After the full CLI ended (returned or raised SystemExit), the console entry froze the heap,
+    so the interpreter's exit collection walks nothing (issue 13); the fast answers do not."""
+    import gc
+
+    from ninfer_release import _entry
+
+    def run_cli() -> None:
+        if outcome == "exits":
+            sys.exit(5)
+
+    monkeypatch.setattr(_entry, "quiet_until_loaded", lambda: None)
+    monkeypatch.setattr(cli, "main", run_cli)
+    before = gc.get_threshold()
+    gc.unfreeze()
+    try:
+        monkeypatch.setattr(sys, "argv", ["ninfer-release", "--version"])
+        fastcli.main()
+        assert gc.get_freeze_count() == 0
+        monkeypatch.setattr(sys, "argv", ["ninfer-release", "verify", "x"])
+        if outcome == "exits":
+            with pytest.raises(SystemExit):
+                fastcli.main()
+        else:
+            fastcli.main()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

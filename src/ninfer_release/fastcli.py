@@ -57,13 +57,16 @@ def main() -> None:
     """``ninfer-release``: the fast answers above, or the full CLI (exit codes as documented)."""
     answer = fast_answer(sys.argv[1:])
     if answer is None:
-        from ninfer_release._entry import quiet_until_loaded, tune_collector
+        from ninfer_release._entry import quiet_until_loaded, skip_exit_collection, tune_collector
 
         quiet_until_loaded()
         tune_collector()
         from ninfer_release.cli import main as cli_main
 
-        cli_main()
+        try:
+            cli_main()
+        finally:  # exit codes leave as SystemExit: the process ends either way
+            skip_exit_collection()
         return
     sys.stdout.write(answer)
     sys.stdout.flush()
