@@ -9,13 +9,14 @@ so that ``docker load``, ``skopeo`` (``oci-archive:``) and ``umoci`` all accept 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ninfer_release.digests import is_digest
 from ninfer_release.errors import InputError, IntegrityError, Problem
@@ -359,15 +360,59 @@ def write_archive(
         LayerEntry(path=LAYOUT_FILE, kind="file", source=layout / LAYOUT_FILE),
         LayerEntry(path=INDEX_FILE, kind="file", source=layout / INDEX_FILE),
     ]
+    buffer = bytearray(_ARCHIVE_PIECE)
     for blob in sorted((layout / "blobs").rglob("*")):
         if blob.is_file():
             rel = blob.relative_to(layout).as_posix()
-            entries.append(LayerEntry(path=rel, kind="file", mode=FILE_MODE, source=blob))
+            source = _BlobSource(path=blob, size=blob.stat().st_size, buffer=buffer)
+            entries.append(LayerEntry(path=rel, kind="file", mode=FILE_MODE, stream=source))
     with dest.open("wb") as f:
         sink = _WriteBehind(f)
-        write_tar(complete_entries(entries), sink, epoch=epoch, digests=False)
+        write_tar(complete_entries(entries), sink, epoch=epoch, digests=False, piece=_ARCHIVE_PIECE)
     dest.chmod(FILE_MODE)
     return ArchiveInfo(sha256=sink.sha256.hexdigest(), size=sink.size)
+
+
+#: Bytes of a blob copied into ``image.tar`` per read, hash update and write. The archive is
+#: written on a thread while the SBOMs are rendered (pure Python, holding the GIL); each piece
+#: costs the writer a few GIL hand-offs of up to the switch interval (5 ms) each, so large pieces
+#: keep it at the speed of the copy and the hash (a 1 MiB piece made it ~2x slower).
+_ARCHIVE_PIECE = 16 << 20
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _BlobSource:
+    """A layout blob as the stream of an ``image.tar`` entry (``_layers.StreamSource``): read
+    into one reused ``buffer``, so no piece is allocated per read."""
+
+    path: Path
+    size: int
+    buffer: bytearray
+
+    def open(self) -> BinaryIO:
+        return cast(BinaryIO, _PieceReader(self.path.open("rb"), self.buffer))
+
+
+class _PieceReader:
+    """A binary file read into a reused buffer: :meth:`read` returns a view of it, valid until
+    the next read (``tarfile`` writes each piece before it reads the next)."""
+
+    def __init__(self, raw: io.BufferedReader, buffer: bytearray) -> None:
+        self._raw = raw
+        self._buffer = buffer
+
+    def read(self, n: int = -1) -> memoryview:
+        if n < 0 or n > len(self._buffer):
+            raise ValueError(f"read of {n} bytes; the buffer holds {len(self._buffer)}")
+        view = memoryview(self._buffer)[:n]
+        got = self._raw.readinto(view)
+        return view[: got or 0]
+
+    def __enter__(self) -> _PieceReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._raw.close()
 
 
 #: ``image.tar`` bytes written before the kernel is asked to start writing them to disk.
