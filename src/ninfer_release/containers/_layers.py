@@ -15,9 +15,11 @@ gzip blob. Every header field that could carry the build machine into the bytes 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
+import sys
 import tarfile
 import zlib
 from collections import deque
@@ -202,6 +204,75 @@ class HashingWriter:
 
     def tell(self) -> int:
         return self.size
+
+
+#: Bytes written to an output file before the kernel is asked to start writing them to disk.
+WRITE_BEHIND = 8 << 20
+#: ``sync_file_range(2)`` flag: start the write-back of the range's dirty pages, do not wait.
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+@functools.cache
+def _start_writeback() -> Callable[[int, int, int], object] | None:
+    """Linux's ``sync_file_range(fd, offset, nbytes, SYNC_FILE_RANGE_WRITE)`` from the C library
+    (ctypes releases the GIL around it), or ``None`` where there is none (then no hint is given)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):  # pragma: no cover - a C library without it
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return lambda fd, offset, n: fn(fd, offset, n, _SYNC_FILE_RANGE_WRITE)
+
+
+class WriteBehind:
+    """A file written from start to end that asks the kernel to start writing what it holds to
+    disk every :data:`WRITE_BEHIND` bytes, so the output's final ``fsync`` waits for little more
+    than the last piece instead of for the whole file (issue 13: a 100 MB layer blob left dirty
+    until the layout was complete cost ~0.1 s of disk time after it).
+
+    With ``evict`` (a file nothing reads back, such as ``image.tar``) the hint is
+    ``posix_fadvise(DONTNEED)``, which starts the write-back and lets the pages leave the page
+    cache once clean; without it (a layer blob, which ``image.tar`` copies next) the pages stay
+    cached: ``sync_file_range(SYNC_FILE_RANGE_WRITE)``, on Linux only. Hints never change the
+    bytes; the caller's ``fsync`` is still what makes them durable.
+    """
+
+    def __init__(self, raw: BinaryIO, *, evict: bool = False) -> None:
+        self.raw = raw
+        self.size = 0
+        self._hinted = 0
+        self._evict = evict
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        n = self.raw.write(data)
+        self.size += len(data)
+        if self.size - self._hinted >= WRITE_BEHIND:
+            self._hint()
+        return n
+
+    def _hint(self) -> None:
+        """Start the write-back of what was written since the last hint."""
+        start = self._writeback_function()
+        if start is None:
+            return
+        self.raw.flush()
+        start(self.raw.fileno(), self._hinted, self.size - self._hinted)
+        self._hinted = self.size
+
+    def _writeback_function(self) -> Callable[[int, int, int], object] | None:
+        if self._evict:
+            if not hasattr(os, "posix_fadvise"):
+                return None
+            return lambda fd, offset, n: os.posix_fadvise(fd, offset, n, os.POSIX_FADV_DONTNEED)
+        return _start_writeback()
+
+    def flush(self) -> None:
+        self.raw.flush()
 
 
 #: Calls an :class:`Ordered` thread may have queued (each holds up to a 1 MiB piece): bounds memory.
@@ -586,7 +657,7 @@ def write_layer(
     """
     plan = entries if in_order else complete_entries(entries)
     with dest.open("wb") as f:
-        sink = GzipSink(f, workers=workers)
+        sink = GzipSink(cast(BinaryIO, WriteBehind(f)), workers=workers)
         try:
             written = write_tar(plan, sink, epoch=epoch, ordered=sink.ordered)
             sink.finish()

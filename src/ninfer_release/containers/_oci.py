@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from ninfer_release.hashing import CHUNK
 from ninfer_release.jsonbytes import canonical_json, dumps_stable
 from ninfer_release.reproducible import FILE_MODE
 
-from ._layers import HashingWriter, LayerEntry, complete_entries, write_tar
+from ._layers import WRITE_BEHIND, HashingWriter, LayerEntry, WriteBehind, complete_entries, write_tar
 from ._layout import (
     INDEX_FILE,
     LAYOUT_FILE,
@@ -416,28 +415,17 @@ class _PieceReader:
 
 
 #: ``image.tar`` bytes written before the kernel is asked to start writing them to disk.
-_WRITE_BEHIND = 8 << 20
+_WRITE_BEHIND = WRITE_BEHIND
 
 
 class _WriteBehind(HashingWriter):
-    """A :class:`HashingWriter` onto a file that starts the disk writes of what it wrote every
-    :data:`_WRITE_BEHIND` bytes (``posix_fadvise`` ``DONTNEED``: asynchronous write-back, and the
-    clean pages leave the page cache — nothing rereads ``image.tar``), so the output's final
-    ``fsync`` waits for little more than the last piece."""
+    """A :class:`HashingWriter` onto ``image.tar`` through a :class:`~._layers.WriteBehind` that
+    evicts (asynchronous write-back every :data:`_WRITE_BEHIND` bytes, and the clean pages leave
+    the page cache — nothing rereads ``image.tar``), so the output's final ``fsync`` waits for
+    little more than the last piece."""
 
     def __init__(self, raw: BinaryIO) -> None:
-        super().__init__(raw)
-        self._flushed = 0
-
-    def write(self, data: bytes) -> int:
-        n = super().write(data)
-        if self.size - self._flushed >= _WRITE_BEHIND and hasattr(os, "posix_fadvise"):
-            self.raw.flush()
-            os.posix_fadvise(
-                self.raw.fileno(), self._flushed, self.size - self._flushed, os.POSIX_FADV_DONTNEED
-            )
-            self._flushed = self.size
-        return n
+        super().__init__(cast(BinaryIO, WriteBehind(raw, evict=True)))
 
 
 def copy_layout_blob(src_layout: Path, dest_layout: Path, desc: Descriptor, *, where: str) -> None:
