@@ -201,25 +201,56 @@ def test_a_warm_layout_build_copies_hits_once_and_stores_nothing_again(
     assert {p: p.stat().st_ino for p in (tmp_path / "cache").glob("*/*.bin")} == streams
 
 
-def test_a_corrupt_entry_met_while_laying_out_fails_the_self_check_naming_its_key(
-    tmp_path: Path, known: dict[str, str]
+@pytest.mark.parametrize("read", [None, 1000, 4096])
+def test_a_corrupt_entry_met_while_laying_out_is_proven_bad_deleted_and_deflated(
+    tmp_path: Path, known: dict[str, str], monkeypatch: pytest.MonkeyPatch, read: int | None
 ) -> None:
-    """In a layout the hit is copied unread; the self-check's inflate in the zip is its proof."""
+    """In a layout the hit is proven while the staged bytes are read (one inflate compared with
+    them): a stream of the right length but other bytes never reaches the zip."""
+    from ninfer_release.packaging import _cache
+
+    if read is not None:  # many small reads: the inflater's input and output cut anywhere
+        monkeypatch.setattr(_cache, "_PROOF_READ", read)
     cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
     plain = _laid_out(tmp_path, "plain", None, known)
     _laid_out(tmp_path, "cold", cache, known)
+    assert _laid_out(tmp_path, "warm", cache, known) == plain
     (stream,) = (tmp_path / "cache").glob(f"*/{known['bin/a.dll']}.bin")
     good = stream.read_bytes()
     damaged = bytearray(good)
     damaged[len(damaged) // 3 : len(damaged) // 3 + 64] = bytes(64)  # same length, other bytes
     stream.write_bytes(bytes(damaged))
-    with pytest.raises(SelfCheckError, match=r"bin/a\.dll: .*deflate cache") as exc:
+    deflates = count_deflates(monkeypatch)
+    assert _laid_out(tmp_path, "again", cache, known) == plain
+    assert deflates[0] > 0
+    assert stream.read_bytes() == good  # deleted, then stored again from the fresh deflate
+
+
+def test_a_zip_member_that_is_not_the_proven_stream_fails_the_self_check_naming_its_key(
+    tmp_path: Path, known: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The self-check binds a hit in the zip to the stream that was proven, by its SHA-256: bytes
+    that differ from it (a copy gone wrong, the cache file changed in between) fail it."""
+    from ninfer_release.packaging import _cache, _compress
+
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
+    plain = _laid_out(tmp_path, "plain", None, known)
+    _laid_out(tmp_path, "cold", cache, known)
+    real_copy = _cache.copy_stream
+
+    def damaging_copy(src: object, out: object, length: int) -> None:
+        real_copy(src, out, length)  # type: ignore[arg-type]
+        out.seek(-10, os.SEEK_CUR)  # type: ignore[attr-defined]
+        out.write(bytes(10))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(_compress, "copy_stream", damaging_copy)
+    with pytest.raises(SelfCheckError, match=r"bin/a\.dll: .*proven.*deflate cache") as exc:
         _laid_out(tmp_path, "again", cache, known)
-    assert exc.value.stale == (known["bin/a.dll"],)
-    cache.reject_key(known["bin/a.dll"], level=6, chunk_size=CHUNK)
-    assert not stream.exists()
+    assert set(exc.value.stale) <= set(known.values()) and known["bin/a.dll"] in exc.value.stale
+    monkeypatch.setattr(_compress, "copy_stream", real_copy)
+    for key in exc.value.stale:
+        cache.reject_key(key, level=6, chunk_size=CHUNK)
     assert _laid_out(tmp_path, "rebuilt", cache, known) == plain
-    assert stream.read_bytes() == good  # stored again from the fresh deflate
 
 
 def test_an_entry_of_the_wrong_length_is_dropped_before_use(tmp_path: Path, known: dict[str, str]) -> None:
@@ -269,3 +300,60 @@ def test_find_reads_only_a_well_formed_record(tmp_path: Path, known: dict[str, s
     (record,) = (tmp_path / "cache").glob(f"*/{known['bin/a.dll']}.json")
     record.write_text(json.dumps({"size": size, "length": "x"}))
     assert cache.find(known["bin/a.dll"], size=size, level=6, chunk_size=CHUNK) is None
+
+
+def _proof_of(
+    tmp_path: Path, stream: bytes, method: int, content: bytes, pieces: int, read: int
+) -> str | None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ninfer_release.packaging import _cache
+
+    path = tmp_path / f"s-{method}-{pieces}-{read}-{len(stream)}.bin"
+    path.write_bytes(stream)
+    entry = _cache.CacheEntry(
+        key=hashlib.sha256(content).hexdigest(),
+        where=tmp_path,
+        length=len(stream),
+        method=method,
+        size=len(content),
+        crc32=0,
+        sha1="",
+        stream_sha256=hashlib.sha256(stream).hexdigest(),
+    )
+    step = max(1, -(-len(content) // pieces))
+    with (
+        ThreadPoolExecutor(1) as worker,
+        ThreadPoolExecutor(1) as hasher,
+        path.open("rb") as src,
+        pytest.MonkeyPatch.context() as mp,
+    ):
+        mp.setattr(_cache, "_PROOF_READ", read)
+        proof = _cache.StreamProof(entry, src, worker=worker, hasher=hasher)
+        for at in range(0, len(content), step):
+            proof.feed(content[at : at + step])
+        return proof.finish()
+
+
+@pytest.mark.parametrize("read", [1, 7, 4096, 4 << 20])
+@pytest.mark.parametrize("pieces", [1, 3, 10])
+def test_a_stream_proof_accepts_exactly_the_stream_of_the_bytes_fed(
+    tmp_path: Path, read: int, pieces: int
+) -> None:
+    """One sequential inflate compared with the pieces, whatever the read and piece sizes; the
+    proof fails for other bytes, a truncated or extended stream, and bytes after its end."""
+    import zlib as stdzlib
+
+    content = b"MZ" + bytes(range(256)) * 300 + b"tail" * 999
+    c = stdzlib.compressobj(6, stdzlib.DEFLATED, -15)
+    stream = c.compress(content) + c.flush()
+    good = hashlib.sha256(stream).hexdigest()
+    assert _proof_of(tmp_path, stream, 8, content, pieces, read) == good
+    assert _proof_of(tmp_path, content, 0, content, pieces, read) == hashlib.sha256(content).hexdigest()
+    other = content[:-1] + b"!"
+    assert _proof_of(tmp_path, stream, 8, other, pieces, read) is None
+    assert _proof_of(tmp_path, content, 0, other, pieces, read) is None
+    assert _proof_of(tmp_path, stream[:-2], 8, content, pieces, read) is None
+    assert _proof_of(tmp_path, stream + b"x", 8, content, pieces, read) is None
+    assert _proof_of(tmp_path, stream, 8, content[:-1], pieces, read) is None  # inflates to more
+    assert _proof_of(tmp_path, stream, 8, content + b"x", pieces, read) is None  # to less

@@ -93,3 +93,33 @@ def test_structural_damage_raises(tmp_path: Path) -> None:
     junk.write_bytes(b"not a zip at all" * 10)
     with pytest.raises(IntegrityError, match="no end-of-central-directory"):
         scan_zip(junk)
+
+
+def test_a_proven_member_is_bound_by_its_stored_bytes_not_inflated(tmp_path: Path) -> None:
+    """``proven``: a member whose stream the caller proved is hashed, not inflated; its digests are
+    the proven content's only when its stored bytes are that stream and its headers declare it."""
+    from ninfer_release.packaging._zipread import ProvenStream
+
+    path = tmp_path / "p.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("a.bin", b"proven content " * 5000)
+        z.writestr("b.txt", b"other")
+    (a, _) = read_zip_index(path)
+    stream = path.read_bytes()[a.data_offset : a.data_offset + a.compressed_size]
+    content = b"proven content " * 5000
+    right = ProvenStream(
+        stream_sha256=hashlib.sha256(stream).hexdigest(),
+        size=len(content),
+        crc32=a.crc32,
+        sha256=hashlib.sha256(content).hexdigest(),
+        method=8,
+    )
+    plain = scan_zip(path, sha1=False)
+    assert scan_zip(path, sha1=False, proven={"a.bin": right}) == plain
+    wrong_stream = ProvenStream(**{**right.__dict__, "stream_sha256": "0" * 64})
+    (da, db) = scan_zip(path, sha1=False, proven={"a.bin": wrong_stream}).members
+    assert da.problems == ("its stored bytes are not the stream that was proven to inflate to it",)
+    assert db == plain.members[1]
+    wrong_size = ProvenStream(**{**right.__dict__, "size": len(content) + 1})
+    (da, _) = scan_zip(path, sha1=False, proven={"a.bin": wrong_size}).members
+    assert da.problems == ("its headers do not declare the proven size, CRC-32 and method",)

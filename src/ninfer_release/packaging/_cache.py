@@ -10,17 +10,21 @@ its record: size, CRC-32, SHA-1, method, stream length and stream SHA-256).
 Only members whose SHA-256 is known *before* they are read are looked up (the lock's digests of
 the redistributables): the staged file is still read once and hashed, and the cached stream is
 used only when that hash equals the key (and its SHA-1, CRC-32 and size the record's). Every use
-re-verifies the entry. In a build the stream is copied file to file into the zip being laid out
-(:meth:`DeflateCache.copy_into`: opened once, so a concurrent eviction cannot pull it away; it
-must have the record's length) and the proof is the build's self-check, which inflates every
-member *where it was written, in the zip* and compares it with the SHA-256 of the staged bytes —
-the key: a cached stream that does not inflate to its key is deleted (:meth:`reject_key`) and the
-package is built again without it (``build/_native.py``), so a bad entry never reaches a set and
-the bytes stay those of a build without the cache. One inflate serves as both the entry's check
-and the zip's. Elsewhere (:meth:`DeflateCache.lookup`) the stream is hard-linked into the
-caller's work dir and proven there (no self-check follows on that path): its length and SHA-256
-must be the record's and it must inflate to exactly the key's bytes, else the entry is deleted and
-the member deflated as if there were no cache. A hit is never stored again.
+re-verifies the entry. In a build (a zip being laid out) the stream file is opened once
+(:meth:`DeflateCache.open_stream`: a concurrent eviction cannot pull it away; it must have the
+record's length) and proven while the staged file is read (:class:`StreamProof`: one sequential
+inflate whose output must be exactly the staged bytes, read as they are hashed against the key,
+ending where the file ends), then copied file to file into the zip (:func:`copy_stream`); a stream
+that fails is deleted and the member deflated, so a bad entry never reaches a set and the bytes
+stay those of a build without the cache. The build's self-check then binds the member in the zip
+to the proven stream (its stored bytes must have the SHA-256 the proof read): one inflate per hit,
+overlapped with the staged read. A member that is not the proven stream (the cache file changed
+between proof and copy) fails the self-check naming its key (:meth:`reject_key`), and the package
+is built again without it (``build/_native.py``). Elsewhere (:meth:`DeflateCache.lookup`) the
+stream is hard-linked into the caller's work dir and proven there (no self-check follows on that
+path): its length and SHA-256 must be the record's and it must inflate to exactly the key's bytes,
+else the entry is deleted and the member deflated as if there were no cache. A hit is never
+stored again.
 
 A record is read bounded (at most :data:`MAX_RECORD` bytes, regular files only: a FIFO, a device
 or a 2 GB file in its place is a miss) and must name this very key, engine, level and piece size:
@@ -50,7 +54,9 @@ import shutil
 import stat
 import tempfile
 import time
+from collections import deque
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -219,28 +225,25 @@ class DeflateCache:
         self.touch(entry)
         return entry.linked(linked)
 
-    def copy_into(self, entry: CacheEntry, out: BinaryIO) -> bool:
-        """Append ``entry``'s stream to ``out`` (a file) without reading it here; False if it is not there.
+    def open_stream(self, entry: CacheEntry) -> BinaryIO | None:
+        """``entry``'s stream file, opened once, or ``None`` (gone, not a regular file, or not the
+        record's length: then the entry is deleted).
 
-        The stream is opened once (a concurrent eviction, an unlink, cannot pull it away) and must
-        have the record's length, else the entry is deleted and False returned; on False the caller
-        drops whatever was appended.
-        The bytes go file to file in the kernel (``copy_file_range``; a plain copy where that is
-        not possible). They are not hashed here: the caller's self-check inflates them where they
-        were written, in the zip, against the content digest that is the key, and rejects the
-        entry on a mismatch (:meth:`reject_key`) — one proof, on the bytes actually shipped.
+        Opened once, so a concurrent eviction (an unlink) cannot pull it away between its proof
+        (:class:`StreamProof`) and its copy into the zip (:func:`copy_stream`).
         """
         try:
-            with _open_regular(entry.stream) as src:
-                if os.fstat(src.fileno()).st_size != entry.length:
-                    self.reject(entry)
-                    return False
-                out.flush()
-                _copy_file(src, out, entry.length)
+            src = _open_regular(entry.stream)
         except OSError:
-            return False
-        self.touch(entry)
-        return True
+            return None
+        try:
+            if os.fstat(src.fileno()).st_size == entry.length:
+                return src
+        except OSError:
+            pass
+        src.close()
+        self.reject(entry)
+        return None
 
     def reject_key(self, sha256: str, *, level: int, chunk_size: int) -> None:
         """Delete the entry for content ``sha256`` (its stream did not inflate to that content)."""
@@ -352,6 +355,129 @@ class DeflateCache:
         for suffix in (".json", ".bin"):  # the record first: the entry stops existing at once
             with contextlib.suppress(OSError):
                 (where / f"{key}{suffix}").unlink()
+
+
+def copy_stream(src: BinaryIO, out: BinaryIO, length: int) -> None:
+    """Append the first ``length`` bytes of the stream file ``src`` at ``out``'s position, file to file.
+
+    Raises:
+        OSError: the copy failed; ``out`` is then left where it was.
+    """
+    out.flush()
+    _copy_file(src, out, length)
+
+
+#: Stream bytes read per step of a :class:`StreamProof`.
+_PROOF_READ = 4 << 20
+#: What a damaged stream or a failed read raises while a :class:`StreamProof` inflates it.
+_PROOF_ERRORS: tuple[type[Exception], ...] = (OSError, *INFLATE_ERRORS)
+#: Pieces a :class:`StreamProof` may hold before :meth:`~StreamProof.feed` waits (memory bound).
+_PROOF_BACKLOG = 2
+
+
+class StreamProof:
+    """The proof of one cached stream, made while the staged bytes are read (issue 13).
+
+    ``feed`` hands each next piece of the member's bytes (as read, in order) to ``worker``, a
+    one-thread executor: there *one* sequential raw inflater (method 8; method 0: the bytes
+    themselves) reads the stream file ``src`` onward from its start (``pread``: the file position is
+    the caller's, who may copy from ``src`` meanwhile), and its output must equal the
+    pieces byte for byte; the stream bytes read are SHA-256 hashed in order on ``hasher`` (another
+    one-thread executor). :meth:`finish` then requires the deflate stream to end exactly at the
+    record's length with no further output, and the stream's SHA-256 to be the record's. So the
+    bytes read from ``src`` inflate to exactly the bytes fed (whose SHA-256 the caller checks
+    against the key): the proof the self-check's inflate gave before, without a second inflate and
+    without hashing the inflated output (a comparison is enough). At most :data:`_PROOF_BACKLOG`
+    pieces wait, so memory stays bounded.
+    """
+
+    def __init__(
+        self, entry: CacheEntry, src: BinaryIO, *, worker: ThreadPoolExecutor, hasher: ThreadPoolExecutor
+    ) -> None:
+        self.entry = entry
+        self.src = src
+        self.worker = worker
+        self.hasher = hasher
+        self.inflater = zlib.decompressobj(-15) if entry.method == 8 else None
+        self.digest = hashlib.sha256()
+        self.read = 0  # stream bytes read so far
+        self.tail = b""  # read but not consumed by the inflater yet
+        self.failed = False
+        self.pending: deque[Future[None]] = deque()
+        self.hashing: deque[Future[None]] = deque()
+
+    def feed(self, piece: bytes) -> None:
+        """Check ``piece`` next (on the worker); waits while :data:`_PROOF_BACKLOG` pieces wait."""
+        while len(self.pending) >= _PROOF_BACKLOG:
+            self.pending.popleft().result()
+        self.pending.append(self.worker.submit(self._check, piece))
+
+    def finish(self) -> str | None:
+        """The stream's SHA-256 when it is proven (it inflated to exactly the bytes fed), else ``None``."""
+        self.pending.append(self.worker.submit(self._end))
+        self.wait()
+        if self.failed:
+            return None
+        sha256 = self.digest.hexdigest()
+        return sha256 if sha256 == self.entry.stream_sha256 else None
+
+    def wait(self) -> None:
+        """Wait for every check and hash given so far (also on failure: ``src`` must outlive them)."""
+        while self.pending:
+            self.pending.popleft().result()
+        while self.hashing:
+            self.hashing.popleft().result()
+
+    def _next(self) -> bytes:
+        """The next stream bytes (at most the record's length in all; empty at its end), hashed in order."""
+        block = os.pread(self.src.fileno(), min(_PROOF_READ, self.entry.length - self.read), self.read)
+        self.read += len(block)
+        if block:
+            self.hashing.append(self.hasher.submit(self.digest.update, block))
+            while len(self.hashing) > _PROOF_BACKLOG:
+                self.hashing.popleft().result()
+        return block
+
+    def _output(self, want: int) -> bytes:
+        """The next at most ``want`` bytes the stream gives (empty: it gives no more)."""
+        while True:
+            if self.inflater is not None and self.inflater.eof:
+                return b""
+            data = self.tail or self._next()
+            if self.inflater is None:  # stored: the stream is the bytes
+                self.tail = data[want:]
+                return data[:want]
+            # With no input left the inflater may still hold output (a match cut by ``want``).
+            out = self.inflater.decompress(data, want)
+            self.tail = self.inflater.unconsumed_tail
+            if out or not data:
+                return out
+
+    def _check(self, piece: bytes) -> None:
+        if self.failed:
+            return
+        done = 0
+        try:
+            while done < len(piece):
+                out = self._output(len(piece) - done)
+                # bytes against bytes (a memcmp; a full slice is the piece itself, not a copy)
+                if not out or out != piece[done : done + len(out)]:
+                    self.failed = True
+                    return
+                done += len(out)
+        except _PROOF_ERRORS:
+            self.failed = True
+
+    def _end(self) -> None:
+        if self.failed:
+            return
+        try:
+            extra = self._output(1)  # the stream must end here: no more output, nothing after it
+            inflater = self.inflater
+            ended = inflater is None or (inflater.eof and not inflater.unused_data and not self.tail)
+            self.failed = bool(extra) or not ended or self.read != self.entry.length
+        except _PROOF_ERRORS:
+            self.failed = True
 
 
 def _copy_file(src: BinaryIO, out: BinaryIO, length: int) -> None:

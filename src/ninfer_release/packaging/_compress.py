@@ -33,6 +33,7 @@ the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_E
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import tempfile
@@ -45,7 +46,7 @@ from typing import BinaryIO
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import Digests
-from ninfer_release.packaging._cache import CacheEntry, DeflateCache
+from ninfer_release.packaging._cache import CacheEntry, DeflateCache, StreamProof, copy_stream
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, LIMIT32, LOCAL_FMT, STORED, encode_name
 from ninfer_release.packaging._zlib import engine as zlib
@@ -72,7 +73,10 @@ class CompressedMember:
     bytes the zip stores (``size`` when stored); the raw deflate stream is ``spool_length`` bytes at
     ``spool_offset`` of ``spool`` (for a stored member: its raw bytes). ``staged_path`` is the
     staged-tree path, ``None`` when generated. ``from_cache``: the stream was taken from the
-    deflate cache (the self-check's inflate is then also that entry's check).
+    deflate cache. ``stream_sha256``: for such a stream laid out in a zip, the SHA-256 of the
+    stream bytes that were proven to inflate to exactly the staged bytes while those were read
+    (:class:`~._cache.StreamProof`); the self-check then hashes the member's stored bytes against
+    it instead of inflating them (``""``: not proven, the self-check inflates it).
     """
 
     name: str
@@ -87,6 +91,7 @@ class CompressedMember:
     spool_offset: int
     spool_length: int
     from_cache: bool = False
+    stream_sha256: str = ""
 
     @property
     def digests(self) -> Digests:
@@ -198,14 +203,16 @@ _HASH_BACKLOG = 2
 
 @dataclass(frozen=True, kw_only=True)
 class _Hashers:
-    """Two helper threads that hash big pieces in order: SHA-256 and CRC-32 on one, SHA-1 on the other.
+    """Helper threads that hash big pieces in order: SHA-256 and CRC-32 on one, SHA-1 on the other;
+    ``prove`` inflates a deflate-cache hit's stream against the pieces (:class:`~._cache.StreamProof`).
 
-    Each is a one-thread executor, so the pieces of a member are hashed in submission order;
-    hashlib and crc32 release the GIL, so the reading thread reads and writes meanwhile.
+    Each is a one-thread executor, so the pieces of a member are handled in submission order;
+    hashlib, crc32 and inflate release the GIL, so the reading thread reads and writes meanwhile.
     """
 
     sha256: ThreadPoolExecutor
     sha1: ThreadPoolExecutor
+    prove: ThreadPoolExecutor
 
 
 @dataclass(kw_only=True)
@@ -426,34 +433,62 @@ class _Pipeline:
         """Use the cached stream of ``found``; False when the bytes differ or the entry is corrupt.
 
         The staged file is read and hashed once (its SHA-256 must be the key, its SHA-1, CRC and
-        size the record's); in a layout the stream is then copied file to file into the zip
-        (:meth:`DeflateCache.copy_into`; one of the wrong length is dropped again), to be proven
-        by the self-check's inflate there (:func:`~ninfer_release.packaging.finish_zip`).
+        size the record's). In a layout the stream is proven while the staged bytes are read (one
+        sequential inflate compared with them: :class:`~._cache.StreamProof`) and then copied file
+        to file into the zip from the same open file (a corrupt entry is deleted and the member
+        deflated instead); the self-check binds the zip's bytes to the proven stream by its
+        SHA-256. Without a layout the stream is linked and proven by :meth:`DeflateCache.lookup`.
         """
         self.drain()  # keep the result in input order
+        assert self.cache is not None  # found comes from it
+        if self.layout is not None:
+            return self._take_proven(entry, found, self.cache)
         state = _read_and_hash(entry, self.settings.chunk_size, self.progress, self.hashers)
         if not _matches(state, found, self.known or {}):
             return False  # bytes differ from the key: deflate them
-        assert self.cache is not None  # found comes from it
-        if self.layout is None:
-            hit = self.cache.lookup(
-                found.key,
-                size=found.size,
-                level=self.settings.level,
-                chunk_size=self.settings.chunk_size,
-                workdir=self.workdir,
-            )
-            if hit is None:
-                return False
-            self.done.append(_cached_member(state, hit.path, 0, found))
-            self.cached.add(entry.name)
-            return True
-        start = self.position
-        self._start_member(state)
-        if not self.cache.copy_into(found, self.out):
-            self._roll_back(start, entry.name)
+        hit = self.cache.lookup(
+            found.key,
+            size=found.size,
+            level=self.settings.level,
+            chunk_size=self.settings.chunk_size,
+            workdir=self.workdir,
+        )
+        if hit is None:
             return False
-        self.done.append(_cached_member(state, self.spool, self.position, found))
+        self.done.append(_cached_member(state, hit.path, 0, found))
+        self.cached.add(entry.name)
+        return True
+
+    def _take_proven(self, entry: PlanEntry, found: CacheEntry, cache: DeflateCache) -> bool:
+        """:meth:`_take_cached` in a layout: read, hash and prove the stream while copying it.
+
+        The copy into the zip runs while the proof's inflate is still going (both read ``src``,
+        which stays open); a proof that fails, bytes that are not the key's or a failed copy drop
+        what was appended again (:meth:`_roll_back`).
+        """
+        assert self.layout is not None and self.hashers is not None
+        src = cache.open_stream(found)
+        if src is None:
+            return False
+        start = self.position
+        with src:
+            proof = StreamProof(found, src, worker=self.hashers.prove, hasher=self.hashers.sha1)
+            try:
+                state = _read_and_hash(entry, self.settings.chunk_size, self.progress, self.hashers, proof)
+                self._start_member(state)
+                copied = _copied(src, self.out, found.length)
+                stream_sha256 = proof.finish()
+            finally:
+                proof.wait()
+        matches = _matches(state, found, self.known or {})
+        if not (copied and matches and stream_sha256 is not None):
+            self._roll_back(start, entry.name)
+            if matches and stream_sha256 is None:
+                cache.reject(found)  # it does not inflate to the key's bytes
+            return False
+        cache.touch(found)
+        member = _cached_member(state, self.spool, self.position, found)
+        self.done.append(dataclasses.replace(member, stream_sha256=stream_sha256))
         self.layout.writeback.wrote(self.out, found.length)
         self.position += found.length
         self.cached.add(entry.name)
@@ -613,6 +648,7 @@ def compress_members(
         ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deflate") as pool,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256") as sha256_pool,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha1") as sha1_pool,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="prove") as prove_pool,
     ):
         run = _Pipeline(
             settings=settings,
@@ -625,7 +661,7 @@ def compress_members(
             cache=cache,
             known=known_sha256,
             workdir=workdir,
-            hashers=_Hashers(sha256=sha256_pool, sha1=sha1_pool),
+            hashers=_Hashers(sha256=sha256_pool, sha1=sha1_pool, prove=prove_pool),
         )
         try:
             for entry in settings.items:
@@ -663,11 +699,29 @@ def _lookup(
     return cache.find(key, size=size, level=level, chunk_size=chunk_size)
 
 
-def _read_and_hash(entry: PlanEntry, chunk_size: int, progress: Progress, hashers: _Hashers | None) -> _State:
-    """Read and hash the entry once (size, CRC-32, SHA-256, SHA-1), advancing ``progress``."""
+def _copied(src: BinaryIO, out: BinaryIO, length: int) -> bool:
+    """Append ``length`` bytes of ``src`` (from its start) to ``out`` (:func:`~._cache.copy_stream`)."""
+    try:
+        copy_stream(src, out, length)
+    except OSError:
+        return False
+    return True
+
+
+def _read_and_hash(
+    entry: PlanEntry,
+    chunk_size: int,
+    progress: Progress,
+    hashers: _Hashers | None,
+    proof: StreamProof | None = None,
+) -> _State:
+    """Read and hash the entry once (size, CRC-32, SHA-256, SHA-1), advancing ``progress``;
+    each piece also goes to ``proof`` when given."""
     state = _State(entry=entry, hashers=hashers)
     for piece, _ in _pieces(entry, chunk_size):
         state.update(piece)
+        if proof is not None:
+            proof.feed(piece)
         if piece:
             progress.advance(len(piece))
     return state.wait()

@@ -15,7 +15,7 @@ import os
 import re
 import struct
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -557,17 +557,42 @@ class ZipScan:
             return False
 
 
-class _MemberStream:
-    """Push-style reading of one member: its stored bytes in order in, digests and problems out."""
+@dataclass(frozen=True, kw_only=True)
+class ProvenStream:
+    """A member stream whose content the caller has already proven (a deflate-cache hit, issue 13).
 
-    def __init__(self, m: ZipMember, pool: ThreadPoolExecutor, *, sha1: bool) -> None:
+    The stream bytes with SHA-256 ``stream_sha256`` were inflated by the caller (one sequential
+    inflater, its whole output compared byte for byte with the staged bytes) to ``size`` bytes with
+    CRC-32 ``crc32`` and SHA-256 ``sha256``, method ``method``. :func:`scan_zip` then proves the
+    member *in the zip* by hashing its stored bytes: equal to ``stream_sha256``, the member is those
+    very bytes and so inflates to that content; no second inflate is needed.
+    """
+
+    stream_sha256: str
+    size: int
+    crc32: int
+    sha256: str
+    method: int
+
+
+class _MemberStream:
+    """Push-style reading of one member: its stored bytes in order in, digests and problems out.
+
+    With ``proven`` the stored bytes are hashed, not inflated (:class:`ProvenStream`).
+    """
+
+    def __init__(
+        self, m: ZipMember, pool: ThreadPoolExecutor, *, sha1: bool, proven: ProvenStream | None = None
+    ) -> None:
         self.m = m
-        self.inflater = zlib.decompressobj(-15) if m.method == DEFLATED else None
-        self.hasher = _Hasher(pool, sha1=sha1)
+        self.proven = proven
+        self.inflater = zlib.decompressobj(-15) if m.method == DEFLATED and proven is None else None
+        self.hasher = _Hasher(pool, sha1=sha1 and proven is None, crc=proven is None)
         self.error: str | None = None
 
     def _emit(self, chunk: bytes | memoryview) -> None:
-        if self.hasher.size + len(chunk) > self.m.size:
+        limit = self.m.compressed_size if self.proven is not None else self.m.size
+        if self.hasher.size + len(chunk) > limit:
             verb = "holds more than" if self.inflater is None else "inflates past"
             raise ValueError(f"{verb} {self.m.size} bytes")
         self.hasher.feed(chunk)
@@ -595,6 +620,8 @@ class _MemberStream:
     def finish(self) -> MemberDigest:
         h = self.hasher
         h.wait()
+        if self.proven is not None:
+            return self._finish_proven(self.proven)
         problems: list[str] = []
         if self.error is not None:
             problems.append(self.error)
@@ -607,6 +634,38 @@ class _MemberStream:
         elif h.crc != self.m.crc32:
             problems.append(f"CRC-32 {h.crc:08x} does not match the header's {self.m.crc32:08x}")
         return _digest(self.m, h, problems)
+
+    def _finish_proven(self, proven: ProvenStream) -> MemberDigest:
+        """The proven content's digests when the stored bytes are the proven stream and the
+        headers declare that content; else the member's problem."""
+        m, h = self.m, self.hasher
+        problems: list[str] = []
+        if self.error is not None:
+            problems.append(self.error)
+        elif h.size != m.compressed_size or h.sha256.hexdigest() != proven.stream_sha256:
+            problems.append("its stored bytes are not the stream that was proven to inflate to it")
+        elif (m.size, m.crc32, m.method) != (proven.size, proven.crc32, proven.method):
+            problems.append("its headers do not declare the proven size, CRC-32 and method")
+        if problems:
+            return MemberDigest(
+                name=m.name, size=0, sha256="", sha1="", crc32=0, method=m.method, problems=tuple(problems)
+            )
+        return MemberDigest(
+            name=m.name,
+            size=proven.size,
+            sha256=proven.sha256,
+            sha1="",
+            crc32=proven.crc32,
+            method=m.method,
+            problems=(),
+        )
+
+
+def _new_stream(
+    m: ZipMember, pool: ThreadPoolExecutor, sha1: bool, proven: Mapping[str, ProvenStream]
+) -> _MemberStream:
+    """The stream that reads member ``m`` (hashing its stored bytes when ``proven`` names it)."""
+    return _MemberStream(m, pool, sha1=sha1, proven=proven.get(m.name))
 
 
 def _digest(m: ZipMember, h: _Hasher, problems: list[str]) -> MemberDigest:
@@ -659,6 +718,7 @@ def scan_zip(
     sha1: bool = True,
     archive_sha256: str | None = None,
     index: Sequence[ZipMember] | None = None,
+    proven: Mapping[str, ProvenStream] | None = None,
 ) -> ZipScan:
     """Read the zip at ``path`` once, front to back: its own SHA-256 and every member's digests.
 
@@ -671,12 +731,16 @@ def scan_zip(
     the caller already established for these very bytes (a download that hashed them as they
     arrived); it is returned as ``sha256`` and the archive is not hashed again. ``index``: what
     :func:`read_zip_index` returned for this very file (the caller read it once for several
-    uses); without it the index is read here.
+    uses); without it the index is read here. ``proven``: member name → :class:`ProvenStream`, the
+    streams the caller proved already (the build's deflate-cache hits): such a member's stored
+    bytes are hashed instead of inflated, and its digests are the proven content's only if they are
+    that stream (else a problem); ``sha1`` is then ``""`` for it.
 
     Raises:
         IntegrityError: the archive structure is unsafe (see :func:`read_zip_index`).
         OSError: the file cannot be read.
     """
+    known = proven or {}
     members = list(index) if index is not None else read_zip_index(path)
     checks = _archive_checks(members, max_ratio=max_ratio, max_total=max_total)
     readable = sorted(
@@ -704,7 +768,7 @@ def scan_zip(
                     break
                 stream = streams.get(readable[k])
                 if stream is None:
-                    stream = streams[readable[k]] = _MemberStream(m, pool, sha1=sha1)
+                    stream = streams[readable[k]] = _new_stream(m, pool, sha1, known)
                 lo, hi = max(start, pos), min(stop, end)
                 if hi > lo:
                     stream.feed(view[lo - pos : hi - pos])
@@ -714,7 +778,7 @@ def scan_zip(
                 k += 1
             pos = end
         for i in readable[k:]:  # the file shrank under us
-            stream = streams.setdefault(i, _MemberStream(members[i], pool, sha1=sha1))
+            stream = streams.setdefault(i, _new_stream(members[i], pool, sha1, known))
             stream.error = stream.error or "cannot be read: archive ends inside the member data"
         whole.wait()
         finished = done.flush()

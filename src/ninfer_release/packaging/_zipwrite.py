@@ -35,7 +35,7 @@ from ninfer_release.packaging._zipformat import (
     local_header,
     needs_zip64,
 )
-from ninfer_release.packaging._zipread import MemberDigest, ZipScan, scan_zip
+from ninfer_release.packaging._zipread import MemberDigest, ProvenStream, ZipScan, scan_zip
 from ninfer_release.packaging._zlib import engine as zlib
 
 _COPY = 1 << 20  # 1 MiB
@@ -360,13 +360,26 @@ def _member_mismatch(m: CompressedMember, d: MemberDigest) -> list[Problem]:
     return [Problem(file="zip", field=m.name, message=message)]
 
 
+def _proven_streams(ordered: Iterable[CompressedMember]) -> dict[str, ProvenStream]:
+    """The members whose stream was proven while compressing (deflate-cache hits), by name."""
+    return {
+        m.name: ProvenStream(
+            stream_sha256=m.stream_sha256, size=m.size, crc32=m.crc32, sha256=m.sha256, method=m.method
+        )
+        for m in ordered
+        if m.stream_sha256
+    }
+
+
 def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipResult:
     """Prove that the archive of ``result`` on disk holds exactly ``members``, in one read of it.
 
     :func:`~ninfer_release.packaging.scan_zip` reads the file once, front to back: it hashes it
     whole (the returned result's ``sha256``, unless ``result.sha256`` is already set from the
     writing) and inflates every member, whose size, CRC-32, SHA-256 and method must be those of
-    the bytes that were compressed (the staged bytes as read). The result carries the scan.
+    the bytes that were compressed (the staged bytes as read). A member whose stream was already
+    proven to inflate to those bytes (``CompressedMember.stream_sha256``: a deflate-cache hit) is
+    not inflated again: its stored bytes must have that stream's SHA-256. The result carries the scan.
 
     Raises:
         SelfCheckError: a member differs, cannot be inflated, or the archive does not list exactly
@@ -374,7 +387,9 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
     """
     ordered = _zip_order(members)
     try:
-        scan = scan_zip(result.path, sha1=False, archive_sha256=result.sha256 or None)
+        scan = scan_zip(
+            result.path, sha1=False, archive_sha256=result.sha256 or None, proven=_proven_streams(ordered)
+        )
         problems = _member_problems(ordered, scan)
         if scan.size != result.size:
             problems.append(Problem(file="zip", message=f"{scan.size} bytes on disk, {result.size} written"))
