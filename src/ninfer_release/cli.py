@@ -48,6 +48,17 @@ class _InputPath(click.Path):
         return os.fsdecode(value) if isinstance(value, bytes | os.PathLike) else value
 
 
+# The path types, one instance each, shared by every option (a type holds only its settings):
+# Click looks up the translation of a path type's name in each constructor, ~80 us each, and the
+# command tree has ~70 path options (issue 13: every command's start-up). ``_INPUT_*``: checked
+# by the stage (:class:`_InputPath`); ``_PLAIN_*``: Click's path, existence not checked.
+_INPUT_ANY = _InputPath()
+_INPUT_FILE = _InputPath(dir_okay=False)
+_INPUT_DIR = _InputPath(file_okay=False)
+_PLAIN_FILE = click.Path(dir_okay=False)
+_PLAIN_DIR = click.Path(file_okay=False)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Context:
     """Global options, resolved once per command (before and after the sub-command name)."""
@@ -145,7 +156,7 @@ _REPO_HELP = (
 
 
 def _repo_option() -> click.Option:
-    return click.Option(["--repo"], metavar="DIR", type=_InputPath(file_okay=False), help=_REPO_HELP)
+    return click.Option(["--repo"], metavar="DIR", type=_INPUT_DIR, help=_REPO_HELP)
 
 
 def _global_options() -> list[click.Option]:
@@ -217,7 +228,7 @@ class _Group(click.Group):
 @click.option("--debug", is_flag=True, help="Show a traceback with every error (expected ones too).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors.")
 @click.option("-v", "--verbose", is_flag=True, help="Print more detail to stderr.")
-@click.option("--repo", metavar="DIR", type=_InputPath(file_okay=False), help=_REPO_HELP)
+@click.option("--repo", metavar="DIR", type=_INPUT_DIR, help=_REPO_HELP)
 @click.pass_context
 def cli(ctx: click.Context, json_: bool, debug: bool, quiet: bool, verbose: bool, repo: str | None) -> None:
     """Build, verify and publish OMP NInfer releases.
@@ -261,8 +272,8 @@ def profile() -> None:
 
 
 @profile.command("validate", example="ninfer-release profile validate profiles/*.yaml")
-@click.argument("paths", nargs=-1, required=True, type=_InputPath(dir_okay=False))
-@click.option("--templates", "templates", type=_InputPath(file_okay=False), help="Templates directory.")
+@click.argument("paths", nargs=-1, required=True, type=_INPUT_FILE)
+@click.option("--templates", "templates", type=_INPUT_DIR, help="Templates directory.")
 @click.pass_obj
 def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None) -> None:
     """Validate profiles: every value, then render each config in memory and check it."""
@@ -297,9 +308,9 @@ def profile_validate(ctx: Context, paths: tuple[str, ...], templates: str | None
     "render",
     example="ninfer-release profile render profiles/qwen38-4090-native-v0.7.0-beta.2.yaml --out ninfer.toml",
 )
-@click.argument("profile_path", metavar="PROFILE", type=_InputPath(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Config file to write.")
-@click.option("--templates", "templates", type=_InputPath(file_okay=False), help="Templates directory.")
+@click.argument("profile_path", metavar="PROFILE", type=_INPUT_FILE)
+@click.option("--out", "out", required=True, type=_PLAIN_FILE, help="Config file to write.")
+@click.option("--templates", "templates", type=_INPUT_DIR, help="Templates directory.")
 @click.option("--force", is_flag=True, help="Replace an existing file whose bytes differ.")
 @click.pass_obj
 def profile_render(ctx: Context, profile_path: str, out: str, templates: str | None, force: bool) -> None:
@@ -348,7 +359,7 @@ def profile_render(ctx: Context, profile_path: str, out: str, templates: str | N
 
 
 @profile.command("keygen", example="ninfer-release profile keygen --out ninfer.key")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="New key file (0600).")
+@click.option("--out", "out", required=True, type=_PLAIN_FILE, help="New key file (0600).")
 @click.option("--print", "print_", is_flag=True, help="Also print the key on stdout.")
 @click.pass_obj
 def profile_keygen(ctx: Context, out: str, print_: bool) -> None:
@@ -376,7 +387,7 @@ def manifest() -> None:
 
 
 @manifest.command("check", example="ninfer-release manifest check manifests/v0.13.1.yaml")
-@click.argument("manifest_path", metavar="MANIFEST", type=_InputPath(dir_okay=False))
+@click.argument("manifest_path", metavar="MANIFEST", type=_INPUT_FILE)
 @click.pass_obj
 def manifest_check(ctx: Context, manifest_path: str) -> None:
     """Check a staged release manifest and every profile it names; print each lane's config hashes."""
@@ -438,12 +449,12 @@ def samples() -> None:
     example="ninfer-release samples fetch --out staged\n"
     "ninfer-release samples fetch --out staged --native-only",
 )
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@click.option("--out", "out", required=True, type=_PLAIN_DIR, help="Output directory.")
 @click.option("--full", is_flag=True, help="Also fetch cuBLAS (a few hundred MB; used by benchmarks).")
 @click.option(
     "--cache",
     "cache",
-    type=_InputPath(file_okay=False),
+    type=_INPUT_DIR,
     help="Wheel cache (default $NINFER_CACHE/wheels or ~/.cache/ninfer-release/wheels).",
 )
 @click.option(
@@ -592,7 +603,7 @@ def _registry_flags(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--ca-file",
         "ca_file",
-        type=click.Path(dir_okay=False),
+        type=_PLAIN_FILE,
         help="CA bundle that signs the registry's TLS certificate (else certs.d, SSL_CERT_FILE, system).",
     )(_insecure_flag(fn))
 
@@ -657,7 +668,7 @@ def _build_options(command: Callable[..., None]) -> Callable[..., None]:
     options = [
         click.option(
             "--receipts",
-            type=_InputPath(file_okay=False),
+            type=_INPUT_DIR,
             help="Qualification receipts (DIR or DIR/<lane>/).",
         ),
         click.option("--registry", help="Mirror registry HOST:PORT to verify a carried image against."),
@@ -741,13 +752,11 @@ def build() -> None:
     "--release",
     "release_path",
     required=True,
-    type=_InputPath(dir_okay=False),
+    type=_INPUT_FILE,
     help="Release definition, e.g. manifests/v0.13.1.yaml.",
 )
-@click.option(
-    "--inputs", required=True, type=_InputPath(file_okay=False), help="Staged inputs (DIR or DIR/<lane>)."
-)
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
+@click.option("--inputs", required=True, type=_INPUT_DIR, help="Staged inputs (DIR or DIR/<lane>).")
+@click.option("--out", required=True, type=_PLAIN_DIR, help="New output directory.")
 @_build_options
 @click.pass_obj
 def build_lane_cmd(
@@ -774,11 +783,9 @@ def build_lane_cmd(
     example="ninfer-release build release manifests/v0.13.1.yaml --inputs staged --out out --offline\n"
     "ninfer-release build release manifests/v0.13.1.yaml --inputs staged --out out --clean --dry-run",
 )
-@click.argument("manifest_path", metavar="MANIFEST", type=_InputPath(dir_okay=False))
-@click.option(
-    "--inputs", required=True, type=_InputPath(file_okay=False), help="Staged inputs: DIR/<lane>/ per lane."
-)
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="New output directory.")
+@click.argument("manifest_path", metavar="MANIFEST", type=_INPUT_FILE)
+@click.option("--inputs", required=True, type=_INPUT_DIR, help="Staged inputs: DIR/<lane>/ per lane.")
+@click.option("--out", required=True, type=_PLAIN_DIR, help="New output directory.")
 @_build_options
 @click.pass_obj
 def build_release_cmd(
@@ -807,12 +814,8 @@ def build_release_cmd(
 @manifest.command(
     "assemble", example="ninfer-release manifest assemble lanes/*.lane.json --out release-manifest.json"
 )
-@click.argument(
-    "lane_results", metavar="LANE_RESULT...", nargs=-1, required=True, type=_InputPath(dir_okay=False)
-)
-@click.option(
-    "--out", required=True, type=click.Path(dir_okay=False), help="Release manifest to write (new file)."
-)
+@click.argument("lane_results", metavar="LANE_RESULT...", nargs=-1, required=True, type=_INPUT_FILE)
+@click.option("--out", required=True, type=_PLAIN_FILE, help="Release manifest to write (new file).")
 @click.pass_obj
 def manifest_assemble(ctx: Context, lane_results: tuple[str, ...], out: str) -> None:
     """Assemble the release manifest from lane results (<lane>.lane.json), as CI does."""
@@ -835,9 +838,7 @@ def _http_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The options of every command that downloads by URL (docs/publishing.md, "Fetching by URL")."""
     for option in reversed(
         (
-            click.option(
-                "--ca-file", "ca_file", type=_InputPath(dir_okay=False), help="PEM CA bundle to trust."
-            ),
+            click.option("--ca-file", "ca_file", type=_INPUT_FILE, help="PEM CA bundle to trust."),
             click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds."),
             click.option("--read-timeout", type=float, default=60.0, show_default=True, help="Seconds."),
             click.option(
@@ -904,7 +905,7 @@ def _fetch_events(progress: Progress) -> Callable[[str, str, int], None] | None:
 @click.option(
     "--release-manifest",
     "release_manifest",
-    type=_InputPath(dir_okay=False),
+    type=_INPUT_FILE,
     help="release-manifest.json: check SHA256SUMS against the digest it binds for this set.",
 )
 @click.option(
@@ -915,7 +916,7 @@ def _fetch_events(progress: Progress) -> Callable[[str, str, int], None] | None:
 @click.option(
     "--key",
     "key_path",
-    type=click.Path(dir_okay=False),
+    type=_PLAIN_FILE,
     help="PEM public key (Ed25519 / ECDSA P-256): check the set's signatures stored beside it.",
 )
 @click.option(
@@ -926,7 +927,7 @@ def _fetch_events(progress: Progress) -> Callable[[str, str, int], None] | None:
 @click.option(
     "--signatures",
     "signatures_dir",
-    type=click.Path(file_okay=False),
+    type=_PLAIN_DIR,
     help="Directory holding a local set's *.sigstore.json (default: <DIR>.sigstore/ beside it).",
 )
 @_http_options
@@ -1000,19 +1001,17 @@ def verify_cmd(
     "ninfer-release fetch --route route.json --out set --with-model --model-dir models",
 )
 @click.argument("url", required=False, metavar="[URL]")
-@click.option(
-    "--out", "out", required=True, type=click.Path(file_okay=False), help="Directory to fetch into."
-)
+@click.option("--out", "out", required=True, type=_PLAIN_DIR, help="Directory to fetch into.")
 @click.option(
     "--route",
     "route",
-    type=_InputPath(dir_okay=False),
+    type=_INPUT_FILE,
     help="Route block: fetch the set its package.url names.",
 )
 @click.option("--with-model", is_flag=True, help="With --route: also fetch components.model into store_as.")
 @click.option(
     "--model-dir",
-    type=_InputPath(file_okay=False),
+    type=_INPUT_DIR,
     help="Where --with-model stores the model (default --out).",
 )
 @_http_options
@@ -1071,7 +1070,7 @@ def fetch_cmd(
     example="ninfer-release export-verifier --out ninfer-verify.py\n"
     "python3 -I ninfer-verify.py set/   # on the installer host: Python >= 3.9, nothing installed",
 )
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="File to write (0755).")
+@click.option("--out", "out", required=True, type=_PLAIN_FILE, help="File to write (0755).")
 @click.pass_obj
 def export_verifier_cmd(ctx: Context, out: str) -> None:
     """Write a one-file set verifier that needs only Python >= 3.9 and its standard library.
@@ -1110,16 +1109,16 @@ def image() -> None:
     example="ninfer-release image build containers/qwen38-5090.yaml --inputs staged/rtx5090 "
     "--base staged/base-layout --out image --release manifests/v0.13.1.yaml",
 )
-@click.argument("recipe_path", metavar="RECIPE", type=_InputPath(dir_okay=False))
+@click.argument("recipe_path", metavar="RECIPE", type=_INPUT_FILE)
 @click.option(
     "--inputs",
     "inputs",
     required=True,
-    type=_InputPath(file_okay=False),
+    type=_INPUT_DIR,
     help="The lane's staged inputs (DIR/<lane> or DIR holding <lane>/).",
 )
 @click.option("--base", "base", required=True, help="OCI layout DIR[:REF] or REGISTRY/REPO@sha256:<hex>.")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="New output directory.")
+@click.option("--out", "out", required=True, type=_PLAIN_DIR, help="New output directory.")
 @click.option("--backend", "backend", type=click.Choice(["oci", "docker"]), default="oci", show_default=True)
 @click.option("--version", "version", help="Component tag (default: build-info.json component_tag).")
 @click.option("--revision", "revision", help="Full 40-hex source commit (default: build-info.json).")
@@ -1132,13 +1131,13 @@ def image() -> None:
 @click.option(
     "--release",
     "release_path",
-    type=_InputPath(dir_okay=False),
+    type=_INPUT_FILE,
     help="Release manifest to take the source-date epoch from.",
 )
 @click.option(
     "--profile",
     "profile_path",
-    type=_InputPath(dir_okay=False),
+    type=_INPUT_FILE,
     help="Profile file (default: <repo>/profiles/<recipe profile>.yaml).",
 )
 @click.option("--docker-host", "docker_host_url", help="Engine API URL (default DOCKER_HOST).")
@@ -1221,12 +1220,12 @@ def _image_lines(built: Any, rendered: Any) -> list[str]:
     "--release",
     "release_path",
     required=True,
-    type=_InputPath(dir_okay=False),
+    type=_INPUT_FILE,
     help="Release manifest whose LANE is carried.",
 )
 @click.option("--registry", "registry", help="Mirror registry HOST:PORT holding the same repository path.")
 @click.option("--offline", is_flag=True, help="Record the carry as unverified without contacting a registry.")
-@click.option("--out", "out", type=click.Path(dir_okay=False), help="Also write the carry record here.")
+@click.option("--out", "out", type=_PLAIN_FILE, help="Also write the carry record here.")
 @click.pass_obj
 def image_carry(
     ctx: Context, lane: str, release_path: str, registry: str | None, offline: bool, out: str | None
@@ -1265,8 +1264,8 @@ def sbom() -> None:
     example="ninfer-release sbom spdx3 out/v0.13.1/rtx4090 --out ninfer-rtx4090.spdx3.json\n"
     "ninfer-release sbom spdx3 out/image-rtx5090 --out image.spdx3.json --json",
 )
-@click.argument("directory", metavar="DIR", type=_InputPath(file_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="File to write.")
+@click.argument("directory", metavar="DIR", type=_INPUT_DIR)
+@click.option("--out", "out", required=True, type=_PLAIN_FILE, help="File to write.")
 @click.pass_obj
 def sbom_spdx3(ctx: Context, directory: str, out: str) -> None:
     """Verify DIR (a sealed set, or an image build output) and write its SPDX 3.0.1 JSON-LD to --out.
@@ -1294,18 +1293,18 @@ def lock() -> None:
     example="ninfer-release lock init staged/rtx4090\n"
     "ninfer-release lock init staged/rtx4090 --out lock.draft.json --json",
 )
-@click.argument("staged_dir", metavar="STAGED_DIR", type=_InputPath(file_okay=False))
+@click.argument("staged_dir", metavar="STAGED_DIR", type=_INPUT_DIR)
 @click.option(
     "--out",
     "out",
-    type=click.Path(dir_okay=False),
+    type=_PLAIN_FILE,
     help="Draft to write (default STAGED_DIR/dependencies.lock.json).",
 )
 @click.option("--force", is_flag=True, help="Replace an existing file at --out.")
 @click.option(
     "--catalog",
     "catalog_dir",
-    type=_InputPath(file_okay=False),
+    type=_INPUT_DIR,
     help="Folder holding catalog.json and licenses/ (default: sbom/ of the project root, --repo).",
 )
 @click.pass_obj
@@ -1374,10 +1373,8 @@ def _measurement(text: str) -> float | int | str | bool:
     "ninfer-release receipt new out/rtx4090 --out receipts/rtx4090/run-1.json --gate G1=pass "
     "--measurement c1_decode_tok_s=150.94",
 )
-@click.argument("set_dir", metavar="SET_DIR", type=_InputPath(file_okay=False))
-@click.option(
-    "--out", "out", required=True, type=click.Path(dir_okay=False), help="Receipt file to write (new)."
-)
+@click.argument("set_dir", metavar="SET_DIR", type=_INPUT_DIR)
+@click.option("--out", "out", required=True, type=_PLAIN_FILE, help="Receipt file to write (new).")
 @click.option(
     "--gate", "gates", multiple=True, metavar="ID=RESULT", help="A gate result (pass|fail|not_applicable)."
 )
@@ -1431,8 +1428,8 @@ def receipt_new(
     example="ninfer-release diff old/release-manifest.json out/release-manifest.json\n"
     "ninfer-release diff old out --json",
 )
-@click.argument("old", metavar="OLD", type=_InputPath())
-@click.argument("new", metavar="NEW", type=_InputPath())
+@click.argument("old", metavar="OLD", type=_INPUT_ANY)
+@click.argument("new", metavar="NEW", type=_INPUT_ANY)
 @click.pass_obj
 def diff_cmd(ctx: Context, old: str, new: str) -> None:
     """What changed per lane between two releases: lane fields, package, config hash, route block,
@@ -1481,13 +1478,13 @@ def diff_cmd(ctx: Context, old: str, new: str) -> None:
 @click.option(
     "--release",
     "release_path",
-    type=_InputPath(dir_okay=False),
+    type=_INPUT_FILE,
     help="Release definition the set must agree with.",
 )
 @click.option(
     "--sign",
     "sign_key",
-    type=click.Path(dir_okay=False),
+    type=_PLAIN_FILE,
     help="PEM private key: also sign the provenance and SHA256SUMS, stored beside the tag.",
 )
 @_registry_flags
@@ -1559,18 +1556,18 @@ def publish_cmd(
     example="ninfer-release sign out/rtx4090 --key signing.pem\n"
     "ninfer-release verify out/rtx4090 --key signing.pub --require-signature",
 )
-@click.argument("set_dir", metavar="SET_DIR", type=click.Path(file_okay=False))
+@click.argument("set_dir", metavar="SET_DIR", type=_PLAIN_DIR)
 @click.option(
     "--key",
     "key_path",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=_PLAIN_FILE,
     help="PEM private key (Ed25519 or ECDSA P-256; passphrase in $NINFER_SIGNING_KEY_PASSPHRASE).",
 )
 @click.option(
     "--out",
     "out",
-    type=click.Path(file_okay=False),
+    type=_PLAIN_DIR,
     help="Where the *.sigstore.json go (default: SET_DIR.sigstore/ beside the set).",
 )
 @click.pass_obj
@@ -1595,7 +1592,7 @@ def sign_cmd(ctx: Context, set_dir: str, key_path: str, out: str | None) -> None
     example='ninfer-release supersede manifests/v0.13.1.yaml --to "oci://$REGISTRY/omp-ninfer/rtx4090" '
     '--to "oci://$REGISTRY/omp-ninfer/rtx3090"',
 )
-@click.argument("manifest_path", metavar="MANIFEST", type=_InputPath(dir_okay=False))
+@click.argument("manifest_path", metavar="MANIFEST", type=_INPUT_FILE)
 @click.option(
     "--to",
     "to",
