@@ -183,6 +183,25 @@ def test_incompressible_blocks_are_stored_compressible_ones_deflated() -> None:
     assert gzip.decompress(out) == data
 
 
+def test_probe_one_shot_deflate_is_the_streamed_one() -> None:
+    """block_level probes with one ``zlib.compress(probe, 1, -15)``; that is byte for byte the
+    stream ``compressobj(1, DEFLATED, -15)`` gives fed the probe and finished (what it used), on
+    random, text, mixed and borderline probes, so every store/deflate verdict is unchanged."""
+    import random
+    import zlib
+
+    rng = random.Random(7)  # noqa: S311 - test data
+    text = b"ninfer runtime stand-in text block; compressible filler line\n" * 200
+    probes = [rng.randbytes(8192), text[:8192], b"\0" * 8192, b""]
+    for cut in range(0, 8193, 512):  # random then text, every share of each
+        probes.append(rng.randbytes(cut) + text[: 8192 - cut])
+    for _ in range(20):  # few distinct bytes: near the 2 % saving line
+        probes.append(bytes(rng.choice(b"ab") for _ in range(100)) + rng.randbytes(8092))
+    for probe in probes:
+        z = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS)
+        assert zlib.compress(probe, 1, -zlib.MAX_WBITS) == z.compress(probe) + z.flush()
+
+
 @pytest.mark.parametrize("evict", [False, True])
 def test_write_behind_hints_every_few_mib_and_writes_every_byte(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, evict: bool

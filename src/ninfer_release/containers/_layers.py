@@ -375,8 +375,9 @@ def block_level(data: bytes, level: int) -> int:
     step = (len(data) - size) // (count - 1)
     for i in range(count):
         probe = data[i * step : i * step + size]
-        z = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS)
-        if len(z.compress(probe) + z.flush()) < size * (1 - _MIN_SAVING):
+        # one call: the same raw deflate stream as compressobj(1, DEFLATED, -MAX_WBITS) fed the
+        # probe and finished (tested), at half the cost (one state set-up, no Python round trips)
+        if len(zlib.compress(probe, 1, -zlib.MAX_WBITS)) < size * (1 - _MIN_SAVING):
             return level
     return 0
 
