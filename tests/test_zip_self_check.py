@@ -82,6 +82,39 @@ def test_a_member_damaged_on_disk_fails_and_leaves_no_archive(
     assert not (tmp_path / "p.zip").exists() and not layout.path.exists()
 
 
+def test_a_big_member_is_proven_as_it_is_written_and_only_hashed_by_the_self_check(tmp_path: Path) -> None:
+    """A member of 256 KiB or more is re-inflated while written (one sequential inflate of what
+    was written, compared with the pieces); the self-check binds it by its stored bytes' SHA-256."""
+    layout, members = _laid_out(tmp_path)
+    by_name = {m.name: m for m in members}
+    a = by_name["bin/a.dll"]
+    data_at = a.spool_offset
+    stream = os.pread(layout.file.fileno(), a.compressed_size, data_at)
+    assert a.stream_sha256 == hashlib.sha256(stream).hexdigest()
+    assert by_name["licenses/MIT.txt"].stream_sha256 == ""  # small: the self-check inflates it
+    result = finish_zip(layout, members, tmp_path / "p.zip", epoch=EPOCH)
+    assert result.scan is not None and all(d.ok for d in result.scan.members)
+
+
+def test_a_deflate_that_does_not_give_the_bytes_back_is_not_proven_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were the engine to deflate a piece into a stream of other bytes, the re-inflate would not
+    prove it; the self-check then inflates the member and fails the build."""
+    import ninfer_release.packaging._compress as compress
+
+    real = compress._deflate_piece
+
+    def wrong(data: bytes, zdict: bytes | None, level: int, final: bool) -> bytes:
+        return real(data[:-1] + b"!" if len(data) == CHUNK else data, zdict, level, final)
+
+    monkeypatch.setattr(compress, "_deflate_piece", wrong)
+    layout, members = _laid_out(tmp_path)
+    assert {m.name: m.stream_sha256 for m in members}["bin/a.dll"] == ""
+    with pytest.raises(IntegrityError, match=r"bin/a\.dll"):
+        finish_zip(layout, members, tmp_path / "p.zip", epoch=EPOCH)
+
+
 def test_bytes_other_than_the_compressed_ones_fail(tmp_path: Path) -> None:
     """A stream that inflates cleanly (size and CRC as its header says) to other bytes still fails."""
     layout, members = _laid_out(tmp_path)

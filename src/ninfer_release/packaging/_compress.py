@@ -26,6 +26,12 @@ does not. While the first piece's deflate runs, at most ``workers - 1`` further 
 deflated speculatively (to keep the workers busy), so an incompressible member costs one or two
 4 MiB trial deflates.
 
+In a zip layout, a member of 256 KiB or more is proven as it is written (:class:`_Reinflate`: one
+sequential inflater on a helper thread takes the pieces' deflate output in order and must give
+back exactly the pieces), and a deflate-cache hit while its staged bytes are read
+(:class:`~._cache.StreamProof`); the self-check then hashes such a member's stored bytes instead of
+inflating them again (``CompressedMember.stream_sha256``).
+
 Determinism note: deflate output depends on the deflate implementation and version as well as on
 the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_ENGINE``).
 """
@@ -49,8 +55,8 @@ from ninfer_release.hashing import Digests
 from ninfer_release.packaging._cache import CacheEntry, DeflateCache, StreamProof, copy_stream
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, LIMIT32, LOCAL_FMT, STORED, encode_name
+from ninfer_release.packaging._zlib import INFLATE_ERRORS, require_deflate_engine
 from ninfer_release.packaging._zlib import engine as zlib
-from ninfer_release.packaging._zlib import require_deflate_engine
 from ninfer_release.progress import SILENT, Progress
 
 #: Size of the independently compressed pieces, in bytes. Part of the output byte format:
@@ -73,10 +79,12 @@ class CompressedMember:
     bytes the zip stores (``size`` when stored); the raw deflate stream is ``spool_length`` bytes at
     ``spool_offset`` of ``spool`` (for a stored member: its raw bytes). ``staged_path`` is the
     staged-tree path, ``None`` when generated. ``from_cache``: the stream was taken from the
-    deflate cache. ``stream_sha256``: for such a stream laid out in a zip, the SHA-256 of the
-    stream bytes that were proven to inflate to exactly the staged bytes while those were read
-    (:class:`~._cache.StreamProof`); the self-check then hashes the member's stored bytes against
-    it instead of inflating them (``""``: not proven, the self-check inflates it).
+    deflate cache. ``stream_sha256``: for a member laid out in a zip, the SHA-256 of the stream
+    bytes that were proven to inflate to exactly the member's bytes while those were read — a cache
+    hit's (:class:`~._cache.StreamProof`), or a member of at least 256 KiB deflated here, re-inflated
+    as it was written (:class:`_Reinflate`; stored: its bytes' SHA-256); the self-check then hashes
+    the member's stored bytes against it instead of inflating them (``""``: not proven, the
+    self-check inflates it).
     """
 
     name: str
@@ -228,6 +236,7 @@ class _State:
     method: int | None = None  # decided when the first piece's deflate is done
     trial: _InFlight | None = None  # the first piece, whose deflate decides ``method``
     hashing: deque[tuple[Future[None], Future[None]]] = field(default_factory=deque)
+    proof: _Reinflate | None = None  # a big member in a layout: its stream proven as it is written
 
     def update(self, piece: bytes) -> None:
         """Account for the next piece of the member's bytes (digests, CRC, size), in order."""
@@ -257,6 +266,52 @@ class _State:
             for fut in self.hashing.popleft():
                 fut.result()
         return self
+
+
+class _Reinflate:
+    """The proof of a member deflated here, made while it is written (issue 13).
+
+    Each piece's deflate output, as written to the zip, goes with the piece to the ``prove``
+    helper, where *one* sequential raw inflater takes the outputs in order and must give back
+    exactly the pieces (no assumption about where the pieces meet: it is the inflate any reader
+    does); the stream's SHA-256 is taken in order on the ``sha1`` helper. The self-check then only
+    hashes the member's stored bytes against it (:class:`~._zipread.ProvenStream`), instead of
+    inflating it again in a serial pass after the last deflate. At most :data:`_HASH_BACKLOG`
+    pieces wait on each helper (memory bound).
+    """
+
+    def __init__(self, hashers: _Hashers) -> None:
+        self.hashers = hashers
+        self.inflater = zlib.decompressobj(-15)
+        self.digest = hashlib.sha256()
+        self.failed = False
+        self.pending: deque[Future[None]] = deque()
+
+    def feed(self, piece: bytes, blob: bytes) -> None:
+        """The next piece of the member and its deflate output, as written."""
+        while len(self.pending) >= 2 * _HASH_BACKLOG:
+            self.pending.popleft().result()
+        self.pending.append(self.hashers.prove.submit(self._check, piece, blob))
+        self.pending.append(self.hashers.sha1.submit(self.digest.update, blob))
+
+    def _check(self, piece: bytes, blob: bytes) -> None:
+        if self.failed:
+            return
+        try:
+            out = self.inflater.decompress(blob, len(piece) + 1)
+            self.failed = out != piece or bool(self.inflater.unconsumed_tail)
+        except INFLATE_ERRORS:
+            self.failed = True
+
+    def finish(self) -> str:
+        """The stream's SHA-256 when it inflated to exactly the pieces and ended there, else ``""``."""
+        self.pending.append(self.hashers.prove.submit(self._end))
+        while self.pending:
+            self.pending.popleft().result()
+        return "" if self.failed else self.digest.hexdigest()
+
+    def _end(self) -> None:
+        self.failed = self.failed or not (self.inflater.eof and not self.inflater.unused_data)
 
 
 def _stored(first_piece: bytes, first_stream: bytes) -> bool:
@@ -511,6 +566,8 @@ class _Pipeline:
         """
         s = self.settings
         state = _State(entry=entry, hashers=self.hashers)
+        if self.layout is not None and self.hashers is not None and _entry_size(entry) >= _HASH_OFFLOAD:
+            state.proof = _Reinflate(self.hashers)
         zdict: bytes | None = None
         for index, (piece, last) in enumerate(_pieces(entry, s.chunk_size)):
             state.update(piece)
@@ -548,6 +605,8 @@ class _Pipeline:
             blob = piece
         if state.offset is None:
             self._start_member(state)
+        if state.proof is not None and state.method == DEFLATED:
+            state.proof.feed(piece, blob)
         self.out.write(blob)
         if self.layout is not None:
             self.layout.writeback.wrote(self.out, len(blob))
@@ -758,6 +817,9 @@ def _cached_member(state: _State, spool: Path, offset: int, found: CacheEntry) -
 def _finish(state: _State, spool: Path) -> CompressedMember:
     state.wait()
     stored = state.method == STORED
+    proven = ""
+    if state.proof is not None:  # a stored member's stream is its bytes: their SHA-256
+        proven = state.sha256.hexdigest() if stored else state.proof.finish()
     return CompressedMember(
         name=state.entry.name,
         staged_path=state.entry.staged_path,
@@ -770,4 +832,5 @@ def _finish(state: _State, spool: Path) -> CompressedMember:
         spool=spool,
         spool_offset=state.offset or 0,
         spool_length=state.length,
+        stream_sha256=proven,
     )
