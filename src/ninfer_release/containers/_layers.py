@@ -282,11 +282,11 @@ _MAX_QUEUED = 16
 class Ordered:
     """One helper thread that runs calls one at a time, in the order they were submitted.
 
-    The layer write hands it what must run in stream order but need not run on the thread that
-    reads and frames the tar: hash updates (SHA-256/SHA-1 of a file, SHA-256 and CRC-32 of the
-    tar stream, SHA-256 of the gzip bytes) and the writes of the gzip bytes. hashlib and file I/O
-    release the GIL, so it runs on the second core beside the reading thread and the deflate
-    workers. At most :data:`_MAX_QUEUED` calls wait; :meth:`submit` blocks beyond that. A call
+    The layer write hands two of them what must run in stream order but need not run on the
+    thread that reads and frames the tar: one the SHA-256/SHA-1 of each file, the other the
+    SHA-256 and CRC-32 of the tar stream and the writes and SHA-256 of the gzip bytes. hashlib
+    and file I/O release the GIL, so they run on the other core beside the reading thread and
+    the deflate workers. At most :data:`_MAX_QUEUED` calls wait; :meth:`submit` blocks beyond that. A call
     that raises re-raises in the submitting thread (at a later :meth:`submit` or :meth:`drain`).
     One thread at a time submits to an instance (the layer's thread; the build's thread for the
     flushes), which is what keeps "in submission order" meaningful.
@@ -659,11 +659,17 @@ def write_layer(
     plan = entries if in_order else complete_entries(entries)
     with dest.open("wb") as f:
         sink = GzipSink(cast(BinaryIO, WriteBehind(f)), workers=workers)
+        # The files' own digests on a helper thread of their own: beside the sink's stream-order
+        # work (diff_id, CRC-32, the blob's writes and SHA-256) that one thread was the longest
+        # chain of a large layer (issue 13); the two are independent streams.
+        files = Ordered() if sink.ordered is not None else None
         try:
-            written = write_tar(plan, sink, epoch=epoch, ordered=sink.ordered)
+            written = write_tar(plan, sink, epoch=epoch, ordered=files)
             sink.finish()
         finally:
             sink.close()
+            if files is not None:
+                files.close()
     return LayerBlob(
         digest="sha256:" + sink.blob_sha256.hexdigest(),
         diff_id="sha256:" + sink.diff_sha256.hexdigest(),
