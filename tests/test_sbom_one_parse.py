@@ -1,11 +1,12 @@
 """One parse per SBOM in verify (issue 13): check_spdx_bytes / check_cyclonedx_bytes give exactly
 what validate_*_bytes and the cross-check readers (parse_spdx_files, parse_cyclonedx_hashes,
 cyclonedx_root_sha256) give on their own, for the hostile corpus of test_sbom_fast_hostile, and
-verify parses each SBOM once."""
+verify parses each SBOM once (the SPDX document streamed: tests/test_spdx_stream.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from flow_support import release_out
 from ninfer_release import strictjson
 from ninfer_release.releases import verify_set
 from ninfer_release.sbom import (
+    _spdx_stream,
     check_cyclonedx_bytes,
     check_spdx_bytes,
     cyclonedx_root_sha256,
@@ -90,7 +92,16 @@ def test_verify_parses_each_sbom_once(
         sources.append(source)
         return real(data, source=source, **kwargs)
 
+    streamed: list[Path] = []
+    real_streamed = _spdx_stream.read_streamed
+
+    def counted_streamed(path: Path, **kwargs: Any) -> Any:
+        streamed.append(path)
+        return real_streamed(path, **kwargs)
+
     monkeypatch.setattr(strictjson, "parse", counted)
+    monkeypatch.setattr(_spdx_stream, "read_streamed", counted_streamed)
     report = verify_set(built)
     assert report.ok, report.failures
-    assert sources.count("spdx") == 1 and sources.count("cyclonedx") == 1
+    # Our SPDX document is read once, streamed (issue 13: memory), never parsed whole.
+    assert len(streamed) == 1 and sources.count("spdx") == 0 and sources.count("cyclonedx") == 1

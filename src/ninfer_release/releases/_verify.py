@@ -203,6 +203,9 @@ class _SetFiles:
     digests: dict[str, str] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     members: dict[str, str] = field(default_factory=dict)
+    #: Members the scan found a problem with, or saw more than once (their digest is not used
+    #: in place of a read of the member).
+    troubled: set[str] = field(default_factory=set)
     schema_problems: dict[str, list[str]] = field(default_factory=dict)
     #: The SBOMs' one parse each: validation messages and the maps the cross-checks read.
     spdx: sbom.SpdxCheck | None = None
@@ -246,6 +249,8 @@ class _ZipScan:
             return
         self.digest.append(scan.sha256)
         for d in scan.members:
+            if d.problems or d.name in self.files.members:
+                self.files.troubled.add(d.name)
             self.files.members[d.name] = d.sha256
             # A member that fails its CRC/size check or was not inflated (unsafe name, bomb
             # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
@@ -313,10 +318,26 @@ def _read_small(
             # Never a skip: what cannot be checked completely fails (issue 9).
             run.fail(n, f"{size} bytes, larger than the {run.bounds[n]} bytes such an entry can be; not read")
             continue
+        if n == names.spdx and _read_spdx_streamed(run, p, files, known.get(n)):
+            progress.advance(size)
+            continue
         data = strictjson.read_regular(p, limit=run.bounds[n], source=str(p))
         files.small[n] = data
         files.digests[n] = known[n] if n in known else sha256_bytes(data)
         progress.advance(size)
+
+
+def _read_spdx_streamed(run: _Run, path: Path, files: _SetFiles, known: str | None) -> bool:
+    """The SPDX document checked as it is read, without holding its bytes or a dict per file
+    (:func:`ninfer_release.sbom.check_spdx_file`; issue 13); ``False``: it is not read that way,
+    and the caller reads it whole."""
+    checked = sbom.check_spdx_file(path, limit=run.bounds[path.name])
+    if checked is None:
+        return False
+    files.spdx, digest = checked
+    files.digests[path.name] = known or digest
+    files.schema_problems[path.name] = files.spdx.messages
+    return True
 
 
 def _read_set(
@@ -345,7 +366,8 @@ def _read_set(
     # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
     # Each SBOM is parsed once: its validation and the maps its cross-checks read (issue 13).
     if names.spdx in files.small:
-        files.spdx = sbom.check_spdx_bytes(files.small[names.spdx])
+        # Checked, then let go: the later checks read its digest, never its bytes (issue 13).
+        files.spdx = sbom.check_spdx_bytes(files.small.pop(names.spdx))
         files.schema_problems[names.spdx] = files.spdx.messages
     if names.cdx in files.small:
         files.cdx = sbom.check_cyclonedx_bytes(files.small[names.cdx])
@@ -582,8 +604,7 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
 def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
     """Check 3 (SPDX): valid SPDX 2.3, byte-identical to the package's copy, file checksums =
     package members."""
-    spdx = files.small.get(names.spdx)
-    if spdx is None:
+    if files.spdx is None:
         return
     problems = files.schema_problems[names.spdx]
     for msg in problems:
@@ -592,30 +613,47 @@ def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
         run.checked.append(f"{names.spdx}: valid SPDX 2.3")
     if not files.have_zip:
         return
-    inner = _zip_member(run, files, zip_spdx_path(names.stem), run.bounds[names.spdx])
+    inner = _member_sha256(run, files, zip_spdx_path(names.stem), run.bounds[names.spdx])
     if inner is not None:
         run.expect(
-            inner == spdx,
+            inner == files.digests[names.spdx],
             names.spdx,
             "differs from the copy inside the package",
             f"{names.spdx}: byte-identical to the package copy",
         )
-    if not problems and files.spdx is not None:
+    if not problems:
         _check_spdx_files(run, names, files.spdx, files.members)
 
 
+def _member_sha256(run: _Run, files: _SetFiles, member: str, max_bytes: int) -> str | None:
+    """The SHA-256 of member ``member`` of the set's zip: the scan's, when it read the member
+    cleanly and only once (an SPDX copy of 93 MB is not inflated a second time; issue 13), else
+    of the bytes :func:`_zip_member` reads (``None``: reported)."""
+    if member in files.members and member not in files.troubled:
+        return files.members[member]
+    inner = _zip_member(run, files, member, max_bytes)
+    return None if inner is None else sha256_bytes(inner)
+
+
 def _check_spdx_files(run: _Run, names: AssetNames, spdx: sbom.SpdxCheck, members: Mapping[str, str]) -> None:
-    listed = {k.removeprefix("./"): v for k, v in spdx.files.get().items()}
-    inside = {k: v for k, v in members.items() if k != zip_spdx_path(names.stem)}
-    for path in sorted(set(inside) - set(listed)):
+    """Every package member but the SPDX copy is listed with its SHA-256, nothing else is listed.
+    Reads the two maps in place (no copies of 100k-entry maps; issue 13)."""
+    listed = spdx.files.get()
+    if any(k.startswith("./") for k in listed):
+        listed = {k.removeprefix("./"): v for k, v in listed.items()}
+    own = zip_spdx_path(names.stem)
+    missing = sorted(p for p in members if p != own and p not in listed)
+    extra = sorted(p for p in listed if p == own or p not in members)
+    for path in missing:
         run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
-    for path in sorted(set(listed) - set(inside)):
+    for path in extra:
         run.fail(names.spdx, f"lists {path!r}, which is not in the package")
-    bad = [p for p in sorted(set(listed) & set(inside)) if listed[p][1] != inside[p]]
+    bad = sorted(p for p, v in listed.items() if p != own and p in members and v[1] != members[p])
     for path in bad:
         run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
-    if set(listed) == set(inside) and not bad:
-        run.checked.append(f"{names.spdx}: file checksums = package members ({len(inside)})")
+    if not missing and not extra and not bad:
+        inside = len(members) - (own in members)
+        run.checked.append(f"{names.spdx}: file checksums = package members ({inside})")
 
 
 def _check_cdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:

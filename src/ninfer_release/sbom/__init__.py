@@ -96,6 +96,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     from ninfer_release.sbom._spdx import (
         SpdxCheck,
         check_spdx_bytes,
+        check_spdx_file,
         cross_check_spdx,
         package_verification_code,
         parse_spdx_files,
@@ -185,6 +186,7 @@ _EXPORTS = {
     "._spdx": (
         "SpdxCheck",
         "check_spdx_bytes",
+        "check_spdx_file",
         "cross_check_spdx",
         "package_verification_code",
         "parse_spdx_files",
@@ -219,6 +221,7 @@ __all__ = [
     "check_cyclonedx_bytes",
     "check_pe_against_lock",
     "check_spdx_bytes",
+    "check_spdx_file",
     "combine_licenses",
     "cross_check_cyclonedx",
     "cross_check_spdx",

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
@@ -30,8 +31,11 @@ from ninfer_release.sbom._ids import (
 )
 from ninfer_release.sbom._license import normalize_license_expression, parse_license, require_license_texts
 from ninfer_release.sbom._records import FileRecord, Outcome, attempt
-from ninfer_release.sbom._spdx_fast import CanonicalFiles, validate_canonical
+from ninfer_release.sbom._spdx_fast import CanonicalFiles, split_checked, validate_canonical, validate_split
 from ninfer_release.sbom._spdx_validate import validate_full_document
+
+if TYPE_CHECKING:
+    from ninfer_release.sbom._spdx_stream import Streamed
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _BAD_PATH_CHARS = re.compile(r'[\\<>:"|?*\x00-\x1f]')
@@ -729,22 +733,33 @@ def _validate_object(raw: dict[str, Any], data: bytes) -> list[str]:
     hoisted = hoist_implicit_relationships(raw)
     verdict = validate_canonical(hoisted)
     if verdict is not None:
-        out, document = list(verdict.messages), verdict.skeleton
-        facts = [_entry_facts(e) for e in verdict.files.entries]
-    else:
-        document, messages = _parse_raw(hoisted)
-        if document is None:
-            return messages
-        out = [m.validation_message for m in validate_full_document(document, "SPDX-2.3")]
-        facts = [_model_facts(f) for f in document.files]
-    for f in facts:
+        entries = verdict.files.entries
+        return _own_checks(
+            list(verdict.messages), verdict.skeleton, lambda: map(_entry_facts, entries), data[-2:]
+        )
+    document, messages = _parse_raw(hoisted)
+    if document is None:
+        return messages
+    out = [m.validation_message for m in validate_full_document(document, "SPDX-2.3")]
+    facts = [_model_facts(f) for f in document.files]
+    return _own_checks(out, document, lambda: facts, data[-2:])
+
+
+def _own_checks(
+    out: list[str], document: Any, facts: Callable[[], Iterable[_FileFacts]], tail: bytes
+) -> list[str]:
+    """``out`` and what spdx-tools does not check, in this order: file names, file SPDXIDs, each
+    package's verification code, the one final LF. ``facts`` gives the files' facts (each call
+    anew: a streamed document rebuilds them rather than holding them); ``tail``: the document's
+    last two bytes."""
+    for f in facts():
         if not f.name.startswith("./") or zip_path_problem(f.name[2:]) is not None:
             out.append(f"file {f.name!r}: not a './'-relative zip path")
-    for f in facts:
+    for f in facts():
         if not SPDX_ID_RE.match(f.spdx_id):
             out.append(f"file {f.name!r}: SPDXID {f.spdx_id!r} is invalid")
     out.extend(_verification_code_problems(document.packages, facts))
-    if not data.endswith(b"\n") or data.endswith(b"\n\n"):
+    if not tail.endswith(b"\n") or tail.endswith(b"\n\n"):
         out.append("document must end with exactly one LF")
     return out
 
@@ -763,7 +778,9 @@ def _model_facts(file: Any) -> _FileFacts:
     return _FileFacts(name=file.name, spdx_id=file.spdx_id, sha1s=sha1s)
 
 
-def _verification_code_problems(packages: Sequence[Any], files: Sequence[_FileFacts]) -> list[str]:
+def _verification_code_problems(
+    packages: Sequence[Any], files: Callable[[], Iterable[_FileFacts]]
+) -> list[str]:
     """Recompute each package's verification code from the listed files (spdx-tools does not)."""
     out: list[str] = []
     # Packages with the same exclusions share one computation: O(files) per distinct exclusion set.
@@ -774,7 +791,7 @@ def _verification_code_problems(packages: Sequence[Any], files: Sequence[_FileFa
             continue
         excluded = frozenset(code.excluded_files)
         if excluded not in expected_by_excluded:
-            sha1s = [s for f in files if f.name not in excluded for s in f.sha1s]
+            sha1s = [s for f in files() if f.name not in excluded for s in f.sha1s]
             try:
                 expected_by_excluded[excluded] = package_verification_code(sha1s)
             except InputError as exc:
@@ -812,6 +829,41 @@ def check_spdx_bytes(data: bytes) -> SpdxCheck:
     return SpdxCheck(messages=_validate_parsed(raw, data), files=files)
 
 
+def check_spdx_file(path: Path, *, limit: int) -> tuple[SpdxCheck, str] | None:
+    """:func:`check_spdx_bytes` of the document in ``path`` and its SHA-256, read piece by piece
+    without holding its bytes or a dict per file (``sbom._spdx_stream``; issue 13), or ``None``
+    when the document is not one the canonical fast path takes whole: the caller then reads it
+    (within ``limit`` bytes) and calls :func:`check_spdx_bytes`, which gives every message of
+    such a document. For a document read here, the messages and the file map are those
+    :func:`check_spdx_bytes` gives for its bytes (``tests/test_spdx_stream.py``)."""
+    from ninfer_release.sbom._spdx_stream import read_streamed
+
+    streamed = read_streamed(path, limit=limit)
+    if streamed is None:
+        return None
+    split = split_checked(streamed.skeleton, streamed.files, streamed.relationships, streamed.file_ids)
+    if split is None:
+        return None
+    skeleton_raw, entries, contains = split
+    try:
+        verdict = validate_split(skeleton_raw, entries, contains, streamed.license_texts)
+        if verdict is None:
+            return None
+        messages = _own_checks(
+            list(verdict.messages), verdict.skeleton, lambda: _row_facts(streamed), streamed.tail
+        )
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        return None  # the whole-document path gives its verdict on it
+    files = attempt(_checksum_map, ((name, sums) for name, _, sums in streamed.files.file_facts()))
+    return SpdxCheck(messages=messages, files=files), streamed.sha256
+
+
+def _row_facts(streamed: Streamed) -> Iterator[_FileFacts]:
+    """The facts of a streamed document's file entries, from their rows."""
+    for name, spdx_id, sums in streamed.files.file_facts():
+        yield _FileFacts(name=name, spdx_id=spdx_id, sha1s=tuple(v for a, v in sums if a == "SHA1"))
+
+
 def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:
     """Zip path → (SHA-1, SHA-256) of every File in an SPDX JSON document.
 
@@ -825,18 +877,34 @@ def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:
 
 def _spdx_files_of(raw: Any) -> dict[str, tuple[str, str]]:
     """:func:`parse_spdx_files` of the parsed document ``raw``."""
-    out: dict[str, tuple[str, str]] = {}
-    problems: list[Problem] = []
     files = raw.get("files", []) if isinstance(raw, dict) else None
     if not isinstance(files, list):
         raise IntegrityError(problems=[Problem(file=SPDX_WHERE, field="files", message="not a list")])
-    for entry in files:
-        name = str(entry.get("fileName", "")) if isinstance(entry, dict) else ""
-        sums = {
-            str(c.get("algorithm")): str(c.get("checksumValue")).lower()
-            for c in (entry.get("checksums") or [] if isinstance(entry, dict) else [])
-            if isinstance(c, dict)
-        }
+    return _files_map(files)
+
+
+def _files_map(files: Iterable[Any]) -> dict[str, tuple[str, str]]:
+    """:func:`parse_spdx_files` of the document's ``files`` entries."""
+    return _checksum_map(
+        (
+            str(entry.get("fileName", "")) if isinstance(entry, dict) else "",
+            [
+                (str(c.get("algorithm")), str(c.get("checksumValue")))
+                for c in (entry.get("checksums") or [] if isinstance(entry, dict) else [])
+                if isinstance(c, dict)
+            ],
+        )
+        for entry in files
+    )
+
+
+def _checksum_map(files: Iterable[tuple[str, Iterable[tuple[str, str]]]]) -> dict[str, tuple[str, str]]:
+    """:func:`parse_spdx_files` of ``(fileName, ((algorithm, checksumValue), …))`` per file (the
+    last value of an algorithm wins; a value already lowercase is kept, not copied)."""
+    out: dict[str, tuple[str, str]] = {}
+    problems: list[Problem] = []
+    for name, pairs in files:
+        sums = {a: _lower(v) for a, v in pairs}
         path = name.removeprefix("./")
         if "SHA1" not in sums or "SHA256" not in sums:
             problems.append(Problem(file=SPDX_WHERE, field=f"files[{name}]", message="needs SHA1 and SHA256"))
@@ -847,6 +915,11 @@ def _spdx_files_of(raw: Any) -> dict[str, tuple[str, str]]:
     if problems:
         raise IntegrityError(problems=problems)
     return out
+
+
+def _lower(value: str) -> str:
+    lowered = value.lower()
+    return value if lowered == value else lowered
 
 
 def cross_check_spdx(

@@ -29,7 +29,7 @@ mutations.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +86,7 @@ def _canonical_checksums(sums: Any) -> bool:
     return True
 
 
-def _is_file_contains(relationship: Any, file_ids: set[str]) -> bool:
+def _is_file_contains(relationship: Any, file_ids: Container[str]) -> bool:
     """``{spdxElementId, relationshipType: CONTAINS, relatedSpdxElement: <a file's id>}``, nothing else."""
     return (
         type(relationship) is dict
@@ -178,7 +178,7 @@ class CanonicalFiles:
                 check_relationship(out, model, version, index)
 
 
-def split_canonical(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[Any]] | None:
+def split_canonical(raw: dict[str, Any]) -> tuple[dict[str, Any], Sequence[Any], Sequence[Any]] | None:
     """``(skeleton, files, contains)`` of a canonical SPDX 2.3 JSON object, or ``None``.
 
     Canonical: ``spdxVersion`` is ``SPDX-2.3``; ``files`` is a non-empty list of entries with only
@@ -190,14 +190,40 @@ def split_canonical(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Any], lis
     skeleton is ``raw`` without ``files`` and with the other relationships. ``raw`` must already
     have its implicit relationships hoisted (``sbom._spdx.hoist_implicit_relationships``).
     """
-    from spdx_tools.spdx.model.file import FileType
-
     files = raw.get("files")
     relationships = raw.get("relationships", [])
-    packages = raw.get("packages", [])
-    if raw.get("spdxVersion") != "SPDX-2.3" or type(files) is not list or not files:
+    if type(files) is not list or type(relationships) is not list:
         return None
-    if type(relationships) is not list or type(packages) is not list:
+    types = file_types()
+    if not all(_is_canonical_file(f, types) for f in files):
+        return None
+    return split_checked(raw, files, relationships, {f["SPDXID"] for f in files})
+
+
+def file_types() -> frozenset[str]:
+    """spdx-tools' FileType names (what a canonical entry's ``fileTypes`` may hold)."""
+    from spdx_tools.spdx.model.file import FileType
+
+    return frozenset(FileType.__members__)
+
+
+def is_canonical_file(entry: Any, types: frozenset[str]) -> bool:
+    """Whether one file entry has the canonical shape (:func:`split_canonical`; ``types``:
+    :func:`file_types`)."""
+    return _is_canonical_file(entry, types)
+
+
+def split_checked(
+    raw: Mapping[str, Any],
+    files: Sequence[Any],
+    relationships: Sequence[Any],
+    file_ids: Container[str],
+) -> tuple[dict[str, Any], Sequence[Any], Sequence[Any]] | None:
+    """:func:`split_canonical` of ``raw`` whose ``files`` (every entry canonical) and
+    ``relationships`` (a sequence) are given apart; ``file_ids``: the entries' SPDXIDs. The
+    ``contains`` tail is ``relationships[cut:]`` (a slice of the given sequence)."""
+    packages = raw.get("packages", [])
+    if raw.get("spdxVersion") != "SPDX-2.3" or not files or type(packages) is not list:
         return None
     if not all(type(p) is dict and p.get("filesAnalyzed", True) is True for p in packages):
         return None
@@ -205,25 +231,26 @@ def split_canonical(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Any], lis
         # Not hoisted (a special value in them): spdx-tools' parser would add CONTAINS from
         # ``hasFiles`` to the skeleton, and the tail would be checked twice. The library path.
         return None
-    file_types = frozenset(FileType.__members__)
-    if not all(_is_canonical_file(f, file_types) for f in files):
-        return None
-    file_ids = {f["SPDXID"] for f in files}
     cut = len(relationships)
     while cut > 0 and _is_file_contains(relationships[cut - 1], file_ids):
         cut -= 1
     skeleton = {k: v for k, v in raw.items() if k != "files"}
-    skeleton["relationships"] = relationships[:cut]
+    skeleton["relationships"] = list(relationships[:cut])
     return skeleton, files, relationships[cut:]
 
 
-def _parse_licenses(entries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """Each distinct ``licenseConcluded`` → spdx-tools' parse, or ``None`` if one does not parse."""
+def license_texts(entries: Iterable[dict[str, Any]]) -> list[str]:
+    """Each distinct ``licenseConcluded`` of ``entries``, in first-seen order."""
+    return list(dict.fromkeys(e["licenseConcluded"] for e in entries if "licenseConcluded" in e))
+
+
+def _parse_licenses(texts: Iterable[str]) -> dict[str, Any] | None:
+    """Each distinct ``licenseConcluded`` text → spdx-tools' parse, or ``None`` if one does not parse."""
     from spdx_tools.spdx.parser.error import SPDXParsingError
     from spdx_tools.spdx.parser.jsonlikedict.license_expression_parser import LicenseExpressionParser
 
     parsed: dict[str, Any] = {}
-    for text in dict.fromkeys(e["licenseConcluded"] for e in entries if "licenseConcluded" in e):
+    for text in texts:
         try:
             parsed[text] = LicenseExpressionParser.parse_license_expression(text)
         except SPDXParsingError:
@@ -247,14 +274,26 @@ def validate_canonical(raw: dict[str, Any]) -> CanonicalVerdict | None:
     caller then parses and validates the whole document with the library). Cost: linear in the
     files, one licence parse per distinct text; no model object per clean file.
     """
-    from spdx_tools.spdx.parser.error import SPDXParsingError
-    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
-
     split = split_canonical(raw)
     if split is None:
         return None
     skeleton_raw, entries, contains = split
-    licenses = _parse_licenses(entries)
+    return validate_split(skeleton_raw, entries, contains, license_texts(entries))
+
+
+def validate_split(
+    skeleton_raw: dict[str, Any],
+    entries: Sequence[dict[str, Any]],
+    contains: Sequence[dict[str, Any]],
+    texts: Iterable[str],
+) -> CanonicalVerdict | None:
+    """:func:`validate_canonical` of a document already split (:func:`split_canonical`, or the
+    streamed reader ``sbom._spdx_stream``); ``texts``: the distinct ``licenseConcluded`` values of
+    ``entries``. ``None`` when the skeleton or a licence text does not parse."""
+    from spdx_tools.spdx.parser.error import SPDXParsingError
+    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
+
+    licenses = _parse_licenses(texts)
     if licenses is None:
         return None
     try:
