@@ -26,11 +26,11 @@ does not. While the first piece's deflate runs, at most ``workers - 1`` further 
 deflated speculatively (to keep the workers busy), so an incompressible member costs one or two
 4 MiB trial deflates.
 
-In a zip layout, a member of 256 KiB or more is proven as it is written (:class:`_Reinflate`: one
-sequential inflater on a helper thread takes the pieces' deflate output in order and must give
-back exactly the pieces), and a deflate-cache hit while its staged bytes are read
-(:class:`~._cache.StreamProof`); the self-check then hashes such a member's stored bytes instead of
-inflating them again (``CompressedMember.stream_sha256``).
+In a zip layout, a member of more than one piece or of 256 KiB or more is proven as it is
+written (:class:`_Reinflate`: one sequential inflater on a helper thread takes the pieces' deflate
+output in order and must give back exactly the pieces), and a deflate-cache hit while its staged
+bytes are read (:class:`~._cache.StreamProof`); the self-check then hashes such a member's stored
+bytes instead of inflating them again (``CompressedMember.stream_sha256``).
 
 Determinism note: deflate output depends on the deflate implementation and version as well as on
 the level; byte-identical rebuilds assume the same engine (``packaging.DEFLATE_ENGINE``).
@@ -81,10 +81,10 @@ class CompressedMember:
     staged-tree path, ``None`` when generated. ``from_cache``: the stream was taken from the
     deflate cache. ``stream_sha256``: for a member laid out in a zip, the SHA-256 of the stream
     bytes that were proven to inflate to exactly the member's bytes while those were read — a cache
-    hit's (:class:`~._cache.StreamProof`), or a member of at least 256 KiB deflated here, re-inflated
-    as it was written (:class:`_Reinflate`; stored: its bytes' SHA-256); the self-check then hashes
-    the member's stored bytes against it instead of inflating them (``""``: not proven, the
-    self-check inflates it).
+    hit's (:class:`~._cache.StreamProof`), or a member of more than one piece or at least 256 KiB
+    deflated here, re-inflated as it was written (:class:`_Reinflate`; stored: its bytes' SHA-256);
+    the self-check then hashes the member's stored bytes against it instead of inflating them
+    (``""``: not proven, the self-check inflates it).
     """
 
     name: str
@@ -566,10 +566,10 @@ class _Pipeline:
         """
         s = self.settings
         state = _State(entry=entry, hashers=self.hashers)
-        if self.layout is not None and self.hashers is not None and _entry_size(entry) >= _HASH_OFFLOAD:
-            state.proof = _Reinflate(self.hashers)
         zdict: bytes | None = None
         for index, (piece, last) in enumerate(_pieces(entry, s.chunk_size)):
+            if index == 0:
+                state.proof = self._proof_for(piece, last)
             state.update(piece)
             if state.method is None and index >= s.workers and state.trial is not None:
                 _decide(state, state.trial)
@@ -583,6 +583,14 @@ class _Pipeline:
                 state.trial = item
             self.pending.append(item)
             zdict = piece[-_WINDOW:] if not last else None
+
+    def _proof_for(self, first: bytes, last: bool) -> _Reinflate | None:
+        """A :class:`_Reinflate` for a member laid out in the zip whose first piece is ``first``
+        (``last``: its only one), when it is big enough for the helper to pay: more than one
+        piece, or at least 256 KiB; ``None`` otherwise (the self-check inflates it)."""
+        if self.layout is None or self.hashers is None or (last and len(first) < _HASH_OFFLOAD):
+            return None
+        return _Reinflate(self.hashers)
 
     def _submit(self, piece: bytes, zdict: bytes | None, level: int, last: bool) -> Future[bytes]:
         """``piece``'s deflate: on a worker, or done here for a whole member of a few KiB."""
