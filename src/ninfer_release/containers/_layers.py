@@ -232,8 +232,10 @@ def _start_writeback() -> Callable[[int, int, int], object] | None:
 class WriteBehind:
     """A file written from start to end that asks the kernel to start writing what it holds to
     disk every :data:`WRITE_BEHIND` bytes, so the output's final ``fsync`` waits for little more
-    than the last piece instead of for the whole file (issue 13: a 100 MB layer blob left dirty
-    until the layout was complete cost ~0.1 s of disk time after it).
+    than the last piece instead of for the whole file (issue 13: the benchmark's ~100 MB runtime
+    layer blob stayed dirty until the layout was complete, and its flush then shared the disk
+    with ``image.tar``'s; in a simulation of that order, 0.34-0.49 s of flushing after the layout
+    became 0.24-0.34 s).
 
     With ``evict`` (a file nothing reads back, such as ``image.tar``) the hint is
     ``posix_fadvise(DONTNEED)``, which starts the write-back and lets the pages leave the page
@@ -286,8 +288,9 @@ class Ordered:
     thread that reads and frames the tar: one the SHA-256/SHA-1 of each file, the other the
     SHA-256 and CRC-32 of the tar stream and the writes and SHA-256 of the gzip bytes. hashlib
     and file I/O release the GIL, so they run on the other core beside the reading thread and
-    the deflate workers. At most :data:`_MAX_QUEUED` calls wait; :meth:`submit` blocks beyond that. A call
-    that raises re-raises in the submitting thread (at a later :meth:`submit` or :meth:`drain`).
+    the deflate workers. At most :data:`_MAX_QUEUED` calls wait; :meth:`submit` blocks beyond
+    that. A call that raises re-raises in the submitting thread (at a later :meth:`submit` or
+    :meth:`drain`).
     One thread at a time submits to an instance (the layer's thread; the build's thread for the
     flushes), which is what keeps "in submission order" meaningful.
     """
