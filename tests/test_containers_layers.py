@@ -183,6 +183,30 @@ def test_incompressible_blocks_are_stored_compressible_ones_deflated() -> None:
     assert gzip.decompress(out) == data
 
 
+def test_gzip_bytes_do_not_depend_on_how_the_data_is_written() -> None:
+    """GzipSink cuts 1 MiB blocks from whatever pieces it is given (bytes, bytearray, memoryview,
+    pieces smaller and larger than a block, straddling block ends): the same bytes as one write."""
+    import random
+
+    from ninfer_release.containers._layers import GZIP_BLOCK, GzipSink
+
+    rng = random.Random(11)  # noqa: S311 - test data
+    data = rng.randbytes(GZIP_BLOCK) + b"layer text\n" * (GZIP_BLOCK // 5) + rng.randbytes(1000)
+    whole = gzip_bytes(data, workers=2)
+    sizes = (1, 511, GZIP_BLOCK - 1, GZIP_BLOCK + 1, 3 * GZIP_BLOCK, 7)
+    for workers in (1, 2):
+        out = io.BytesIO()
+        sink = GzipSink(out, workers=workers)
+        pos = i = 0
+        while pos < len(data):
+            piece = data[pos : pos + sizes[i % len(sizes)]]
+            sink.write((bytes, bytearray, memoryview)[i % 3](piece))
+            pos, i = pos + len(piece), i + 1
+        sink.finish()
+        assert out.getvalue() == whole
+        assert sink.uncompressed_size == len(data)
+
+
 def test_probe_one_shot_deflate_is_the_streamed_one() -> None:
     """block_level probes with one ``zlib.compress(probe, 1, -15)``; that is byte for byte the
     stream ``compressobj(1, DEFLATED, -15)`` gives fed the probe and finished (what it used), on

@@ -479,13 +479,20 @@ class GzipSink:
             self._emit(self._pending.popleft().result())
 
     def write(self, b: bytes | bytearray | memoryview) -> int:
-        n = len(b)
+        # Each block is copied once, from the buffered head and the new bytes together; only what
+        # is left over is buffered. (Appending everything to the buffer and cutting blocks off its
+        # front copied each byte twice and cost ~1.2 ms per MiB on the thread that frames the tar,
+        # 0.23 s of the benchmark's 192 MiB runtime layer; issue 13.)
+        view = memoryview(b).cast("B")
+        n = len(view)
         self.uncompressed_size += n
-        self._buf += b
-        while len(self._buf) >= GZIP_BLOCK:
-            block = bytes(memoryview(self._buf)[:GZIP_BLOCK])
-            del self._buf[:GZIP_BLOCK]
+        while len(self._buf) + len(view) >= GZIP_BLOCK:
+            take = GZIP_BLOCK - len(self._buf)
+            block = b"".join((self._buf, view[:take]))
+            self._buf.clear()
+            view = view[take:]
             self._submit(block, last=False)
+        self._buf += view
         return n
 
     def tell(self) -> int:
