@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from ninfer_release.jsonbytes import dumps_indented, dumps_stable
+from ninfer_release import jsonbytes
+from ninfer_release.jsonbytes import LazyArray, dumps_indented, dumps_indented_bytes, dumps_stable
 
 _STRINGS = ["", "a", "é", "\u2028", "\ud800", '\x00\x1f"\\/', "日本", "tab\there", "\U0001f600"]
 _NUMBERS: list[Any] = [0, -1, 2**70, 1.5, -0.0, 1e300, 1e-300, math.pi, math.nan, math.inf, -math.inf]
@@ -60,8 +61,48 @@ def _same(obj: Any, **options: Any) -> None:
     except (TypeError, ValueError) as exc:
         with pytest.raises(type(exc)):
             dumps_indented(obj, **options)
+        with pytest.raises(type(exc)):
+            dumps_indented_bytes(obj, **options)
         return
     assert dumps_indented(obj, **options) == expected
+    _same_bytes(obj, expected + "\n", end="\n", **options)
+
+
+def _same_bytes(obj: Any, text: str, **options: Any) -> None:
+    """dumps_indented_bytes is the text encoded (or encode's error), however small its pieces."""
+    try:
+        expected = text.encode("utf-8")
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            dumps_indented_bytes(obj, **options)
+        return
+    assert dumps_indented_bytes(obj, **options) == expected
+
+
+@pytest.fixture(autouse=True)
+def _small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonbytes, "_PIECES", 3)  # every array element spills: each cut is tested
+
+
+def test_a_lazy_array_is_written_as_its_list() -> None:
+    parts: tuple[list[Any], tuple[Any, ...], list[Any]] = ([{"a": [1, 2]}, "x"], (3, {"b": None}), [])
+    doc = {"files": LazyArray(*parts), "n": [LazyArray(), LazyArray([[]])]}
+    plain = {"files": [{"a": [1, 2]}, "x", 3, {"b": None}], "n": [[], [[]]]}
+    for indent in (0, 2, 4):
+        assert (
+            dumps_indented_bytes(doc, indent=indent, end="\n")
+            == (json.dumps(plain, indent=indent) + "\n").encode()
+        )
+    # What json cannot write is json's to refuse, lazy arrays made lists first.
+    with pytest.raises(TypeError):
+        dumps_indented_bytes({"files": LazyArray([object()])}, indent=2)
+    assert (
+        dumps_indented_bytes({1: LazyArray([1]), "1": 2}, indent=2, sort_keys=False)
+        == json.dumps({1: [1], "1": 2}, indent=2).encode()
+    )
+    # dumps_indented (and so json's own rules) never takes a lazy array.
+    with pytest.raises(TypeError):
+        dumps_indented({"files": LazyArray([1])}, indent=2)
 
 
 @pytest.mark.parametrize("seed", range(60))

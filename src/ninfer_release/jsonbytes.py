@@ -14,16 +14,84 @@ on a 10k-file SBOM (issue 13). Both renderings above and the SBOM writers use it
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
+from collections.abc import Iterator, Sequence
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 
 def dumps_stable(obj: Any) -> bytes:
     """Render ``obj`` as stable, human-readable JSON bytes (sorted keys, LF, trailing newline)."""
-    text = dumps_indented(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    return dumps_indented_bytes(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False, end="\n")
+
+
+class LazyArray:
+    """A JSON array whose elements are made as they are written (issue 13: an SBOM's 100k file
+    entries are never all alive at once): ``parts`` are sequences written one after the other.
+    Only :func:`dumps_indented_bytes` writes it (``json`` cannot); its length is the parts' sum."""
+
+    def __init__(self, *parts: Sequence[Any]) -> None:
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def __iter__(self) -> Iterator[Any]:
+        for part in self.parts:
+            yield from part
+
+
+def _plain(obj: Any) -> Any:
+    """``obj`` with every :class:`LazyArray` as a list (what :func:`json.dumps` is given)."""
+    if isinstance(obj, LazyArray):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return (
+            [_plain(v) for v in obj]
+            if any(isinstance(v, LazyArray | dict | list | tuple) for v in obj)
+            else obj
+        )
+    return obj
+
+
+#: Pieces of text the writer gathers before it encodes them into the output (~64 KiB).
+_PIECES = 2048
+
+
+def dumps_indented_bytes(
+    obj: Any,
+    *,
+    indent: int,
+    sort_keys: bool = False,
+    ensure_ascii: bool = True,
+    allow_nan: bool = True,
+    end: str = "",
+) -> bytes:
+    """``(dumps_indented(obj, …) + end).encode("utf-8")``, encoded as it is written: the text is
+    never whole, only ~64 KiB of it at a time beside the bytes (issue 13: a 93 MB SBOM held its
+    pieces, its text, the text plus LF and the bytes at once). :class:`LazyArray` values are
+    written as arrays. Anything :func:`dumps_indented` hands to :func:`json.dumps` is handed to it
+    here too (with each lazy array made a list), so the result or the exception is json's; a
+    string that cannot be UTF-8 raises ``UnicodeEncodeError`` as ``encode`` does.
+    """
+    sink = io.BytesIO()
+    writer = _Writer(
+        " " * indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan, sink=sink
+    )
+    try:
+        writer.write(obj, "\n")
+    except (_Unsupported, RecursionError, TypeError, ValueError):
+        text = json.dumps(
+            _plain(obj), indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan
+        )
+        return (text + end).encode("utf-8")
+    writer.out.append(end)
+    writer.spill()
+    return sink.getvalue()
 
 
 class _Unsupported(Exception):
@@ -55,12 +123,28 @@ class _Writer:
     """The recursive writer of :func:`dumps_indented`: chunks of text appended to ``out``, each
     container written at its ``newline`` (``"\n"`` plus its own indentation)."""
 
-    def __init__(self, step: str, *, sort_keys: bool, ensure_ascii: bool, allow_nan: bool) -> None:
+    def __init__(
+        self,
+        step: str,
+        *,
+        sort_keys: bool,
+        ensure_ascii: bool,
+        allow_nan: bool,
+        sink: io.BytesIO | None = None,
+    ) -> None:
         self.step = step
         self.sort_keys = sort_keys
         self.allow_nan = allow_nan
         self.string = encode_basestring_ascii if ensure_ascii else encode_basestring
         self.out: list[str] = []
+        #: Where the pieces go, encoded, every :data:`_PIECES` of them (``None``: kept in ``out``).
+        self.sink = sink
+
+    def spill(self) -> None:
+        """The pieces so far, encoded into the sink (``out`` emptied in place)."""
+        if self.sink is not None:
+            self.sink.write("".join(self.out).encode("utf-8"))
+            self.out.clear()
 
     def number(self, value: float) -> str:
         """json.encoder's ``floatstr``."""
@@ -99,14 +183,14 @@ class _Writer:
     def write(self, value: Any, newline: str) -> None:
         if type(value) is str:
             self.out.append(self.string(value))
-        elif isinstance(value, list | tuple):
+        elif isinstance(value, list | tuple) or (self.sink is not None and isinstance(value, LazyArray)):
             self.array(value, newline)
         elif isinstance(value, dict):
             self.object(value, newline)
         else:
             self.out.append(self.scalar(value))
 
-    def array(self, values: list[Any] | tuple[Any, ...], newline: str) -> None:
+    def array(self, values: list[Any] | tuple[Any, ...] | LazyArray, newline: str) -> None:
         out, string = self.out, self.string
         if not values:
             out.append("[]")
@@ -123,6 +207,8 @@ class _Writer:
                 out.append(string(v))
             else:
                 self.write(v, inner)
+                if len(out) > _PIECES and self.sink is not None:
+                    self.spill()
         out.append(newline + "]")
 
     def object(self, obj: dict[Any, Any], newline: str) -> None:

@@ -45,7 +45,7 @@ from typing import Any
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.jsonbytes import dumps_indented
+from ninfer_release.jsonbytes import dumps_indented_bytes
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._cdx_fast import schema_is_clean
 from ninfer_release.sbom._ids import uuid5_url
@@ -689,7 +689,7 @@ def with_compositions(text: str, compositions: Sequence[Mapping[str, Any]]) -> b
 def _with_compositions(doc: dict[str, Any], compositions: Sequence[Mapping[str, Any]]) -> bytes:
     """:func:`with_compositions` of the parsed library output ``doc``."""
     doc["compositions"] = [dict(c) for c in compositions]
-    return (dumps_indented(doc, indent=2) + "\n").encode("utf-8")  # json.dumps(doc, indent=2)
+    return dumps_indented_bytes(doc, indent=2, end="\n")  # json.dumps(doc, indent=2) + LF
 
 
 def _licence_list(expression: str | None) -> list[Any]:

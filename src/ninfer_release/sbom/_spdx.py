@@ -8,18 +8,19 @@ The package (the zip) has no checksum for the same reason: the zip contains this
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.jsonbytes import dumps_indented
+from ninfer_release.jsonbytes import LazyArray, dumps_indented_bytes
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import (
     SPDX_ID_RE,
@@ -484,22 +485,60 @@ def _file_entries(kept: Sequence[FileRecord], license_of: _LicenseParser, packag
     """The file entries and CONTAINS relationships of the records, as spdx-tools' JSON writer
     writes the File and Relationship :func:`_with_file_models` builds (same keys in the same
     order, same values; ``FileConverter`` / ``RelationshipConverter`` of spdx-tools 0.8.5), with
-    each licence text's parse for the validator.
+    each licence text's parse for the validator. The entries are made from the records each time
+    they are read (:class:`_RecordEntries`; issue 13: 100k dicts were ~250 MB).
 
     Raises:
         IntegrityError: two paths would share an SPDXID.
     """
-    ids: dict[str, str] = {}
+    claimed: dict[str, str] = {}
     texts: dict[str | None, str] = {}
     parsed: dict[str, Any] = {}
-    entries: list[dict[str, Any]] = []
+    ids: list[str] = []
     for record in kept:
         if record.license not in texts:
             expression = license_of(record.license)
             texts[record.license] = str(expression)
             parsed[str(expression)] = expression
+        ids.append(claim_file_id(claimed, record.path, where=SPDX_WHERE))
+    entries = _RecordEntries(kept, ids, texts)
+
+    def model(i: int) -> Any:  # an unclean entry is validated as the File model of its record
+        return _file_model(kept[i], ids[i], license_of)
+
+    return CanonicalFiles(
+        entries=entries, relationships=_Contains(package_id, ids), licenses=parsed, file_model=model
+    )
+
+
+class _RecordEntries(Sequence[dict[str, Any]]):
+    """The SPDX file entry of each record (its SPDXID in ``ids``, its licence text in ``texts``),
+    made anew on each read."""
+
+    def __init__(
+        self, kept: Sequence[FileRecord], ids: Sequence[str], texts: Mapping[str | None, str]
+    ) -> None:
+        self.kept, self.ids, self.texts = kept, ids, texts
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._entry(k) for k in range(*i.indices(len(self)))]
+        return self._entry(range(len(self))[i])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(self._entry, range(len(self)))
+
+    def _entry(self, i: int) -> dict[str, Any]:
+        record = self.kept[i]
         entry: dict[str, Any] = {
-            "SPDXID": claim_file_id(ids, record.path, where=SPDX_WHERE),
+            "SPDXID": self.ids[i],
             "checksums": [
                 {"algorithm": "SHA1", "checksumValue": record.sha1},
                 {"algorithm": "SHA256", "checksumValue": record.sha256},
@@ -510,17 +549,37 @@ def _file_entries(kept: Sequence[FileRecord], license_of: _LicenseParser, packag
         entry["copyrightText"] = record.copyright if record.copyright is not None else "NOASSERTION"
         entry["fileName"] = f"./{record.path}"
         entry["fileTypes"] = [_file_type(record.path)]
-        entry["licenseConcluded"] = texts[record.license]
-        entries.append(entry)
-    contains = [
-        {"spdxElementId": package_id, "relatedSpdxElement": e["SPDXID"], "relationshipType": "CONTAINS"}
-        for e in entries
-    ]
+        entry["licenseConcluded"] = self.texts[record.license]
+        return entry
 
-    def model(i: int) -> Any:  # an unclean entry is validated as the File model of its record
-        return _file_model(kept[i], entries[i]["SPDXID"], license_of)
 
-    return CanonicalFiles(entries=entries, relationships=contains, licenses=parsed, file_model=model)
+class _Contains(Sequence[dict[str, Any]]):
+    """The CONTAINS relationship from ``package_id`` to each of ``ids``, made anew on each read."""
+
+    def __init__(self, package_id: str, ids: Sequence[str]) -> None:
+        self.package_id, self.ids = package_id, ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._relationship(s) for s in self.ids[i]]
+        return self._relationship(self.ids[i])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(self._relationship, self.ids)
+
+    def _relationship(self, file_id: str) -> dict[str, Any]:
+        return {
+            "spdxElementId": self.package_id,
+            "relatedSpdxElement": file_id,
+            "relationshipType": "CONTAINS",
+        }
 
 
 def _validate_model(document: Any, files: CanonicalFiles | None = None) -> None:
@@ -545,15 +604,17 @@ def _write(document: Any, files: CanonicalFiles | None = None) -> bytes:
 
     What ``write_document_to_stream(document, stream, validate=False, converter=…)`` of
     spdx-tools 0.8.5 does — deduplicate, convert, ``json.dump(…, indent=4)`` — with the last step
-    by :func:`ninfer_release.jsonbytes.dumps_indented` (the same text, ~2× faster; compared with
-    the library's writer in ``tests/test_spdx_fast.py``).
+    by :func:`ninfer_release.jsonbytes.dumps_indented_bytes` (the same text, ~2× faster; compared
+    with the library's writer in ``tests/test_spdx_fast.py``), encoded as written and each file
+    entry made as it is written (issue 13: never the whole text, nor a dict per file, at once).
     """
     from spdx_tools.spdx.writer.write_utils import convert, validate_and_deduplicate
 
-    converter: Any = None if files is None else _converter_with(files)
+    converter: Any = None if files is None else _converter_with(files, lazy=True)
     document = validate_and_deduplicate(document, False, True)
-    text = dumps_indented(convert(document, converter), indent=4)
-    return (text.rstrip("\n") + "\n").encode("utf-8")
+    # The document is a JSON object: its text ends with "}", so "+ LF" is the library's
+    # ``rstrip("\n") + "\n"``.
+    return dumps_indented_bytes(convert(document, converter), indent=4, end="\n")
 
 
 def _library_write(document: Any, files: CanonicalFiles | None = None) -> bytes:
@@ -561,28 +622,48 @@ def _library_write(document: Any, files: CanonicalFiles | None = None) -> bytes:
     from spdx_tools.spdx.writer.json.json_writer import write_document_to_stream
 
     stream = io.StringIO(newline="\n")
-    converter = None if files is None else _converter_with(files)
+    converter = None if files is None else _converter_with(files, lazy=False)
     write_document_to_stream(document, stream, validate=False, converter=converter)
     return (stream.getvalue().rstrip("\n") + "\n").encode("utf-8")
 
 
-def _converter_with(files: CanonicalFiles) -> Any:
+def _converter_with(files: CanonicalFiles, *, lazy: bool) -> Any:
     """spdx-tools' ``DocumentConverter``, with ``files``' entries after the document's files and
-    its relationships after the document's (each already in the converter's JSON form)."""
+    its relationships after the document's (each already in the converter's JSON form; ``lazy``:
+    as a :class:`~ninfer_release.jsonbytes.LazyArray`, made as written, else as lists)."""
+    converter = _converter_class()()
+    converter.files = files
+    converter.lazy = lazy
+    return converter
+
+
+@functools.cache
+def _converter_class() -> Any:
+    """The converter class of :func:`_converter_with`, made once: a class made per call holds its
+    closure in a reference cycle, and with it every file entry until the collector runs."""
     from spdx_tools.spdx.jsonschema.document_converter import DocumentConverter
     from spdx_tools.spdx.jsonschema.document_properties import DocumentProperty
 
     class _WithFiles(DocumentConverter):
+        files: CanonicalFiles
+        lazy: bool
+
         def _get_property_value(self, *args: Any) -> Any:  # (document, property[, document])
             value = super()._get_property_value(*args)
             json_property = args[1]
             if json_property == DocumentProperty.FILES:
-                return [*(value or []), *files.entries] or None
+                return self._then(value, self.files.entries)
             if json_property == DocumentProperty.RELATIONSHIPS:
-                return [*(value or []), *files.relationships] or None
+                return self._then(value, self.files.relationships)
             return value
 
-    return _WithFiles()  # type: ignore[no-untyped-call]
+        def _then(self, value: Any, extra: Sequence[Any]) -> Any:
+            """``value`` (a list or ``None``) followed by ``extra``; ``None`` when both are empty."""
+            if not value and not extra:
+                return None
+            return LazyArray(value or [], extra) if self.lazy else [*(value or []), *extra]
+
+    return _WithFiles
 
 
 def _parse_document(data: bytes) -> tuple[Any, list[str]]:
