@@ -22,13 +22,16 @@ Usage (as root, with dockerd installed; or point NINFER_DOCKER_HOST at a running
     .venv/bin/python bench/bench_image.py [--mib 256] [--runs 5] [--json]
 
 The staged payload is deterministic: a server binary and a runtime archive whose members are half
-incompressible (seeded pseudo-random) and half text, ``--mib`` MiB in total. Both builders start
-from the same sample busybox base (loaded into the engine with skopeo, digest unchanged).
+incompressible (seeded pseudo-random) and half text, ``--mib`` MiB in total; the archive's gzip
+header has MTIME 0, so every run of this script builds the same image (one digest per ``--mib``).
+Both builders start from the same sample busybox base (loaded into the engine with skopeo, digest
+unchanged).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import json
 import os
@@ -79,7 +82,12 @@ def make_inputs(root: Path, mib: int) -> tuple[Path, Path, str]:
     archive = lane / "runtime" / "ninfer-runtime.tar.gz"
     per_file = max((mib * MIB - server_size) // 4, MIB)
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+    # gzip's header would carry the time of the run (tarfile's "w:gz" writes it): the archive's
+    # digest, bound into the image as a label, and so the image's digest would change per run.
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for i in range(4):
             data = _payload(per_file, 10 + i)
             info = tarfile.TarInfo(f"lib/libruntime-{i}.so")
