@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from ninfer_release.containers import (
     LAYOUT_BYTES,
     MT_INDEX,
@@ -79,39 +77,3 @@ def test_archive_write_behind_writes_and_hashes_every_byte(tmp_path: Path) -> No
     data = b"".join(pieces)
     assert (tmp_path / "t").read_bytes() == data
     assert (sink.sha256.hexdigest(), sink.size) == (hashlib.sha256(data).hexdigest(), len(data))
-
-
-def test_archive_bytes_do_not_depend_on_the_piece_blobs_are_copied_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``image.tar`` copies each blob in large pieces through one reused buffer (few GIL hand-offs);
-    a piece smaller than the blobs, and not a multiple of 512, gives the same bytes and digest."""
-    import hashlib
-    import os
-    import tarfile
-
-    from ninfer_release.containers import _oci
-    from ninfer_release.containers._oci import Descriptor, WrittenImage, write_archive
-
-    layout = tmp_path / "layout"
-    blob_dir(layout)
-    blobs = [os.urandom(n) for n in (0, 1, 511, 512, 70_001, 300_000)]
-    descs = [Descriptor(media_type=MT_MANIFEST, digest=write_blob(layout, b), size=len(b)) for b in blobs]
-    write_layout_file(layout)
-    write_index(layout, empty_index())
-    image = WrittenImage(manifest=descs[-1], config=descs[-2], layers=tuple(descs[:-2]), ref_name="v1")
-
-    def archive(name: str) -> tuple[bytes, _oci.ArchiveInfo]:
-        dest = tmp_path / name
-        info = write_archive(layout, image, dest, repo_tags=["x:v1"], epoch=1_700_000_000)
-        return dest.read_bytes(), info
-
-    whole, info = archive("whole.tar")
-    monkeypatch.setattr(_oci, "_ARCHIVE_PIECE", 4097)
-    pieces, info_small = archive("pieces.tar")
-    assert pieces == whole
-    assert info == info_small == _oci.ArchiveInfo(sha256=hashlib.sha256(whole).hexdigest(), size=len(whole))
-    with tarfile.open(tmp_path / "pieces.tar") as tar:
-        for blob in blobs:
-            member = tar.extractfile(f"blobs/sha256/{hashlib.sha256(blob).hexdigest()}")
-            assert member is not None and member.read() == blob

@@ -595,20 +595,19 @@ def write_tar(
     epoch: int,
     digests: bool = True,
     ordered: Ordered | None = None,
-    piece: int = CHUNK,
 ) -> TarContents:
     """Write ``entries`` (completed and sorted by :func:`complete_entries`) as a tar stream to ``out``.
 
-    Every file is read exactly once, ``piece`` bytes at a time: the same read feeds the tar and
-    the per-file digests (skipped when ``digests`` is false: the files then carry empty digests).
-    With ``ordered``, files of :data:`_BACKGROUND_HASH_MIN` bytes or more are hashed on that
-    helper thread while the next piece is read. Returns the files written (with size and
-    digests) and the symlinks (path, target). The bytes do not depend on ``piece``.
+    Every file is read exactly once: the same read feeds the tar and the per-file digests
+    (skipped when ``digests`` is false: the files then carry empty digests). With ``ordered``,
+    files of :data:`_BACKGROUND_HASH_MIN` bytes or more are hashed on that helper thread while
+    the next piece is read. Returns the files written (with size and digests) and the symlinks
+    (path, target).
     """
     files: list[tuple[LayerEntry, tarfile.TarInfo, Future[tuple[str, str]] | tuple[str, str]]] = []
     links: list[tuple[str, str]] = []
     with tarfile.TarFile(
-        fileobj=cast(BinaryIO, out), mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8", copybufsize=piece
+        fileobj=cast(BinaryIO, out), mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8", copybufsize=CHUNK
     ) as tar:
         for entry in entries:
             if entry.kind != "file":

@@ -9,7 +9,6 @@ so that ``docker load``, ``skopeo`` (``oci-archive:``) and ``umoci`` all accept 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -359,59 +358,15 @@ def write_archive(
         LayerEntry(path=LAYOUT_FILE, kind="file", source=layout / LAYOUT_FILE),
         LayerEntry(path=INDEX_FILE, kind="file", source=layout / INDEX_FILE),
     ]
-    buffer = bytearray(_ARCHIVE_PIECE)
     for blob in sorted((layout / "blobs").rglob("*")):
         if blob.is_file():
             rel = blob.relative_to(layout).as_posix()
-            source = _BlobSource(path=blob, size=blob.stat().st_size, buffer=buffer)
-            entries.append(LayerEntry(path=rel, kind="file", mode=FILE_MODE, stream=source))
+            entries.append(LayerEntry(path=rel, kind="file", mode=FILE_MODE, source=blob))
     with dest.open("wb") as f:
         sink = _WriteBehind(f)
-        write_tar(complete_entries(entries), sink, epoch=epoch, digests=False, piece=_ARCHIVE_PIECE)
+        write_tar(complete_entries(entries), sink, epoch=epoch, digests=False)
     dest.chmod(FILE_MODE)
     return ArchiveInfo(sha256=sink.sha256.hexdigest(), size=sink.size)
-
-
-#: Bytes of a blob copied into ``image.tar`` per read, hash update and write. The archive is
-#: written on a thread while the SBOMs are rendered (pure Python, holding the GIL), and each piece
-#: costs the writer a few GIL hand-offs, each of which can wait up to the switch interval (5 ms):
-#: ~30 for the benchmark's 130 MB archive instead of ~500 with 1 MiB pieces.
-_ARCHIVE_PIECE = 16 << 20
-
-
-@dataclass(frozen=True, kw_only=True, eq=False)
-class _BlobSource:
-    """A layout blob as the stream of an ``image.tar`` entry (``_layers.StreamSource``): read
-    into one reused ``buffer``, so no piece is allocated per read."""
-
-    path: Path
-    size: int
-    buffer: bytearray
-
-    def open(self) -> BinaryIO:
-        return cast(BinaryIO, _PieceReader(self.path.open("rb"), self.buffer))
-
-
-class _PieceReader:
-    """A binary file read into a reused buffer: :meth:`read` returns a view of it, valid until
-    the next read (``tarfile`` writes each piece before it reads the next)."""
-
-    def __init__(self, raw: io.BufferedReader, buffer: bytearray) -> None:
-        self._raw = raw
-        self._buffer = buffer
-
-    def read(self, n: int = -1) -> memoryview:
-        if n < 0 or n > len(self._buffer):
-            raise ValueError(f"read of {n} bytes; the buffer holds {len(self._buffer)}")
-        view = memoryview(self._buffer)[:n]
-        got = self._raw.readinto(view)
-        return view[: got or 0]
-
-    def __enter__(self) -> _PieceReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._raw.close()
 
 
 #: ``image.tar`` bytes written before the kernel is asked to start writing them to disk.
