@@ -380,12 +380,14 @@ def run_native_lane(
             staged_bytes=plan.staged_bytes,
         )
         package = _build_self_checked(run, stage)
+        scan = package.scan
         sealed = seal_native_set(
             stage, out=target, inputs=_seal_inputs(work), package=package.built, receipts=work.source.receipts
         )
+        del package  # its SBOM bytes are written; not held through the verify below (issue 13: memory)
     if "verify" in plan.checks:
         # The zip is not read again: finish_zip's self-check read it once, after it was written.
-        report = verify_set(sealed.directory, expected_sums_sha256=sealed.sums.sha256, zip_scan=package.scan)
+        report = verify_set(sealed.directory, expected_sums_sha256=sealed.sums.sha256, zip_scan=scan)
         if not report.ok:
             raise IntegrityError(
                 problems=[Problem(file=str(sealed.directory), message=f) for f in report.failures]

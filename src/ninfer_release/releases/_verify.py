@@ -370,7 +370,7 @@ def _read_set(
         files.spdx = sbom.check_spdx_bytes(files.small.pop(names.spdx))
         files.schema_problems[names.spdx] = files.spdx.messages
     if names.cdx in files.small:
-        files.cdx = sbom.check_cyclonedx_bytes(files.small[names.cdx])
+        files.cdx = sbom.check_cyclonedx_bytes(files.small.pop(names.cdx))
         files.schema_problems[names.cdx] = files.cdx.messages
     scan.join(run, names.zip, progress)
     return files
@@ -659,8 +659,7 @@ def _check_spdx_files(run: _Run, names: AssetNames, spdx: sbom.SpdxCheck, member
 def _check_cdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
     """Check 3 (CycloneDX): valid CycloneDX 1.6; every component hash is a package member's, every
     member is evidence of a component, the root is the package's SHA-256."""
-    cdx = files.small.get(names.cdx)
-    if cdx is None:
+    if files.cdx is None:
         return
     problems = files.schema_problems[names.cdx]
     for msg in problems:
