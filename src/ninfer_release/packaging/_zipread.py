@@ -559,13 +559,15 @@ class ZipScan:
 
 @dataclass(frozen=True, kw_only=True)
 class ProvenStream:
-    """A member stream whose content the caller has already proven (a deflate-cache hit, issue 13).
+    """A member stream whose content the caller has already proven (issue 13).
 
     The stream bytes with SHA-256 ``stream_sha256`` were inflated by the caller (one sequential
     inflater, its whole output compared byte for byte with the staged bytes) to ``size`` bytes with
     CRC-32 ``crc32`` and SHA-256 ``sha256``, method ``method``. :func:`scan_zip` then proves the
     member *in the zip* by hashing its stored bytes: equal to ``stream_sha256``, the member is those
-    very bytes and so inflates to that content; no second inflate is needed.
+    very bytes and so inflates to that content; no second inflate is needed. Made for a
+    deflate-cache hit (``packaging._cache.StreamProof``) and for a member of at least 256 KiB
+    re-inflated as it was written (``packaging._compress._Reinflate``).
     """
 
     stream_sha256: str

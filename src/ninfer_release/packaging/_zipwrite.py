@@ -361,7 +361,7 @@ def _member_mismatch(m: CompressedMember, d: MemberDigest) -> list[Problem]:
 
 
 def _proven_streams(ordered: Iterable[CompressedMember]) -> dict[str, ProvenStream]:
-    """The members whose stream was proven while compressing (deflate-cache hits), by name."""
+    """The members whose stream was proven while compressing, by name (``CompressedMember.stream_sha256``)."""
     return {
         m.name: ProvenStream(
             stream_sha256=m.stream_sha256, size=m.size, crc32=m.crc32, sha256=m.sha256, method=m.method
@@ -378,8 +378,9 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
     whole (the returned result's ``sha256``, unless ``result.sha256`` is already set from the
     writing) and inflates every member, whose size, CRC-32, SHA-256 and method must be those of
     the bytes that were compressed (the staged bytes as read). A member whose stream was already
-    proven to inflate to those bytes (``CompressedMember.stream_sha256``: a deflate-cache hit) is
-    not inflated again: its stored bytes must have that stream's SHA-256. The result carries the scan.
+    proven to inflate to those bytes (``CompressedMember.stream_sha256``: a deflate-cache hit, or a
+    member of at least 256 KiB re-inflated as it was written) is not inflated again: its stored
+    bytes must have that stream's SHA-256. The result carries the scan.
 
     Raises:
         SelfCheckError: a member differs, cannot be inflated, or the archive does not list exactly
