@@ -486,7 +486,7 @@ def _file_entries(kept: Sequence[FileRecord], license_of: _LicenseParser, packag
     writes the File and Relationship :func:`_with_file_models` builds (same keys in the same
     order, same values; ``FileConverter`` / ``RelationshipConverter`` of spdx-tools 0.8.5), with
     each licence text's parse for the validator. The entries are made from the records each time
-    they are read (:class:`_RecordEntries`; issue 13: 100k dicts were ~250 MB).
+    they are read (:class:`_MadeOnRead`; issue 13: 100k dicts were ~250 MB).
 
     Raises:
         IntegrityError: two paths would share an SPDXID.
@@ -501,27 +501,24 @@ def _file_entries(kept: Sequence[FileRecord], license_of: _LicenseParser, packag
             texts[record.license] = str(expression)
             parsed[str(expression)] = expression
         ids.append(claim_file_id(claimed, record.path, where=SPDX_WHERE))
-    entries = _RecordEntries(kept, ids, texts)
+    entries = _MadeOnRead(len(kept), lambda i: _file_entry(kept[i], ids[i], texts))
+    relationships = _MadeOnRead(len(ids), lambda i: _contains(package_id, ids[i]))
 
     def model(i: int) -> Any:  # an unclean entry is validated as the File model of its record
         return _file_model(kept[i], ids[i], license_of)
 
-    return CanonicalFiles(
-        entries=entries, relationships=_Contains(package_id, ids), licenses=parsed, file_model=model
-    )
+    return CanonicalFiles(entries=entries, relationships=relationships, licenses=parsed, file_model=model)
 
 
-class _RecordEntries(Sequence[dict[str, Any]]):
-    """The SPDX file entry of each record (its SPDXID in ``ids``, its licence text in ``texts``),
-    made anew on each read."""
+class _MadeOnRead(Sequence[dict[str, Any]]):
+    """A read-only sequence of ``length`` dicts whose ``i``-th is ``make(i)``, made anew on each
+    read (issue 13: 100k SPDX file entries and relationships are never all alive at once)."""
 
-    def __init__(
-        self, kept: Sequence[FileRecord], ids: Sequence[str], texts: Mapping[str | None, str]
-    ) -> None:
-        self.kept, self.ids, self.texts = kept, ids, texts
+    def __init__(self, length: int, make: Callable[[int], dict[str, Any]]) -> None:
+        self.length, self.make = length, make
 
     def __len__(self) -> int:
-        return len(self.kept)
+        return self.length
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -529,57 +526,39 @@ class _RecordEntries(Sequence[dict[str, Any]]):
     def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
-            return [self._entry(k) for k in range(*i.indices(len(self)))]
-        return self._entry(range(len(self))[i])
+            return [self.make(k) for k in range(*i.indices(self.length))]
+        return self.make(range(self.length)[i])
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return map(self._entry, range(len(self)))
-
-    def _entry(self, i: int) -> dict[str, Any]:
-        record = self.kept[i]
-        entry: dict[str, Any] = {
-            "SPDXID": self.ids[i],
-            "checksums": [
-                {"algorithm": "SHA1", "checksumValue": record.sha1},
-                {"algorithm": "SHA256", "checksumValue": record.sha256},
-            ],
-        }
-        if record.comment is not None:
-            entry["comment"] = record.comment
-        entry["copyrightText"] = record.copyright if record.copyright is not None else "NOASSERTION"
-        entry["fileName"] = f"./{record.path}"
-        entry["fileTypes"] = [_file_type(record.path)]
-        entry["licenseConcluded"] = self.texts[record.license]
-        return entry
+        return map(self.make, range(self.length))
 
 
-class _Contains(Sequence[dict[str, Any]]):
-    """The CONTAINS relationship from ``package_id`` to each of ``ids``, made anew on each read."""
+def _file_entry(record: FileRecord, spdx_id: str, texts: Mapping[str | None, str]) -> dict[str, Any]:
+    """The SPDX file entry of ``record`` (SPDXID ``spdx_id``, its licence text in ``texts``), keys
+    in the order of spdx-tools 0.8.5's ``FileConverter``."""
+    entry: dict[str, Any] = {
+        "SPDXID": spdx_id,
+        "checksums": [
+            {"algorithm": "SHA1", "checksumValue": record.sha1},
+            {"algorithm": "SHA256", "checksumValue": record.sha256},
+        ],
+    }
+    if record.comment is not None:
+        entry["comment"] = record.comment
+    entry["copyrightText"] = record.copyright if record.copyright is not None else "NOASSERTION"
+    entry["fileName"] = f"./{record.path}"
+    entry["fileTypes"] = [_file_type(record.path)]
+    entry["licenseConcluded"] = texts[record.license]
+    return entry
 
-    def __init__(self, package_id: str, ids: Sequence[str]) -> None:
-        self.package_id, self.ids = package_id, ids
 
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self._relationship(s) for s in self.ids[i]]
-        return self._relationship(self.ids[i])
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return map(self._relationship, self.ids)
-
-    def _relationship(self, file_id: str) -> dict[str, Any]:
-        return {
-            "spdxElementId": self.package_id,
-            "relatedSpdxElement": file_id,
-            "relationshipType": "CONTAINS",
-        }
+def _contains(package_id: str, file_id: str) -> dict[str, Any]:
+    """The CONTAINS relationship from ``package_id`` to ``file_id`` (``RelationshipConverter``'s keys)."""
+    return {
+        "spdxElementId": package_id,
+        "relatedSpdxElement": file_id,
+        "relationshipType": "CONTAINS",
+    }
 
 
 def _validate_model(document: Any, files: CanonicalFiles | None = None) -> None:
