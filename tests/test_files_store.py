@@ -140,7 +140,7 @@ _CHILD = textwrap.dedent(
     store_dir, set_dir, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     names = sorted(p.name for p in Path(set_dir).iterdir())
     if mode == "kill-before-rename":
-        fs.fsync_dir = lambda path: os.kill(os.getpid(), signal.SIGKILL)
+        fs.fsync_path = lambda path: os.kill(os.getpid(), signal.SIGKILL)
     elif mode == "kill-after-first-file":
         original = fs.write_verified
         def write_then_die(blob, dest):

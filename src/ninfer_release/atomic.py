@@ -60,6 +60,19 @@ def write_bytes(path: Path, data: bytes, *, mode: int = 0o644, overwrite: bool =
         raise
 
 
+def fsync_path(path: Path) -> None:
+    """``fsync`` the file or directory at ``path``: its bytes, or a rename inside it, made durable.
+
+    Raises:
+        OSError: ``path`` cannot be opened or synced.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def check_target(
     target: Path, *, replace_marked: str | None = None, hint: str = "choose a new --out"
 ) -> bool:

@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 import shutil
 import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ninfer_release.atomic import staged_directory
+from ninfer_release.atomic import fsync_path, staged_directory
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import CHUNK, Digests, digests_of_file
 from ninfer_release.jsonbytes import dumps_stable
@@ -687,7 +686,7 @@ def _write_own_layers(
         try:
             for done in as_completed(futures):
                 if done.exception() is None:
-                    syncer.submit(_fsync_file, blob_path(layout, done.result()[0].digest))
+                    syncer.submit(fsync_path, blob_path(layout, done.result()[0].digest))
             written = [f.result() for f in futures]
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -754,12 +753,6 @@ def _bind_labels(plan: ImagePlan, bound: Sequence[BoundInput]) -> ImagePlan:
     for bi in bound:
         labels[f"{LABEL_PREFIX}binding.{bi.name}.sha256"] = bi.sha256
     return dataclasses.replace(plan, labels=labels)
-
-
-def _fsync_file(path: Path) -> None:
-    """Flush ``path``'s data to disk (``fsync``), so the final flush of the output finds it clean."""
-    with path.open("rb") as f:
-        os.fsync(f.fileno())
 
 
 def _build_result(
@@ -920,7 +913,7 @@ def finish_image(
         info = write_archive(layout, laid.image, archive, repo_tags=laid.plan.repo_tags, epoch=request.epoch)
         for d in (layout, layout / "blobs", layout / "blobs" / "sha256"):
             d.chmod(DIR_MODE)
-        laid.syncer.submit(_fsync_file, archive)
+        laid.syncer.submit(fsync_path, archive)
         laid.syncer.drain()
     finally:
         laid.close()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ninfer_release import hashing, strictjson
+from ninfer_release.atomic import fsync_path
 from ninfer_release.containers import (
     INDEX_FILE,
     LAYOUT_FILE,
@@ -37,7 +38,7 @@ from ninfer_release.containers import (
 from ninfer_release.digests import is_digest
 from ninfer_release.errors import IntegrityError, Problem, PublishError
 from ninfer_release.releases._publish import ArtifactPlan, Blob, StorePublisher
-from ninfer_release.releases._store_io import LOCK_NAME, TMP_NAME, fsync_dir, locked_store, write_verified
+from ninfer_release.releases._store_io import LOCK_NAME, TMP_NAME, locked_store, write_verified
 
 _CHUNK = 1 << 20  # 1 MiB
 #: Bounds checked before reading (docs/reliability.md): ``oci-layout`` is one short object;
@@ -176,7 +177,7 @@ class DirStore(StorePublisher):
                 data=plan.manifest,
             )
         )
-        fsync_dir(self.root / "blobs" / "sha256")
+        fsync_path(self.root / "blobs" / "sha256")
         index = self._read_index()
         descriptor = {
             "mediaType": MT_MANIFEST,
@@ -191,7 +192,7 @@ class DirStore(StorePublisher):
     def _write_index(self, index: dict[str, Any]) -> None:
         # The commit point of a publish: before this the tag is absent, after it complete.
         write_index(self.root, index)
-        fsync_dir(self.root)
+        fsync_path(self.root)
 
     @contextlib.contextmanager
     def _open_blob(self, digest: str) -> Iterator[Iterator[bytes]]:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ninfer_release import hashing, strictjson
+from ninfer_release.atomic import fsync_path
 from ninfer_release.checksums import parse_sha256sums, sums_bound
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 from ninfer_release.releases._contract import ENTRY_SUFFIXES
@@ -44,7 +45,7 @@ from ninfer_release.releases._publish import (
     is_valid_tag,
     plan_publish,
 )
-from ninfer_release.releases._store_io import fsync_dir, locked_store, write_verified
+from ninfer_release.releases._store_io import locked_store, write_verified
 
 
 class FilesStore:
@@ -135,13 +136,13 @@ class FilesStore:
         A directory already there (a draft being replaced) is first moved into ``staging``.
         """
         stage.chmod(0o755)
-        fsync_dir(stage)
+        fsync_path(stage)
         final = self.root / name
         if final.exists():
             final.rename(staging / f"{name}.old")
         # The commit point: before this rename the name is absent, after it complete.
         stage.rename(final)
-        fsync_dir(self.root)
+        fsync_path(self.root)
 
     def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
         """Refused: supersession markers live in OCI stores (``dir://``, ``oci://``).

@@ -46,7 +46,9 @@ from typing import Literal, TypeVar
 import urllib3
 
 from ninfer_release import __version__
+from ninfer_release.atomic import fsync_path
 from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.hashing import sha256_file
 from ninfer_release.releases._publish import is_bare_name, is_loopback_host
 
 _CHUNK = 1 << 20  # 1 MiB
@@ -194,7 +196,7 @@ class HttpFetcher:
 
     def _sync_later(self, path: Path) -> None:
         """``fsync`` the file ``path`` on the helper thread (waited for by :meth:`close`)."""
-        self._syncs.append((path, self._syncer.submit(_fsync_file, path)))
+        self._syncs.append((path, self._syncer.submit(fsync_path, path)))
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -363,7 +365,7 @@ class HttpFetcher:
             )
         self._note("start", wanted.name, wanted.size)
         if dest.is_file() and not dest.is_symlink():
-            if dest.stat().st_size == wanted.size and _sha256_of(dest) == wanted.sha256:
+            if dest.stat().st_size == wanted.size and sha256_file(dest) == wanted.sha256:
                 self._note("advance", wanted.name, wanted.size)
                 return Fetched(
                     name=wanted.name,
@@ -485,22 +487,6 @@ def _reason(exc: BaseException) -> str:
     while isinstance(getattr(inner, "reason", None), BaseException):
         inner = inner.reason  # type: ignore[attr-defined]
     return " ".join(str(inner).split()) or type(inner).__name__
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class _Partial:

@@ -101,12 +101,3 @@ def write_verified(blob: Blob, dest: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             dest.unlink()
         raise
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename inside ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
