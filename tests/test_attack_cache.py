@@ -20,6 +20,7 @@ from ninfer_release.packaging import (
     finish_zip,
     write_zip,
 )
+from zip_support import stage_files
 
 CHUNK = 64 << 10
 EPOCH = 315532800
@@ -32,9 +33,7 @@ def _tree(tmp_path: Path) -> dict[str, str]:
         "bin/b.dll": b"MZ" + bytes(range(256)) * 900,
         "bin/c.dll": os.urandom(0) + hashlib.sha256(b"seed").digest() * 4000,
     }
-    for name, content in data.items():
-        (tmp_path / "staged" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "staged" / name).write_bytes(content)
+    stage_files(tmp_path, data)
     return {name: hashlib.sha256(content).hexdigest() for name, content in data.items()}
 
 

@@ -20,7 +20,7 @@ from ninfer_release.packaging import (
     finish_zip,
     write_zip,
 )
-from zip_support import count_deflates
+from zip_support import count_deflates, stage_files
 
 CHUNK = 64 << 10
 EPOCH = 315532800
@@ -32,9 +32,7 @@ def _tree(tmp_path: Path) -> dict[str, bytes]:
         "bin/b.dll": b"MZ" + bytes(range(256)) * 900,
         "bin/engine.exe": b"MZ engine " * 5000,
     }
-    for name, content in data.items():
-        (tmp_path / "staged" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "staged" / name).write_bytes(content)
+    stage_files(tmp_path, data)
     return data
 
 

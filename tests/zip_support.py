@@ -14,6 +14,13 @@ from ninfer_release.packaging._zipformat import CENTRAL_FMT
 EPOCH = 1700000000
 
 
+def stage_files(root: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` (zip name -> bytes) under ``root / "staged"``, as a staged tree."""
+    for name, content in files.items():
+        (root / "staged" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "staged" / name).write_bytes(content)
+
+
 def ours(tmp_path: Path, files: dict[str, bytes]) -> Path:
     members = compress_members([PlanEntry(name=n, data=d) for n, d in files.items()], workdir=tmp_path)
     return write_zip(members, tmp_path / "ours.zip", epoch=EPOCH).path
