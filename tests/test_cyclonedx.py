@@ -624,3 +624,23 @@ def test_held_occurrences_build_no_library_object_per_file(monkeypatch: pytest.M
     d = load(make(component_sha256=sha("zip"), package_files=_members(50)))
     assert len(d["metadata"]["component"]["evidence"]["occurrences"]) == 50 + len(_ODD_MEMBERS)
     assert built[0] == len([c for c in d["components"] if "evidence" in c]) + 1  # one per evidence list
+
+
+def test_a_failing_prewarm_prints_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The prewarm thread is only a head start: an import that fails in it (as when the interpreter
+    tears the import system down after Ctrl-C) raises nothing and prints no traceback."""
+    import threading
+
+    from ninfer_release.sbom import _cyclonedx
+
+    def broken() -> None:
+        raise KeyError("spdx_tools.spdx")
+
+    monkeypatch.setattr(_cyclonedx, "_strict_validator", broken)
+    seen: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", seen.append)
+    _cyclonedx.prewarm_validators().join(timeout=60)
+    assert seen == []
+    assert "Traceback" not in capsys.readouterr().err

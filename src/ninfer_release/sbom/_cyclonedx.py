@@ -30,6 +30,7 @@ text (sorted keys; ``compositions`` added after, which the library does not mode
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -978,7 +979,14 @@ def prewarm_validators() -> threading.Thread:
 
         _strict_validator()
 
-    thread = threading.Thread(target=load, name="ninfer-sbom-prewarm", daemon=True)
+    def quiet_load() -> None:
+        # Only a head start: a failure here (e.g. the interpreter tearing the import system down
+        # after Ctrl-C while this daemon thread imports) is never printed; a real one is raised
+        # again, with its message, by the caller's own import on its own thread.
+        with contextlib.suppress(BaseException):
+            load()
+
+    thread = threading.Thread(target=quiet_load, name="ninfer-sbom-prewarm", daemon=True)
     thread.start()
     return thread
 
