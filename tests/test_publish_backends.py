@@ -269,6 +269,29 @@ def test_draft_uses_a_replaceable_draft_tag_then_promotes_same_digest(
         backend.publish(request_for(tmp_path / "old", old, draft=True))
 
 
+def test_a_publish_reads_each_tag_once_and_a_draft_is_not_read_back(
+    backend: StorePublisher, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every manifest read is a round trip to a registry: the tag is read once (its supersession
+    check and the immutability check share the bytes), and a draft tag — replaceable, so a later
+    writer is no conflict — is not read back after the put; a final tag is (the conflict check)."""
+    reads: list[str] = []
+    real = backend._read_manifest
+
+    def counted(ref: str) -> bytes | None:
+        reads.append(ref)
+        return real(ref)
+
+    monkeypatch.setattr(backend, "_read_manifest", counted)
+    names = make_set(tmp_path / "set", ENGINE)
+    assert backend.publish(request_for(tmp_path / "set", names, draft=True)).status == "published"
+    tag = "v1.0.0-beta.1"
+    assert reads == [tag, f"{tag}.superseded", f"{tag}.draft"]
+    reads.clear()
+    assert backend.publish(request_for(tmp_path / "set", names)).status == "published"
+    assert reads == [tag, f"{tag}.superseded", tag]
+
+
 def _crafted(pub: StorePublisher, tag: str, title: str) -> None:
     """Store a set-typed manifest whose one layer has ``title`` (bypassing the publish checks)."""
     layer = blob_of_bytes(b"evil", "application/zip")

@@ -191,19 +191,19 @@ class OciPublisher(StorePublisher):
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _superseded_by(self, tag: str) -> str | None:
+    def _superseded_by(self, tag: str, manifest: bytes | None) -> str | None:
         # The marker's own tag (<tag>.superseded) first; then the OCI referrers of the tag's
         # manifest (the registry's referrers API, else the sha256-<hex> tag-schema index), which
         # also finds a marker whose tag was deleted or that another tool wrote.
-        by = super()._superseded_by(tag)
-        if by is not None or not is_valid_tag(tag):
+        by = super()._superseded_by(tag, manifest)
+        if by is not None or not is_valid_tag(tag) or manifest is None:
             return by
-        data = self._read_manifest(tag)
-        if data is None:
-            return None
         try:
             found = referrers_of(
-                self.client, self.repository, "sha256:" + sha256_bytes(data), artifact_type=SUPERSESSION_TYPE
+                self.client,
+                self.repository,
+                "sha256:" + sha256_bytes(manifest),
+                artifact_type=SUPERSESSION_TYPE,
             )
         except RegistryError as exc:
             raise self._refused(exc) from None

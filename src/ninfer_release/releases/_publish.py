@@ -897,7 +897,11 @@ class StorePublisher(abc.ABC):
         data = self._read_manifest(ref)
         return None if data is None else "sha256:" + hashing.sha256_bytes(data)
 
-    def _superseded_by(self, tag: str) -> str | None:
+    def _superseded_by(self, tag: str, manifest: bytes | None) -> str | None:
+        """The successor named by ``tag``'s supersession marker (``<tag>.superseded``), else
+        ``None``. ``manifest``: the bytes at ``tag`` as the caller just read them (``None``: none
+        there); an adapter that also looks for markers among their referrers uses them instead
+        of reading the tag again."""
         data = self._read_manifest(tag + SUPERSEDED_SUFFIX)
         if data is None:
             return None
@@ -923,13 +927,15 @@ class StorePublisher(abc.ABC):
         tag = request.tag
         gate = request.gate or _open_gate
         with self._lock():
-            by = self._superseded_by(tag)
+            _check_ref(tag, self.url())
+            at_tag = self._read_manifest(tag)  # read once: the supersession check uses it too
+            by = self._superseded_by(tag, at_tag)
             if by is not None:
                 raise PublishError(
                     f"{self.url(tag)}: tag {tag} was superseded by {by}; a superseded tag is never "
                     "reused — publish under a new tag"
                 )
-            current = self.resolve(tag)
+            current = None if at_tag is None else "sha256:" + hashing.sha256_bytes(at_tag)
             if current == plan.digest:
                 gate()  # the same claimed digests are no proof that these bytes are the verified ones
                 moved = (not request.draft) and self._move_latest(plan, request)
@@ -965,12 +971,15 @@ class StorePublisher(abc.ABC):
             self._put_manifest(plan, [target_tag])
             # A registry has no compare-and-swap on tags: check again after the put and report a
             # concurrent writer instead of claiming a tag someone else holds (docs/publishing.md).
-            after = self.resolve(target_tag)
-            if after != plan.digest and not request.draft:
-                raise PublishError(
-                    f"{self.url(tag)}: conflict: tag {tag} now points to {after}, not to this set "
-                    f"{plan.digest}; another publish of the same tag won"
-                )
+            # A draft tag is replaceable by design: a later writer of it is no conflict, and its
+            # read-back would decide nothing.
+            if not request.draft:
+                after = self.resolve(target_tag)
+                if after != plan.digest:
+                    raise PublishError(
+                        f"{self.url(tag)}: conflict: tag {tag} now points to {after}, not to this set "
+                        f"{plan.digest}; another publish of the same tag won"
+                    )
             moved = (not request.draft) and self._move_latest(plan, request)
         return PublishResult(
             status="published", ref=self.url(target_tag), manifest_digest=plan.digest, latest_moved=moved
@@ -999,7 +1008,7 @@ class StorePublisher(abc.ABC):
             data = self._read_manifest(tag) if is_valid_tag(tag) else None
             subject = None if data is None else ("sha256:" + hashing.sha256_bytes(data), len(data))
             plan = plan_supersession(tag=tag, by=by, epoch=epoch, subject=subject)
-            existing = self._superseded_by(tag)
+            existing = self._superseded_by(tag, data)
             if existing is not None:
                 if self.resolve(plan.tag) == plan.digest:
                     return PublishResult(
@@ -1126,7 +1135,7 @@ class StorePublisher(abc.ABC):
         files: list[PulledFile] = []
         for layer in parsed.layers:
             files.append(self._pull_layer(layer, dest, url))
-        by = None if ref.startswith("sha256:") else self._superseded_by(ref)
+        by = None if ref.startswith("sha256:") else self._superseded_by(ref, data)
         return PulledSet(
             ref=url,
             manifest_digest=digest,
