@@ -10,6 +10,7 @@ import subprocess
 import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -513,6 +514,31 @@ def test_damaged_runtime_archive_is_exit_4_and_leaves_nothing(
         _build5090(samples, out, inputs=inputs)
     assert err.value.exit_code == ExitCode.INPUT
     _assert_nothing_written(out)
+
+
+def test_a_build_retains_freed_memory_before_its_layers(
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The allocator tuning (``_layers.retain_freed_memory``) is asked for before any layer is written."""
+    from ninfer_release.containers import _build
+
+    events: list[str] = []
+    write_one = _build._write_one_layer
+
+    def retain() -> bool:
+        events.append("retain")
+        return True
+
+    def layer(*args: Any) -> Any:
+        events.append("layer")
+        return write_one(*args)
+
+    monkeypatch.setattr(_build, "retain_freed_memory", retain)
+    monkeypatch.setattr(_build, "_write_one_layer", layer)
+    _build5090(samples, tmp_path / "o")
+    assert events[0] == "retain"
+    assert events.count("retain") == 1
+    assert events.count("layer") == 3
 
 
 def test_no_helper_thread_outlives_a_build_or_a_failed_one(tmp_path: Path, samples: Samples) -> None:

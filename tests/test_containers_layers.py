@@ -277,3 +277,42 @@ def test_layer_blob_start_writeback_is_linux_sync_file_range() -> None:
         assert start(f.fileno(), 0, 10000) == 0
         f.seek(0)
         assert f.read() == b"x" * 10000
+
+
+def test_retain_freed_memory_sets_glibc_thresholds_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layer writers' allocator tuning: glibc's mmap and trim thresholds, set once per
+    process (a second call sets nothing), and reported as not set where there is no ``mallopt``."""
+    from ninfer_release.containers import _layers
+
+    calls: list[tuple[int, int]] = []
+
+    def mallopt(param: int, value: int) -> int:
+        calls.append((param, value))
+        return 1
+
+    monkeypatch.setattr(_layers, "_mallopt", lambda: mallopt)
+    _layers.retain_freed_memory.cache_clear()
+    try:
+        assert _layers.retain_freed_memory() is True
+        assert _layers.retain_freed_memory() is True
+        assert calls == [(-3, 32 << 20), (-1, 64 << 20)]
+        monkeypatch.setattr(_layers, "_mallopt", lambda: None)
+        _layers.retain_freed_memory.cache_clear()
+        assert _layers.retain_freed_memory() is False
+    finally:
+        _layers.retain_freed_memory.cache_clear()
+
+
+def test_mallopt_is_the_c_librarys_on_linux() -> None:
+    """On Linux (glibc) ``_mallopt`` is the C library's: each of the settings a build makes is
+    accepted (1)."""
+    import sys
+
+    from ninfer_release.containers._layers import MALLOC_SETTINGS, _mallopt
+
+    fn = _mallopt()
+    if not sys.platform.startswith("linux"):
+        assert fn is None
+        return
+    assert fn is not None
+    assert [fn(param, value) for param, value in MALLOC_SETTINGS] == [1, 1]

@@ -41,6 +41,7 @@ from ._layers import (
     Ordered,
     default_workers,
     layer_path_problem,
+    retain_freed_memory,
     symlink_escapes,
     write_layer,
 )
@@ -680,6 +681,7 @@ def _write_own_layers(
     """
     for spec in plan.layers:
         say(f"layer {spec.name}")
+    retain_freed_memory()
     workers = max(1, min(len(plan.layers), default_workers()))
     with ThreadPoolExecutor(workers, thread_name_prefix="layer") as pool:
         futures = [pool.submit(_write_one_layer, spec, request, layout, scratch) for spec in plan.layers]

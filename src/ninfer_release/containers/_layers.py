@@ -229,6 +229,49 @@ def _start_writeback() -> Callable[[int, int, int], object] | None:
     return lambda fd, offset, n: fn(fd, offset, n, _SYNC_FILE_RANGE_WRITE)
 
 
+#: glibc ``mallopt(3)`` parameters (``malloc.h``): ``M_TRIM_THRESHOLD`` and ``M_MMAP_THRESHOLD``.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: What :func:`retain_freed_memory` sets: allocations up to 32 MiB (glibc's largest allowed
+#: mmap threshold) come from the heap, and up to 64 MiB freed at its top are kept, not returned.
+MALLOC_SETTINGS = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 64 << 20))
+
+
+@functools.cache
+def _mallopt() -> Callable[[int, int], int] | None:
+    """glibc's ``mallopt(param, value)`` (returns 1 on success), or ``None`` off glibc."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # pragma: no cover - a C library without it (musl)
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return cast(Callable[[int, int], int], fn)
+
+
+@functools.cache
+def retain_freed_memory() -> bool:
+    """Ask the C library's allocator (glibc) to keep the memory the layer writers free, once per
+    process (:data:`MALLOC_SETTINGS`); returns whether it was set (``False`` off glibc).
+
+    The layers pass every byte through short-lived buffers of 1 MiB (inflated pieces, tar
+    reads, deflate blocks and their output) on several threads. With glibc's defaults the top of
+    each thread's heap is handed back to the kernel whenever 2 MiB lie free there, and the next
+    buffers fault those pages in again, zero-filled. On the benchmark's 256 MiB image (issue 13)
+    a build took ~89,000 page faults, ~27,000 with these settings, and 0.3-0.6 s less CPU (of
+    4.7-5.0 s under load). The cost is memory kept until the process ends (peak RSS 86 -> 121
+    MiB there). It changes no byte of any output; a process-wide setting, like the collector
+    tuning of the CLI's start-up.
+    """
+    fn = _mallopt()
+    if fn is None:
+        return False
+    return all(fn(param, value) == 1 for param, value in MALLOC_SETTINGS)
+
+
 class WriteBehind:
     """A file written from start to end that asks the kernel to start writing what it holds to
     disk every :data:`WRITE_BEHIND` bytes, so the output's final ``fsync`` waits for little more
