@@ -6,7 +6,9 @@ of the member is never deflated. The decision may not depend on the worker count
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
 import random
 import zipfile
 import zlib
@@ -14,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from ninfer_release.packaging import PlanEntry, _compress, compress_members, write_zip
+from ninfer_release.packaging import (
+    PlanEntry,
+    ZipLayout,
+    _compress,
+    compress_members,
+    finish_zip,
+    write_zip,
+)
 from ninfer_release.packaging._zipformat import DEFLATED, STORED
 from zip_support import count_deflates
 
@@ -125,3 +134,60 @@ def test_pieces_hashed_on_the_helper_threads_give_hashlibs_digests(tmp_path: Pat
         hashlib.sha1(data).hexdigest(),  # noqa: S324 - SPDX's SHA-1, not a security use
         zlib.crc32(data),
     )
+
+
+_STAGED = {  # zip order; sizes around the one-go bound (_compress._INLINE_MAX, 16 KiB)
+    "a/empty": b"",
+    "a/one": b"x",
+    "b/noise-4k.bin": _noise(4096, seed=3),
+    "b/text-16k.txt": _text(16 << 10),
+    "c/text-16k-plus-1.txt": _text((16 << 10) + 1),
+    "d/text-3-pieces.txt": _text(3 * CHUNK + 5),
+    "e/text-4k.txt": _text(4096),
+}
+
+
+def _staged_layout(
+    tmp_path: Path, tag: str, files: dict[str, bytes] = _STAGED
+) -> tuple[list[dict[str, object]], bytes]:
+    """Compress ``files`` (zip name -> bytes, zip order) from disk into a zip layout, as the
+    build does: the members (their spool path left out) and the finished zip's bytes."""
+    root = tmp_path / tag
+    for name, data in files.items():
+        (root / "staged" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "staged" / name).write_bytes(data)
+    entries = [PlanEntry(name=n, source=root / "staged" / n, staged_path=n) for n in files]
+    layout = ZipLayout.create(root)
+    members = compress_members(entries, workdir=root, workers=2, chunk_size=CHUNK, layout=layout)
+    out = finish_zip(layout, members, root / "p.zip", epoch=315532800)
+    records = [{k: v for k, v in dataclasses.asdict(m).items() if k != "spool"} for m in members]
+    return records, out.path.read_bytes()
+
+
+def test_small_staged_members_done_in_one_go_equal_the_piece_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole member of at most 16 KiB is hashed, deflated and written in one go (issue 13); its
+    record and the zip's bytes are those of the piece-by-piece path (forced with ``_INLINE_MAX``)."""
+    one_go = _staged_layout(tmp_path, "one-go")
+    monkeypatch.setattr(_compress, "_INLINE_MAX", -1)  # every member piece by piece, on the workers
+    assert _staged_layout(tmp_path, "pieces") == one_go
+    with zipfile.ZipFile(io.BytesIO(one_go[1])) as zf:
+        assert {n: zf.read(n) for n in zf.namelist()} == _STAGED
+    assert [r["sha256"] for r in one_go[0]] == [hashlib.sha256(d).hexdigest() for d in _STAGED.values()]
+
+
+def test_a_small_member_costs_no_future(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-go path makes no future or in-flight record per small member (the overhead it
+    removes was several times a 4 KiB deflate); a bigger one still goes through the pieces."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a future was made")
+
+    monkeypatch.setattr(_compress, "Future", refuse)
+    monkeypatch.setattr(_compress, "_InFlight", refuse)
+    small = {n: d for n, d in _STAGED.items() if len(d) <= 16 << 10}
+    records, _ = _staged_layout(tmp_path, "small", small)
+    assert [r["name"] for r in records] == list(small)
+    with pytest.raises(AssertionError, match="a future was made"):
+        _staged_layout(tmp_path, "big", {"big.txt": _text(CHUNK + 1)})
