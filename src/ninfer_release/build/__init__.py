@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         read_image_inputs,
         resolve_image_build,
         run_image_lane,
+        sbom_renderer,
     )
     from ninfer_release.build._inputs import check_release_inputs, lane_staged_dir
     from ninfer_release.build._native import read_native_inputs, run_native_lane
@@ -84,6 +85,7 @@ _EXPORTS = {
         "read_image_inputs",
         "resolve_image_build",
         "run_image_lane",
+        "sbom_renderer",
     ),
     "._inputs": (
         "check_release_inputs",
@@ -147,4 +149,5 @@ __all__ = [
     "resolve_image_build",
     "run_image_lane",
     "run_native_lane",
+    "sbom_renderer",
 ]

@@ -11,8 +11,15 @@ revision (the staged ``build-info.json``), the backend, and which lane may be ca
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping
+import os
+import pickle
+import select
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +178,140 @@ class ImageOutcome:
         return {**self.result.as_json(), "sbom": {k: dict(v) for k, v in sorted(self.sbom_files.items())}}
 
 
+@dataclass(frozen=True, kw_only=True)
+class _SbomJob:
+    """What :func:`_image_sboms` renders from (picklable: it crosses to the renderer process)."""
+
+    built: containers.ImageBuildResult
+    request: containers.ImageBuildRequest
+    stage: Path
+    stand_in: bool
+    inputs_license: str | None
+
+    def render(self) -> sbom.ImageSboms:
+        return _image_sboms(
+            self.built, self.request, self.stage, stand_in=self.stand_in, inputs_license=self.inputs_license
+        )
+
+
+class SbomRenderer:
+    """A child process, forked before the image build starts, that renders its SBOMs (issue 13).
+
+    The SBOM libraries (spdx-tools with beartype, cyclonedx, jsonschema and the schemas, the
+    licence list) take about half a second of CPU to load, all Python: on the build's thread
+    they were the longest part of what follows the layers, and they held the GIL against the
+    thread writing ``image.tar``. Forked while the build is still one thread, the child loads
+    them on the other core while the parent reads the recipe and writes the layers, then
+    renders the SBOMs of the job it is sent (:meth:`render`) while the parent writes
+    ``image.tar``. Same code, same inputs: the same bytes (tested).
+
+    The child is only a head start: when it cannot answer — it failed, died, or the job raised
+    there — :meth:`render` returns ``None`` and the caller renders in its own process, which
+    raises any real error with its own message. The child ignores SIGINT (the parent handles
+    Ctrl-C and then ends it), writes nothing to stdout or stderr, and leaves by ``os._exit``.
+    """
+
+    def __init__(self, pid: int, jobs: int, results: int) -> None:
+        self._pid: int | None = pid
+        self._jobs: int | None = jobs
+        self._results: int | None = results
+
+    @classmethod
+    def start(cls) -> SbomRenderer | None:
+        """Fork the renderer; ``None`` where there is no ``fork`` or the process has threads
+        (forking a threaded process could leave the child with locks no thread will release)."""
+        if not hasattr(os, "fork") or threading.active_count() != 1:
+            return None
+        jobs_r, jobs_w = os.pipe()
+        results_r, results_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child; its work is checked through the parent
+            code = 1
+            try:
+                os.close(jobs_w)
+                os.close(results_r)
+                _serve_sboms(jobs_r, results_w)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(jobs_r)
+        os.close(results_w)
+        return cls(pid, jobs_w, results_r)
+
+    def render(self, job: _SbomJob, *, timeout: float = 600.0) -> sbom.ImageSboms | None:
+        """The SBOMs of ``job`` rendered by the child, or ``None`` if it gave none within
+        ``timeout`` seconds (then the caller renders them); ends the child either way."""
+        try:
+            if self._jobs is None or self._results is None:
+                return None
+            with contextlib.suppress(OSError), os.fdopen(self._jobs, "wb") as jobs:
+                self._jobs = None
+                pickle.dump(job, jobs, protocol=pickle.HIGHEST_PROTOCOL)
+            answer = _read_all(self._results, timeout=timeout)
+        finally:
+            self.close()
+        try:
+            found = pickle.loads(answer) if answer else None  # noqa: S301 - our own child, a private pipe
+        except Exception:  # noqa: BLE001 - a child that died mid-answer: the caller renders instead
+            return None
+        return found if isinstance(found, sbom.ImageSboms) else None
+
+    def close(self) -> None:
+        """End the child (if still running) and reap it; idempotent."""
+        for fd in (self._jobs, self._results):
+            if fd is not None:
+                os.close(fd)
+        self._jobs = self._results = None
+        if self._pid is not None:
+            pid, self._pid = self._pid, None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def _read_all(fd: int, *, timeout: float) -> bytes | None:
+    """Everything ``fd`` (a pipe) gives until its end, or ``None`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    pieces: list[bytes] = []
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return None
+        piece = os.read(fd, 1 << 16)
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+
+
+def _serve_sboms(jobs: int, results: int) -> None:  # pragma: no cover - runs in the child
+    """The renderer child: load the SBOM libraries, then answer one job (or nothing)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(BaseException):
+        sbom.prewarm_validators().join()
+        sbom.normalize_license_expression("MIT")  # the licence list's lookup tables
+        containers.read_base_packages  # noqa: B018 - lazy exports: the import is the work
+        containers.image_sbom_records  # noqa: B018
+    answer: object = None
+    with os.fdopen(jobs, "rb") as f:
+        data = f.read()
+    if data:
+        with contextlib.suppress(Exception):
+            answer = pickle.loads(data).render()  # noqa: S301 - our own parent, a private pipe
+    with contextlib.suppress(OSError), os.fdopen(results, "wb") as f:
+        pickle.dump(answer, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+@contextlib.contextmanager
+def sbom_renderer() -> Iterator[SbomRenderer | None]:
+    """An :class:`SbomRenderer` started now (or ``None``), ended when the block exits."""
+    renderer = SbomRenderer.start()
+    try:
+        yield renderer
+    finally:
+        if renderer is not None:
+            renderer.close()
+
+
 def build_image_with_sboms(
     request: containers.ImageBuildRequest,
     *,
@@ -178,6 +319,7 @@ def build_image_with_sboms(
     progress: Progress = SILENT,
     stand_in: bool = False,
     inputs_license: str | None = None,
+    renderer: SbomRenderer | None = None,
 ) -> ImageOutcome:
     """Build an image (``containers.build_image``) and write its SBOMs beside ``image.json``, atomically.
 
@@ -189,7 +331,9 @@ def build_image_with_sboms(
     ``request.epoch``), then the directory is renamed into place.
     ``stand_in`` marks the staged inputs as sample stand-ins in the CycloneDX document;
     ``inputs_license`` is their licence. The base layers are read for the software they ship
-    (``containers.read_base_packages``: BusyBox, dpkg packages) so the SBOMs list it.
+    (``containers.read_base_packages``: BusyBox, dpkg packages) so the SBOMs list it. With a
+    ``renderer`` (:func:`sbom_renderer`, started before the build) the SBOMs are rendered in
+    that child process, else (or if it gives none) here; the bytes are the same.
 
     Raises:
         InputError: ``request.out`` exists, or as ``containers.build_image`` (exit 4).
@@ -204,12 +348,13 @@ def build_image_with_sboms(
         # image.tar is written (and every blob flushed to disk) on a thread while the SBOMs are
         # rendered from the layout's records: they need no archive, and the work of one is mostly
         # hashing and I/O, the other mostly Python.
+        job = _SbomJob(
+            built=laid.result, request=request, stage=stage, stand_in=stand_in, inputs_license=inputs_license
+        )
         with ThreadPoolExecutor(1, thread_name_prefix="image-archive") as pool:
             finishing = pool.submit(containers.finish_image, laid, backend=backend)
             progress.step("sbom")
-            sboms = _image_sboms(
-                laid.result, request, stage, stand_in=stand_in, inputs_license=inputs_license
-            )
+            sboms = (renderer.render(job) if renderer is not None else None) or job.render()
             built = finishing.result()
         write_bytes(stage / sbom.IMAGE_CDX_NAME, sboms.cyclonedx, overwrite=False)
         write_bytes(stage / sbom.IMAGE_SPDX_NAME, sboms.spdx, overwrite=False)
