@@ -1178,18 +1178,21 @@ def image_build(
         release_root=ctx.root(release_path) if release_path else None,
         profile=Path(profile_path) if profile_path else None,
     )
-    resolved = build.resolve_image_build(options, env=os.environ)
-    recipe = resolved.request.recipe
-    chosen = build.image_backend(
-        backend, recipe=recipe, env=os.environ, docker_host=docker_host_url, push=push, smoke=not no_smoke
-    )
-    built = build.build_image_with_sboms(
-        resolved.request,
-        backend=chosen,
-        progress=_Lines(ctx, "image", verbosity=1),
-        stand_in=resolved.info.stand_in,
-        inputs_license=resolved.info.license,
-    )
+    # forked first, while this process is one thread: the SBOM libraries load beside the build
+    with build.sbom_renderer() as renderer:
+        resolved = build.resolve_image_build(options, env=os.environ)
+        recipe = resolved.request.recipe
+        chosen = build.image_backend(
+            backend, recipe=recipe, env=os.environ, docker_host=docker_host_url, push=push, smoke=not no_smoke
+        )
+        built = build.build_image_with_sboms(
+            resolved.request,
+            backend=chosen,
+            progress=_Lines(ctx, "image", verbosity=1),
+            stand_in=resolved.info.stand_in,
+            inputs_license=resolved.info.license,
+            renderer=renderer,
+        )
     human = _image_lines(built, resolved.request.rendered)
     emit(ctx, {"ok": True, **built.as_json(), "out": str(built.result.out)}, human)
 
