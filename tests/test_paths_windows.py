@@ -153,3 +153,26 @@ def test_problems_come_path_by_path_in_rule_order() -> None:
         (f"{long_folder.upper()}/y", ["folder", f"'{long_folder.upper()}'"]),
         ("x", ["is", "a"]),
     ]
+
+
+def test_a_folders_problems_are_reported_for_every_path_in_it() -> None:
+    """Paths sharing a folder share its checks (issue 13: they are made once per folder), yet
+    each path still gets its folder's problems, in the order of a path checked alone."""
+    paths = ["Tests/a.txt", "tests/con/b.txt", "tests/con/c.", "Tests/d.txt", "tests/con/e.txt"]
+    found = offending(paths, install_root="C:\\" + "r" * 240)
+    alone = {p: offending([paths[0], p], install_root="C:\\" + "r" * 240)[p] for p in paths[1:]}
+    assert {p: found[p] for p in paths[1:]} == alone
+    root = "C:\\" + "r" * 240
+    assert found["tests/con/e.txt"] == [
+        "component 'con' is the reserved Windows device name CON (C18)",
+        f"its folder 'tests/con' installs as a 253-character path under {root!r}; Windows creates "
+        "folders of at most 247 unless the package declares extended-length support",
+        "folder 'tests' collides with 'Tests' on a case-insensitive file system (C19)",
+    ]
+
+
+def test_no_folder_and_the_empty_folder_are_told_apart() -> None:
+    """``""`` (no folder) and ``"/"`` (a file in the empty-named folder): the file ``""`` is then
+    also a folder; the per-folder checks must not take one for the other."""
+    found = [(p.field, p.message) for p in check_windows_paths(["", "/"])]
+    assert ("", "is a file but '' is also a folder in the package") in found

@@ -65,8 +65,12 @@ def _component_problems(part: str) -> list[str]:
     return out
 
 
-def _form_problems(path: str) -> list[str]:
-    """What is wrong with ``path``'s spelling: backslash (C17), absolute, not NFC (C16), components."""
+def _form_problems(path: str, folders: dict[str, list[str]] | None = None) -> list[str]:
+    """What is wrong with ``path``'s spelling: backslash (C17), absolute, not NFC (C16), components.
+
+    ``folders`` (folder → its components' problems, filled here) spares the components of a
+    folder many paths share their check (issue 13: 100k files in a few folders).
+    """
     out: list[str] = []
     if "\\" in path:
         out.append("contains a backslash; package paths use '/' only (C17)")
@@ -74,16 +78,27 @@ def _form_problems(path: str) -> list[str]:
         out.append("is absolute; package paths are relative to the install root")
     if unicodedata.normalize("NFC", path) != path:
         out.append("is not in Unicode NFC form (C16)")
-    for part in path.split("/"):
-        out.extend(_component_problems(part))
+    folder, slash, name = path.rpartition("/")
+    if slash:
+        known = folders.get(folder) if folders is not None else None
+        if known is None:
+            known = [m for part in folder.split("/") for m in _component_problems(part)]
+            if folders is not None:
+                folders[folder] = known
+        out.extend(known)
+    out.extend(_component_problems(name))
     return out
 
 
-def _length_problems(path: str, *, install_root: str, root_len: int) -> list[str]:
+def _length_problems(
+    path: str, *, install_root: str, root_len: int, folders: dict[str, list[str]] | None = None
+) -> list[str]:
     """``path`` (and its deepest too-long folder) against MAX_PATH / CreateDirectory's limit.
 
     Lengths are UTF-16 units of ``install_root\\path``; ``root_len`` is the root's (no trailing
     separator). Windows: MAX_PATH 260 incl. NUL, folders 248 incl. NUL (DESIGN.md §6).
+    ``folders`` (folder with its ``/`` → its problem, filled here) spares paths sharing a folder
+    its check.
     """
     out: list[str] = []
     full = root_len + 1 + utf16_len(path)
@@ -92,6 +107,18 @@ def _length_problems(path: str, *, install_root: str, root_len: int) -> list[str
             f"installs as a {full}-character path under {install_root!r}; Windows MAX_PATH allows "
             f"{MAX_PATH - 1} unless the package declares extended-length support"
         )
+    folder = path[: path.rfind("/") + 1]  # with its "/": "" is no folder, "/" the empty one
+    known = folders.get(folder) if folders is not None else None
+    if known is None:
+        known = _folder_length_problems(path, install_root=install_root, root_len=root_len)
+        if folders is not None:
+            folders[folder] = known
+    return out + known
+
+
+def _folder_length_problems(path: str, *, install_root: str, root_len: int) -> list[str]:
+    """The deepest folder of ``path`` too long for CreateDirectory, as a problem (or none)."""
+    out: list[str] = []
     parts = path.split("/")
     for depth in range(len(parts) - 1, 0, -1):
         folder = "/".join(parts[:depth])
@@ -112,6 +139,10 @@ class _Spellings:
 
     files: dict[str, str] = field(default_factory=dict)
     folders: dict[str, str] = field(default_factory=dict)
+    #: Each folder seen (exact spelling, with its ``/``) → its folders' collisions: the same for
+    #: every later path in it, since a folder key keeps its first spelling (issue 13: 100k files
+    #: in a few folders).
+    seen: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, path: str) -> list[str]:
         """Record ``path`` and its folders; why it collides with a path or folder seen before."""
@@ -124,6 +155,15 @@ class _Spellings:
             out.append("listed twice")
         else:
             out.append(f"collides with {other!r} on a case-insensitive file system (C19)")
+        folder = path[: path.rfind("/") + 1]  # with its "/": "" is no folder, "/" the empty one
+        known = self.seen.get(folder)
+        if known is None:
+            known = self.seen[folder] = self._folders_of(path)
+        return out + known
+
+    def _folders_of(self, path: str) -> list[str]:
+        """Record the folders of ``path``; why they collide with a folder spelled otherwise."""
+        out: list[str] = []
         parts = path.split("/")
         for depth in range(1, len(parts)):
             prefix = "/".join(parts[:depth])
@@ -172,10 +212,12 @@ def check_windows_paths(
     found: list[tuple[str, str]] = []
     spellings = _Spellings()
     root_len = utf16_len(install_root.rstrip("\\/"))
+    forms: dict[str, list[str]] = {}
+    lengths: dict[str, list[str]] = {}
     for path in paths:
-        messages = _form_problems(path)
+        messages = _form_problems(path, forms)
         if not extended_length:
-            messages += _length_problems(path, install_root=install_root, root_len=root_len)
+            messages += _length_problems(path, install_root=install_root, root_len=root_len, folders=lengths)
         messages += spellings.add(path)
         found += [(path, message) for message in messages]
     found += spellings.files_that_are_folders()
