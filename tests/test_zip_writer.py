@@ -358,7 +358,7 @@ def test_staged_file_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     src = tmp_path / "big.bin"
     src.write_bytes(os.urandom(200_000))
     opened: list[Path] = []
-    real_open = Path.open
+    real_open, real_os_open = Path.open, os.open
 
     def counting_open(self: Path, *args: Any, **kw: Any) -> IO[Any]:  # Path.open's overloads, passed through
         if self == src:
@@ -366,7 +366,13 @@ def test_staged_file_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         handle: IO[Any] = real_open(self, *args, **kw)
         return handle
 
+    def counting_os_open(path: Any, *args: Any, **kw: Any) -> int:
+        if Path(path) == src:
+            opened.append(src)
+        return real_os_open(path, *args, **kw)
+
     monkeypatch.setattr(Path, "open", counting_open)
+    monkeypatch.setattr(os, "open", counting_os_open)
     members = compress_members(
         [PlanEntry(name="big.bin", source=src, staged_path="big.bin")], workdir=tmp_path, chunk_size=64 << 10
     )
