@@ -157,3 +157,107 @@ def test_streamed_entries_add_parents_in_layer_order() -> None:
 def test_streamed_entries_refuse_what_needs_the_general_path(names: list[str]) -> None:
     with pytest.raises(NotStreamable):
         _streamed(names)
+
+
+def test_gunzip_stream_reads_exactly_what_is_asked_and_seeks_forward_only() -> None:
+    data = _mixed(3 << 20)
+    stream = GunzipStream(io.BytesIO(gzip.compress(data, 6)))
+    assert stream.tell() == 0
+    assert stream.read(1000) == data[:1000]
+    assert stream.tell() == 1000
+    assert stream.seek(1000) == 1000
+    assert stream.seek((2 << 20) + 7) == (2 << 20) + 7
+    assert stream.read(1 << 20) == data[(2 << 20) + 7 : (3 << 20) + 7]  # exactly: across inflated pieces
+    with pytest.raises(io.UnsupportedOperation):
+        stream.seek(5)
+    with pytest.raises(io.UnsupportedOperation):
+        stream.seek(0, io.SEEK_END)
+    assert stream.seek(len(data) + 100) == len(data)  # the end of the stream stops a seek
+    assert stream.read(1) == b""
+    assert stream.tell() == len(data)
+
+
+def _tar_gz_of(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+        for info, data in members:
+            info.size = len(data) if info.isreg() else 0
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return buf.getvalue()
+
+
+def _info(name: str, kind: bytes = tarfile.REGTYPE, **attrs: object) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    for key, value in attrs.items():
+        setattr(info, key, value)
+    return info
+
+
+def test_members_read_from_the_inflater_are_what_tarfile_reads() -> None:
+    """A member's bytes read straight from the inflater (``_Member.open``) are tarfile's own,
+    for short members, long (pax) names, members of several MiB, empty files and after
+    directories and symlinks; the archive is hashed whole, trailer included."""
+    import hashlib
+
+    from ninfer_release.containers._archive_layer import open_tar_stream
+    from ninfer_release.containers._layers import HashingReader
+
+    long = "lib/" + "deep-" * 40 + "name.so"  # over ustar's 100 characters: a pax header
+    members = [
+        (_info("lib", tarfile.DIRTYPE), b""),
+        (_info("lib/a.so"), _mixed(5 << 20, 1)),
+        (_info(long), b"pax-named member\n" * 700),
+        (_info("lib/empty"), b""),
+        (_info("lib/link", tarfile.SYMTYPE, linkname="a.so"), b""),
+        (_info("share/x"), b"x" * 511),
+    ]
+    raw_bytes = _tar_gz_of(members)
+    item = LayerItem(kind="archive", source="rt.tar.gz", dest="opt/rt", mode=0o644, field_path="layers[0]")
+    got: dict[str, bytes] = {}
+    raw = io.BufferedReader(io.BytesIO(raw_bytes))
+    reader = HashingReader(raw)
+    with open_tar_stream(raw, reader) as tar:
+        for entry in streamed_entries(tar, item):
+            if entry.kind == "file":
+                assert entry.stream is not None
+                with entry.stream.open() as f:
+                    got[entry.path] = f.read(7) + f.read(1 << 20) + f.read()
+    while reader.read(1 << 20):
+        pass
+    with tarfile.open(fileobj=io.BytesIO(raw_bytes), mode="r:gz") as tar:
+        want = {
+            f"opt/rt/{m.name}": tar.extractfile(m).read()  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.isreg()
+        }
+    assert got == want
+    assert reader.hexdigests()[0] == hashlib.sha256(raw_bytes).hexdigest()
+
+
+def test_member_data_cut_short_inside_a_whole_gzip_stream_is_refused() -> None:
+    from ninfer_release.containers._archive_layer import open_tar_stream
+    from ninfer_release.containers._layers import HashingReader
+
+    whole = io.BytesIO()
+    with tarfile.open(fileobj=whole, mode="w") as tar:
+        info = tarfile.TarInfo("lib/a.so")
+        info.size = 100000
+        tar.addfile(info, io.BytesIO(b"a" * 100000))
+    cut = gzip.compress(whole.getvalue()[:50000], mtime=0)  # a complete gzip of half the tar
+    item = LayerItem(kind="archive", source="rt.tar.gz", dest="opt/rt", mode=0o644, field_path="layers[0]")
+    raw = io.BufferedReader(io.BytesIO(cut))
+    with open_tar_stream(raw, HashingReader(raw)) as tar, pytest.raises(tarfile.ReadError):
+        for entry in streamed_entries(tar, item):
+            if entry.kind == "file":
+                assert entry.stream is not None
+                entry.stream.open().read(1 << 20)
+
+
+def test_a_sparse_member_needs_the_general_path() -> None:
+    from ninfer_release.containers._archive_layer import _member_entry
+
+    item = LayerItem(kind="archive", source="rt.tar.gz", dest="opt/rt", mode=0o644, field_path="layers[0]")
+    member = _info("lib/sparse.img", tarfile.GNUTYPE_SPARSE, sparse=[(0, 10)])
+    with pytest.raises(NotStreamable, match="refuses"):
+        _member_entry(tarfile.TarFile(fileobj=io.BytesIO(), mode="w"), member, "lib/sparse.img", item)

@@ -16,6 +16,7 @@ never sits in memory at once.
 
 from __future__ import annotations
 
+import io
 import zlib as _stdlib_zlib
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -65,6 +66,7 @@ class GunzipStream:
     """
 
     def __init__(self, raw: BinaryIO) -> None:
+        self._offset = 0  # inflated bytes returned so far (tell)
         self._raw = raw
         self._raw_buf = b""
         self._raw_pos = 0
@@ -120,15 +122,39 @@ class GunzipStream:
         return True
 
     def read(self, n: int = -1) -> bytes:
-        """Up to ``n`` inflated bytes (all that is left for ``n < 0``); ``b""`` at the end."""
-        pieces: list[bytes] = []
+        """``n`` inflated bytes, fewer only at the end (all that is left for ``n < 0``); ``b""``
+        at the end. Each byte is copied once, from the inflater's output into the result (a
+        whole piece asked for as it came out is not copied at all)."""
+        pieces: list[bytes | memoryview] = []
         have = 0
         while (n < 0 or have < n) and not self._ended:
             if self._pos >= len(self._buf):
                 self._fill()
                 continue
             take = len(self._buf) - self._pos if n < 0 else min(n - have, len(self._buf) - self._pos)
-            pieces.append(self._buf[self._pos : self._pos + take])
+            whole = self._pos == 0 and take == len(self._buf)
+            pieces.append(self._buf if whole else memoryview(self._buf)[self._pos : self._pos + take])
             self._pos += take
             have += take
+        self._offset += have
+        if len(pieces) == 1 and isinstance(pieces[0], bytes):
+            return pieces[0]
         return b"".join(pieces)
+
+    def tell(self) -> int:
+        """The number of inflated bytes read so far."""
+        return self._offset
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move to inflated byte ``offset`` (``whence`` must be ``SEEK_SET``) by reading forward;
+        returns the new position (short of ``offset`` only at the end of the stream). What
+        ``tarfile``'s seekable mode (``r:``) does between members.
+
+        Raises:
+            io.UnsupportedOperation: a position behind the current one, or another ``whence``.
+        """
+        if whence != io.SEEK_SET or offset < self._offset:
+            raise io.UnsupportedOperation("a gunzip stream is read forward only")
+        while self._offset < offset and self.read(min(offset - self._offset, _OUTPUT_PIECE)):
+            pass
+        return self._offset
