@@ -165,9 +165,9 @@ def test_a_file_swapped_after_the_verification_is_refused_by_the_registry(
         swapped.set()
         return report
 
-    def put_after_the_swap(self: OciPublisher, blob: Any) -> None:
+    def put_after_the_swap(self: OciPublisher, blob: Any, **kwargs: Any) -> None:
         assert swapped.wait(120)
-        real_put(self, blob)
+        real_put(self, blob, **kwargs)
 
     monkeypatch.setattr(_flows, "verify_set", verify_then_swap)
     monkeypatch.setattr(OciPublisher, "_put_blob", put_after_the_swap)
@@ -190,7 +190,7 @@ def test_an_interrupt_or_error_while_uploading_never_leaves_the_worker_running(
         finished.set()
         return report
 
-    def failing_put(self: OciPublisher, blob: Any) -> None:
+    def failing_put(self: OciPublisher, blob: Any, **kwargs: Any) -> None:
         raise raised("upload failed") if raised is PublishError else raised()
 
     monkeypatch.setattr(_flows, "verify_set", slow_verify)
@@ -248,11 +248,11 @@ def test_the_small_blobs_upload_beside_the_largest_and_report_after_it(
     threads: dict[str, str] = {}
     real_put = OciPublisher._put_blob
 
-    def put(self: OciPublisher, blob: Any) -> None:
+    def put(self: OciPublisher, blob: Any, **kwargs: Any) -> None:
         threads[blob.title or "config"] = threading.current_thread().name
         if blob.title == zip_name:
             assert small_done.wait(60), "no small blob was uploaded while the zip was"
-        real_put(self, blob)
+        real_put(self, blob, **kwargs)
         if blob.title != zip_name:
             small_done.set()
 
@@ -298,10 +298,10 @@ def test_a_small_file_changed_after_the_verification_is_refused_from_the_helper_
     real_put = OciPublisher._put_blob
     verified = threading.Event()
 
-    def put_once_verified(self: OciPublisher, blob: Any) -> None:
+    def put_once_verified(self: OciPublisher, blob: Any, **kwargs: Any) -> None:
         if blob.title != f"{stem(LANE)}.zip":
             assert verified.wait(120)
-        real_put(self, blob)
+        real_put(self, blob, **kwargs)
 
     def verify_then_release(set_dir: Path, **kwargs: Any) -> Any:
         try:
@@ -326,13 +326,13 @@ def test_a_failed_largest_upload_stops_and_joins_the_helper(
     started = threading.Event()
     stored: list[str] = []
 
-    def put(self: OciPublisher, blob: Any) -> None:
+    def put(self: OciPublisher, blob: Any, **kwargs: Any) -> None:
         if blob.title == f"{stem(LANE)}.zip":
             assert started.wait(60)
             raise PublishError("the zip failed")
         started.set()
         time.sleep(0.2)
-        real_put(self, blob)
+        real_put(self, blob, **kwargs)
         stored.append(blob.title or "config")
 
     monkeypatch.setattr(OciPublisher, "_put_blob", put)
@@ -341,6 +341,49 @@ def test_a_failed_largest_upload_stops_and_joins_the_helper(
     assert _no_uploader_left()
     assert 1 <= len(stored) < 11  # stopped early, after the blob it was storing
     assert _manifest(registry, repo, TAG) is None
+
+
+def test_a_failed_small_blob_cancels_the_largest_upload_midway(
+    sealed: Path, registry: str, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small blob refused on the helper thread stops the zip's upload on the main thread before
+    its next piece of body (here the zip goes in 64 KiB pieces, and its second piece waits for the
+    refusal): that refusal is raised, the zip never completes in the registry, no tag, no thread
+    left."""
+    from ninfer_release.registry import _client
+
+    zip_name = f"{stem(LANE)}.zip"
+    zip_started, refused = threading.Event(), threading.Event()
+    real_put = OciPublisher._put_blob
+    real_iter = _client._Window.__iter__
+    monkeypatch.setattr(_client, "_FILE_PIECE", 64 * 1024)
+
+    def gated(self: Any) -> Any:
+        for i, piece in enumerate(real_iter(self)):
+            yield piece
+            if i == 0 and self._name == zip_name:
+                zip_started.set()
+                assert refused.wait(60)
+
+    def put(self: OciPublisher, blob: Any, **kwargs: Any) -> None:
+        if blob.title == zip_name:
+            real_put(self, blob, **kwargs)
+            return
+        assert zip_started.wait(60)
+        try:
+            raise PublishError(f"{blob.title}: refused")
+        finally:
+            refused.set()
+
+    monkeypatch.setattr(_client._Window, "__iter__", gated)
+    monkeypatch.setattr(OciPublisher, "_put_blob", put)
+    assert (sealed / zip_name).stat().st_size > 2 * 64 * 1024
+    with pytest.raises(PublishError, match=": refused"):
+        _flows.publish_set(sealed, f"oci://{registry}/{repo}")
+    digest = "sha256:" + hashlib.sha256((sealed / zip_name).read_bytes()).hexdigest()
+    assert not RegistryClient(registry).has_blob(repo, digest)
+    assert _manifest(registry, repo, TAG) is None
+    assert _no_uploader_left() and _no_worker_left()
 
 
 def test_waiting_for_the_verification_gives_its_threads_their_priority_back() -> None:

@@ -25,7 +25,17 @@ import urllib3.exceptions
 from ninfer_release.progress import SILENT, Progress
 
 from ._options import RegistryOptions
-from ._transport import Body, RegistryError, Transport, error_detail, exchange, read_capped, release
+from ._transport import (
+    Body,
+    FileRange,
+    RegistryError,
+    Transport,
+    error_detail,
+    exchange,
+    read_capped,
+    release,
+    shrank,
+)
 
 #: Blob transfers report through the one progress protocol: a step per file (its name, its size),
 #: advanced by the bytes moved.
@@ -39,10 +49,13 @@ MANIFEST_ACCEPT = ", ".join(
     ]
 )
 _STREAM_CHUNK = 1 << 20
-#: Bytes per piece of an upload body. The bodies are iterables, not file-likes: urllib3 reads a
-#: file-like body 16 KiB at a time, and each piece must take the GIL back from the publish
+#: Bytes per piece of an in-memory upload body. The bodies are iterables, not file-likes: urllib3
+#: reads a file-like body 16 KiB at a time, and each piece must take the GIL back from the publish
 #: verification's thread (up to the 5 ms switch interval): 23,700 hand-overs for a 388 MB blob.
 _UPLOAD_PIECE = 4 << 20
+#: Bytes per piece of a file's upload body (a :class:`FileRange`: sent by the kernel, no memory
+#: held): between pieces a cancelled upload stops (:class:`_Window`), 12 times in a 388 MB blob.
+_FILE_PIECE = 32 << 20
 _MIN_CHUNK = 64 * 1024  # the smallest PATCH chunk tried after 413s
 INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
 _OK = frozenset({200})
@@ -110,33 +123,11 @@ class ManifestPut:
     oci_subject: str | None
 
 
-class _Counting:
-    """A request body (an iterable of :data:`_UPLOAD_PIECE` pieces, Content-Length kept) that
-    reports progress as it is sent."""
-
-    def __init__(self, stream: BinaryIO, size: int, report: Callable[[int], None]) -> None:
-        self._stream = stream
-        self._size = size
-        self._report = report
-
-    def _read(self, n: int) -> bytes:
-        data = self._stream.read(n)
-        if data:
-            self._report(len(data))
-        return data
-
-    def __len__(self) -> int:
-        return self._size
-
-    def __iter__(self) -> Iterator[bytes]:
-        while chunk := self._read(_UPLOAD_PIECE):
-            yield chunk
-
-
 def _fatal(exc: RegistryError) -> bool:
-    """Whether a failed blob upload must not be retried: auth, the deadline, or a refusal (4xx
-    other than 408, 413, 429) that is not a digest mismatch (the file changed: restart)."""
-    return exc.kind in ("auth", "deadline") or (
+    """Whether a failed blob upload must not be retried: auth, the deadline, a cancelled upload,
+    or a refusal (4xx other than 408, 413, 429) that is not a digest mismatch (the file changed:
+    restart)."""
+    return exc.kind in ("auth", "deadline", "cancelled") or (
         exc.status is not None
         and exc.status < 500
         and exc.code != "DIGEST_INVALID"
@@ -145,37 +136,71 @@ def _fatal(exc: RegistryError) -> bool:
 
 
 class _Window:
-    """``length`` bytes of ``stream`` from ``offset``, as a request body (an iterable of
-    :data:`_UPLOAD_PIECE` pieces; Content-Length kept): one ``PATCH`` chunk streamed from the
-    file instead of held in memory. A file shorter than the window gives fewer bytes, which the
-    registry refuses (the body is short of its Content-Length)."""
+    """``length`` bytes of a blob's ``stream`` from ``offset``, as a request body: an iterable
+    (Content-Length kept, never a file-like) that starts from ``offset`` each time it is iterated
+    (a body is sent again on a retry or after a 401).
 
-    def __init__(self, stream: BinaryIO, offset: int, length: int) -> None:
+    A file's bytes go as :class:`~._transport.FileRange` pieces of at most :data:`_FILE_PIECE`,
+    which the connection sends from the file itself (``os.sendfile`` on plain HTTP); an in-memory
+    blob's as ``bytes`` of at most :data:`_UPLOAD_PIECE`. Each piece's length goes to ``report``
+    (when given) as it is handed over. Before each piece, a set ``cancel`` raises
+    :class:`RegistryError` (``cancelled``). A stream shorter than the window raises
+    :class:`RegistryError` (``protocol``, ``DIGEST_INVALID``) where its bytes end.
+    """
+
+    def __init__(
+        self,
+        stream: BinaryIO,
+        offset: int,
+        length: int,
+        *,
+        name: str = "",
+        report: Callable[[int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
         self._stream = stream
         self._offset = offset
         self._length = length
-        self._left = length
-
-    def rewound(self) -> _Window:
-        """This window from its start again (a body is made once per attempt)."""
-        self._stream.seek(self._offset)
-        self._left = self._length
-        return self
-
-    def take(self, n: int = -1) -> bytes:
-        """At most ``n`` (all if negative) of the window's remaining bytes (not ``read``: a
-        file-like body would be read 16 KiB at a time)."""
-        want = self._left if n < 0 else min(n, self._left)
-        data = self._stream.read(want) if want > 0 else b""
-        self._left -= len(data)
-        return data
+        self._name = name
+        self._report = report
+        self._cancel = cancel
+        self._is_file = _has_fileno(stream)
 
     def __len__(self) -> int:
         return self._length
 
-    def __iter__(self) -> Iterator[bytes]:
-        while chunk := self.take(_UPLOAD_PIECE):
-            yield chunk
+    def __iter__(self) -> Iterator[FileRange | bytes]:
+        pos, end = self._offset, self._offset + self._length
+        if not self._is_file:
+            self._stream.seek(pos)
+        while pos < end:
+            _stop_if(self._cancel, self._name)
+            piece: FileRange | bytes
+            if self._is_file:
+                piece = FileRange(self._stream, pos, min(_FILE_PIECE, end - pos), self._name)
+            else:
+                piece = self._stream.read(min(_UPLOAD_PIECE, end - pos))
+                if not piece:
+                    raise shrank(self._name)
+            pos += len(piece)
+            if self._report is not None:
+                self._report(len(piece))
+            yield piece
+
+
+def _has_fileno(stream: BinaryIO) -> bool:
+    """Whether ``stream`` is an OS file (its bytes can be sent by the kernel)."""
+    try:
+        stream.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return False
+    return True
+
+
+def _stop_if(cancel: threading.Event | None, name: str) -> None:
+    """Raise :class:`RegistryError` (``cancelled``) when ``cancel`` is set."""
+    if cancel is not None and cancel.is_set():
+        raise RegistryError(f"{name or 'upload'}: upload cancelled", kind="cancelled")
 
 
 class RegistryClient:
@@ -331,7 +356,13 @@ class RegistryClient:
         return size is None or length is None or length == str(size)
 
     def push_blob(
-        self, repo: str, blob: BlobSource, *, mount_from: str | None = None, progress: Progress | None = None
+        self,
+        repo: str,
+        blob: BlobSource,
+        *,
+        mount_from: str | None = None,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> str:
         """Upload ``blob`` unless ``repo`` has it; returns ``present``, ``mounted`` or ``uploaded``.
 
@@ -344,18 +375,23 @@ class RegistryClient:
         64 KiB) and tries again at once without counting as a retry: a body cap is found in at
         most 14 halvings from the 1 GiB default. ``progress`` (default: the client's) gets the
         blob's step and bytes: a caller uploading blobs side by side gives each thread its own.
+        ``cancel``: once set (another thread's upload failed), the upload stops before its next
+        request or its next :data:`_FILE_PIECE` of body, and is not retried.
 
         Raises:
             RegistryError: refused or failed after the retries; ``code`` ``DIGEST_INVALID`` when
-                the registry computed another digest (the file changed while publishing).
+                the registry computed another digest (the file changed while publishing);
+                ``kind`` ``cancelled`` when ``cancel`` was set.
         """
+        _stop_if(cancel, blob.name)
         if self.has_blob(repo, blob.digest, blob.size):
             return "present"
         attempt = 0
         while True:
             chunk_size = self._chunk_size
             try:
-                return self._upload(repo, blob, mount_from if attempt == 0 else None, progress)
+                _stop_if(cancel, blob.name)
+                return self._upload(repo, blob, mount_from if attempt == 0 else None, progress, cancel)
             except RegistryError as exc:
                 if _fatal(exc):
                     raise
@@ -369,7 +405,12 @@ class RegistryClient:
                 self._http._sleep(attempt, None)
 
     def _upload(
-        self, repo: str, blob: BlobSource, mount_from: str | None, progress: Progress | None = None
+        self,
+        repo: str,
+        blob: BlobSource,
+        mount_from: str | None,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> str:
         """One upload attempt of :meth:`push_blob`: a mount, a monolithic ``PUT`` or chunks."""
         location, mounted = self._start_upload(repo, blob, mount_from)
@@ -377,7 +418,7 @@ class RegistryClient:
             return "mounted"
         if not self._chunked and blob.size <= self.options.monolithic_max:
             try:
-                self._put_monolithic(repo, blob, location, progress)
+                self._put_monolithic(repo, blob, location, progress, cancel)
                 return "uploaded"
             except RegistryError as exc:
                 if exc.status != 413:
@@ -385,7 +426,7 @@ class RegistryClient:
                 with self._lock:
                     self._chunked = True  # this host caps bodies: chunk from now on
             location, _ = self._start_upload(repo, blob, None)
-        return self._put_chunked(repo, blob, location, progress)
+        return self._put_chunked(repo, blob, location, progress, cancel)
 
     def _start_upload(self, repo: str, blob: BlobSource, mount_from: str | None) -> tuple[str, bool]:
         path = f"/v2/{repo}/blobs/uploads/"
@@ -410,29 +451,39 @@ class RegistryClient:
         return self._http.base() + location
 
     def _put_monolithic(
-        self, repo: str, blob: BlobSource, location: str, progress: Progress | None = None
+        self,
+        repo: str,
+        blob: BlobSource,
+        location: str,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
-        def make() -> Any:
-            return _Counting(blob.open(), blob.size, self._reporter(blob, progress))
-
+        report = self._reporter(blob, progress)
         headers = {"Content-Type": "application/octet-stream", "Content-Length": str(blob.size)}
-        with self._call(
-            "PUT",
-            location,
-            repo=repo,
-            ok=_CREATED,
-            seconds=self._http.remaining(),
-            name=blob.name,
-            push=True,
-            retry=False,
-            params={"digest": blob.digest},
-            headers=headers,
-            body=Body(make=make, length=blob.size),
-        ):
-            pass
+        with blob.open() as stream:
+            body = _Window(stream, 0, blob.size, name=blob.name, report=report, cancel=cancel)
+            with self._call(
+                "PUT",
+                location,
+                repo=repo,
+                ok=_CREATED,
+                seconds=self._http.remaining(),
+                name=blob.name,
+                push=True,
+                retry=False,
+                params={"digest": blob.digest},
+                headers=headers,
+                body=Body(make=lambda: body, length=blob.size),
+            ):
+                pass
 
     def _put_chunked(
-        self, repo: str, blob: BlobSource, location: str, progress: Progress | None = None
+        self,
+        repo: str,
+        blob: BlobSource,
+        location: str,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> str:
         """``PATCH`` the blob in ``chunk_size`` pieces, then the final ``PUT ?digest=``; returns
         ``uploaded``, or ``present`` when a resume finds the blob already there.
@@ -448,7 +499,7 @@ class RegistryClient:
         resumes = 0
         while True:
             try:
-                location = self._patch_from(repo, blob, location, offset, progress)
+                location = self._patch_from(repo, blob, location, offset, progress, cancel)
                 break
             except RegistryError as exc:
                 if not _resumable(exc) or resumes >= self.options.retries or self._http.remaining() <= 0:
@@ -461,6 +512,7 @@ class RegistryClient:
                 if status is None:
                     raise
                 location, offset = status
+        _stop_if(cancel, blob.name)
         with self._call(
             "PUT",
             location,
@@ -476,11 +528,17 @@ class RegistryClient:
         return "uploaded"
 
     def _patch_from(
-        self, repo: str, blob: BlobSource, location: str, offset: int, progress: Progress | None = None
+        self,
+        repo: str,
+        blob: BlobSource,
+        location: str,
+        offset: int,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> str:
         """Send the blob's bytes from ``offset`` on as ``PATCH`` chunks; the session's next URL.
 
-        Each chunk's body is streamed from the file (:class:`_Window`), so a large ``chunk_size``
+        Each chunk's body is sent from the file (:class:`_Window`), so a large ``chunk_size``
         costs no memory: a 388 MB blob goes in a few requests, as docker and skopeo send it.
         """
         report = self._reporter(blob, progress)
@@ -488,12 +546,9 @@ class RegistryClient:
             while offset < blob.size:
                 n = min(self._chunk_size, blob.size - offset)
                 if stream.seek(0, os.SEEK_END) < offset + n:  # the window seeks back itself
-                    raise RegistryError(
-                        f"{blob.name or blob.digest}: file shrank while uploading",
-                        kind="protocol",
-                        code="DIGEST_INVALID",
-                    )
-                location = self._patch(repo, blob, location, offset, _Window(stream, offset, n))
+                    raise shrank(blob.name or blob.digest)
+                window = _Window(stream, offset, n, name=blob.name or blob.digest, cancel=cancel)
+                location = self._patch(repo, blob, location, offset, window)
                 offset += n
                 report(n)
         return location
@@ -516,7 +571,7 @@ class RegistryClient:
                 push=True,
                 retry=False,
                 headers=headers,
-                body=Body(make=chunk.rewound, length=len(chunk)),
+                body=Body(make=lambda: chunk, length=len(chunk)),
             ) as resp:
                 return self._absolute(resp.headers.get("Location", "") or location)
         except RegistryError as exc:

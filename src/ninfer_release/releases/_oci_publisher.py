@@ -83,7 +83,9 @@ class _BesideUploads:
 
     Entering starts it; leaving joins it, after its current blob when the caller's upload failed
     (a Ctrl-C while joining is raised once it has ended): no upload is left running. Its thread's
-    progress goes to :attr:`progress` (``slot.progress``), replayed by the caller afterwards.
+    progress goes to :attr:`progress` (``slot.progress``), replayed by the caller afterwards. Its
+    first failure is kept in :attr:`error` and sets :attr:`failed`, the caller's ``cancel``: the
+    caller's upload stops then instead of sending the rest of a blob that will never be used.
     """
 
     def __init__(self, put: Callable[[Blob], None], blobs: Sequence[Blob], slot: threading.local) -> None:
@@ -93,6 +95,7 @@ class _BesideUploads:
         self._stop = threading.Event()
         self.progress = _Recorded()
         self.error: BaseException | None = None
+        self.failed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="publish-blobs")
 
     def _run(self) -> None:
@@ -104,6 +107,7 @@ class _BesideUploads:
                 self._put(blob)
         except BaseException as exc:  # noqa: BLE001 - raised by the caller's thread after the join
             self.error = exc
+            self.failed.set()
 
     def __enter__(self) -> _BesideUploads:
         self._thread.start()
@@ -226,22 +230,32 @@ class OciPublisher(StorePublisher):
         """The first blob (the largest: :attr:`ArtifactPlan.upload_order`) on this thread, the
         others meanwhile one after another on a helper thread (:class:`_BesideUploads`); its
         progress is reported after the first's. The first failure raises: this thread's, else
-        the helper's (a changed file is an :class:`IntegrityError` from either).
+        the helper's (a changed file is an :class:`IntegrityError` from either). A failure on the
+        helper cancels this thread's upload before its next 32 MiB of body: the publish fails
+        then, not once the largest blob is up.
         """
         if len(blobs) < 2:
             super()._put_blobs(blobs)
             return
         with _BesideUploads(self._put_blob, blobs[1:], self._uploading) as beside:
-            self._put_blob(blobs[0])
+            try:
+                self._put_blob(blobs[0], cancel=beside.failed)
+            except RegistryError as exc:
+                if exc.kind != "cancelled":
+                    raise
         beside.progress.replay(self.progress)
         if beside.error is not None:
             raise beside.error
 
-    def _put_blob(self, blob: Blob) -> None:
+    def _put_blob(self, blob: Blob, *, cancel: threading.Event | None = None) -> None:
+        """Upload ``blob`` unless present; ``cancel`` set stops it (:class:`RegistryError`
+        ``cancelled``, the one registry error not turned into a :class:`PublishError`)."""
         progress = getattr(self._uploading, "progress", None)
         try:
-            self.client.push_blob(self.repository, _source(blob), progress=progress)
+            self.client.push_blob(self.repository, _source(blob), progress=progress, cancel=cancel)
         except RegistryError as exc:
+            if exc.kind == "cancelled":
+                raise
             if exc.code == "DIGEST_INVALID":
                 raise IntegrityError(
                     problems=[
