@@ -10,6 +10,7 @@ import hashlib
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,9 +63,19 @@ def test_in_zip_order_nothing_is_copied_and_the_bytes_are_write_zips(
     names = sorted(FILES, key=lambda n: n.encode())
     members = compress_members(_entries(names[:2]), workdir=tmp_path, chunk_size=CHUNK, layout=layout)
     members += compress_members(_entries(names[2:]), workdir=tmp_path, chunk_size=CHUNK, layout=layout)
+    rooms_at_self_check: list[int] = []
+    real_self_check = zipwrite.self_check
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        rooms_at_self_check.append(len(layout.reserved))
+        return real_self_check(*args, **kwargs)
+
+    monkeypatch.setattr(zipwrite, "self_check", spy)
     result = finish_zip(layout, members, tmp_path / "p.zip", epoch=EPOCH)
     data = (tmp_path / "p.zip").read_bytes()
     assert data == expected
+    # The headers' rooms are let go once the headers are written (issue 13: memory).
+    assert rooms_at_self_check == [0] and layout.reserved == {}
     assert result.sha256 == hashlib.sha256(data).hexdigest() and result.size == len(data)
     assert not layout.path.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.zip", "spooled"]
@@ -78,7 +89,7 @@ def test_out_of_order_members_are_copied_with_the_same_bytes(tmp_path: Path) -> 
     )
     finish_zip(layout, members, tmp_path / "p.zip", epoch=EPOCH)
     assert (tmp_path / "p.zip").read_bytes() == expected
-    assert not layout.path.exists()
+    assert not layout.path.exists() and layout.reserved == {}
 
 
 def test_cached_streams_are_laid_out_in_place_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

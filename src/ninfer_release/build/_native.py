@@ -282,26 +282,30 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         spdx_entry, workdir=run.spool, workers=1, level=package.deflate_level, layout=run.layout
     )
     zres = packaging.finish_zip(run.layout, members, stage / names.zip, epoch=release.source_date_epoch)
+    # Its size, digest and scan only: its per-member entries are not held through the CycloneDX
+    # document (issue 13: memory at 100k members).
+    zip_size, zip_sha256, scan = zres.size, zres.sha256, zres.scan
+    del zres
     # Refused before the set is sealed: the output directory appears only when complete.
     check_package_budget(
         package=names.zip,
-        size=zres.size,
+        size=zip_size,
         budget=release.asset_budget,
         members=[(m.name, m.compressed_size) for m in members],
         definition=str(release.path),
     )
     pe_infos = {work.zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
     built = BuiltPackage(
-        size=zres.size,
-        sha256=zres.sha256,
+        size=zip_size,
+        sha256=zip_sha256,
         member_names=tuple(package.names),
         spdx=spdx_bytes,
-        cdx=_cyclonedx(work, members, sha_of, pe_infos, zres.sha256),
+        cdx=_cyclonedx(work, members, sha_of, pe_infos, zip_sha256),
         staged_inputs={f.path: sha_of[f.path] for f in staged.files if f.path in sha_of},
         stand_ins=tuple(_stand_in_paths(staged, work.zip_name_of)),
         cuda_runtime_version=_cuda_runtime(pe_infos),
     )
-    return _Package(built=built, scan=zres.scan)
+    return _Package(built=built, scan=scan)
 
 
 def _build_self_checked(run: _Run, stage: Path) -> _Package:
