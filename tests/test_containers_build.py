@@ -541,6 +541,37 @@ def test_a_build_retains_freed_memory_before_its_layers(
     assert events.count("layer") == 3
 
 
+def test_a_builds_index_and_oci_layout_are_left_to_the_staged_directorys_flush(
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside the staged output, ``index.json`` and ``oci-layout`` are written without a flush of
+    their own (the staged directory flushes every file before it appears); the layout writer's
+    default, which the directory store uses, still writes them atomically and flushed."""
+    from ninfer_release import atomic
+    from ninfer_release.containers import _layout
+
+    flushed: list[str] = []
+    real = atomic.write_bytes
+
+    def write_bytes(path: Path, data: bytes, **kw: Any) -> None:
+        flushed.append(path.name)
+        real(path, data, **kw)
+
+    monkeypatch.setattr(atomic, "write_bytes", write_bytes)
+    built = _build5090(samples, tmp_path / "o")
+    assert "index.json" not in flushed and "oci-layout" not in flushed
+    index = json.loads((tmp_path / "o" / "layout" / "index.json").read_bytes())
+    assert [m["digest"] for m in index["manifests"]] == [built.manifest_digest]
+    assert (tmp_path / "o" / "layout" / "oci-layout").read_bytes() == _layout.LAYOUT_BYTES
+    for name in ("index.json", "oci-layout"):
+        assert (tmp_path / "o" / "layout" / name).stat().st_mode & 0o777 == 0o644
+    store = tmp_path / "store"
+    store.mkdir()
+    _layout.write_index(store, _layout.empty_index())
+    _layout.write_layout_file(store)
+    assert flushed[-2:] == ["index.json", "oci-layout"]
+
+
 def test_no_helper_thread_outlives_a_build_or_a_failed_one(tmp_path: Path, samples: Samples) -> None:
     import threading
 

@@ -876,6 +876,7 @@ def _lay_out(
             layers=[Descriptor(media_type=x.media_type, digest=x.digest, size=x.size) for x in layers],
             ref_name=plan.ref_name,
             annotations=plan.annotations,
+            staged=True,  # the caller's staged directory flushes every file before it appears
         )
     except BaseException:
         syncer.close()

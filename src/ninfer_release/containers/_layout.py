@@ -72,13 +72,24 @@ def write_blob(layout: Path, data: bytes) -> str:
     return digest
 
 
-def write_layout_file(layout: Path) -> None:
-    """Write ``oci-layout`` (:data:`LAYOUT_BYTES`) atomically.
+def _write_file(path: Path, data: bytes, *, durable: bool) -> None:
+    """``data`` into ``path`` (mode 0644): atomically and flushed (:func:`atomic.write_bytes`), or
+    with ``durable`` false plainly, for a layout inside a staged directory
+    (:func:`atomic.staged_directory` flushes every file before the directory appears)."""
+    if durable:
+        atomic.write_bytes(path, data, mode=FILE_MODE)
+        return
+    path.write_bytes(data)
+    path.chmod(FILE_MODE)
+
+
+def write_layout_file(layout: Path, *, durable: bool = True) -> None:
+    """Write ``oci-layout`` (:data:`LAYOUT_BYTES`) atomically (``durable``: see :func:`write_index`).
 
     Raises:
         InputError: the directory cannot take the file (:func:`atomic.write_bytes`, exit 4).
     """
-    atomic.write_bytes(layout / LAYOUT_FILE, LAYOUT_BYTES, mode=FILE_MODE)
+    _write_file(layout / LAYOUT_FILE, LAYOUT_BYTES, durable=durable)
 
 
 def empty_index() -> dict[str, Any]:
@@ -111,10 +122,15 @@ def retag(
     return kept
 
 
-def write_index(layout: Path, index: Mapping[str, Any]) -> None:
+def write_index(layout: Path, index: Mapping[str, Any], *, durable: bool = True) -> None:
     """Write ``index.json`` (stable JSON of ``index``) atomically: the commit point of a layout.
+
+    With ``durable`` false (a layout being written inside a staged directory, which no reader
+    sees before it is complete and flushed whole) the file is written without its own temp
+    file and flush: on ext4 that flush waited for the data of the layer blobs just written
+    (0.05-0.1 s between an image build's layers and its ``image.tar``; issue 13).
 
     Raises:
         InputError: the directory cannot take the file (:func:`atomic.write_bytes`, exit 4).
     """
-    atomic.write_bytes(layout / INDEX_FILE, dumps_stable(dict(index)), mode=FILE_MODE)
+    _write_file(layout / INDEX_FILE, dumps_stable(dict(index)), durable=durable)

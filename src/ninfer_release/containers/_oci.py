@@ -292,10 +292,14 @@ def finish_layout(
     layers: Sequence[Descriptor],
     ref_name: str,
     annotations: Mapping[str, str],
+    staged: bool = False,
 ) -> WrittenImage:
     """Write config, manifest, ``index.json`` and ``oci-layout`` into ``layout`` (layer blobs already there).
 
     Written through the one layout writer (:mod:`._layout`; the directory store uses it too).
+    ``staged``: ``layout`` is inside an :func:`~ninfer_release.atomic.staged_directory`, which
+    flushes every file before it appears, so ``index.json`` and ``oci-layout`` are not flushed
+    one by one (``durable=False``).
 
     ``index.json`` points directly at the image manifest (no nested index, C37) and names it
     ``ref_name`` so that ``oci:DIR:REF`` works for skopeo and umoci.
@@ -318,8 +322,8 @@ def finish_layout(
         size=len(manifest_bytes),
         annotations={REF_NAME: ref_name},
     )
-    write_index(layout, {**empty_index(), "manifests": [manifest.as_json()]})
-    write_layout_file(layout)
+    write_index(layout, {**empty_index(), "manifests": [manifest.as_json()]}, durable=not staged)
+    write_layout_file(layout, durable=not staged)
     return WrittenImage(manifest=manifest, config=config, layers=tuple(layers), ref_name=ref_name)
 
 
