@@ -9,7 +9,8 @@ from the lane results — the very function ``manifest assemble`` runs in CI, so
 same bytes. ``OUT`` is created complete or not at all and never overwritten.
 
 Each lane is read (``read_native_inputs``, ``read_image_inputs``), planned by a pure function
-(``build/_plan.py``) and executed (``run_native_lane``, ``run_image_lane``, :func:`_carry`);
+(``build/_plan.py``) and executed (``build_native_set`` then, the plan let go, ``verify_native_set``;
+``run_image_lane``; :func:`_carry`);
 :func:`plan_build` (``--dry-run``) returns the same plans without executing them.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 from ninfer_release import containers, manifests, packaging, strictjson
 from ninfer_release.atomic import check_target, staged_directory, write_bytes
 from ninfer_release.build._inputs import check_release_inputs
-from ninfer_release.build._native import read_native_inputs, run_native_lane
+from ninfer_release.build._native import build_native_set, read_native_inputs, verify_native_set
 from ninfer_release.build._plan import (
     BuildPlan,
     LanePlan,
@@ -260,12 +261,12 @@ def _plan_lane(
 
 
 def _native_entry(
-    release: manifests.Release, lane: manifests.Lane, sealed: SealedSet, plan: LanePlan
+    release: manifests.Release, lane: manifests.Lane, sealed: SealedSet, checks: Collection[str]
 ) -> manifests.NativeLaneEntry:
-    """A native lane's entry: the sealed set's, plus ``documented_routes`` when the plan checks
-    the route block against a predecessor's."""
+    """A native lane's entry: the sealed set's, plus ``documented_routes`` when the plan's
+    ``checks`` compare the route block with a predecessor's."""
     entry = sealed.manifest_entry(lane)
-    if "documented-routes" not in plan.checks:
+    if "documented-routes" not in checks:
         return entry
     route = sealed.directory / names_for_tag(lane.component_tag).route
     documented = documented_route(release, lane.id, route)
@@ -298,7 +299,7 @@ def _one_lane(
     if lane.mode == "carry":
         entry, verified = _carry(release, lane, registry=opts.registry, offline=opts.offline)
     elif lane.kind == "windows-zip":
-        sealed = run_native_lane(
+        built = build_native_set(
             plan,
             out=out,
             workers=opts.workers,
@@ -306,8 +307,14 @@ def _one_lane(
             # Shared by every lane of the process and by later builds: identical DLLs deflate once.
             deflate_cache=packaging.DeflateCache.from_env(os.environ),
         )
-        verified = True if "verify" in plan.checks else None
-        entry = _native_entry(release, lane, sealed, plan)
+        checks = plan.checks
+        # The staged tree and the package plan are not held through the final verify (issue 13:
+        # ~90 MB with 100k staged files).
+        del plan
+        verify_native_set(built)
+        sealed = built.sealed
+        verified = True if "verify" in checks else None
+        entry = _native_entry(release, lane, sealed, checks)
     else:
         from ninfer_release.build._image import run_image_lane
 

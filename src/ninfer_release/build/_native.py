@@ -343,6 +343,20 @@ def _seal_inputs(work: NativeWork) -> SealInputs:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class NativeBuild:
+    """A native lane's sealed set and what its final verify needs — not the plan, so that the
+    staged tree and the package plan can be let go before that verify (issue 13: memory).
+
+    ``scan``: the self-check's read of the zip (the verify does not read it again); ``verify``:
+    the plan has the ``verify`` check.
+    """
+
+    sealed: SealedSet
+    scan: packaging.ZipScan | None
+    verify: bool
+
+
 def run_native_lane(
     plan: LanePlan,
     *,
@@ -351,7 +365,8 @@ def run_native_lane(
     progress: Progress = SILENT,
     deflate_cache: packaging.DeflateCache | None = None,
 ) -> SealedSet:
-    """Execute native lane ``plan`` into ``out/<lane>/`` (must not exist) and seal its set.
+    """Execute native lane ``plan`` into ``out/<lane>/`` (must not exist) and seal its set:
+    :func:`build_native_set`, then :func:`verify_native_set`.
 
     ``deflate_cache``: the redistributables' deflate streams come from it when their bytes have the
     lock's SHA-256, and go into it otherwise; the package bytes are the same with or without it.
@@ -365,6 +380,25 @@ def run_native_lane(
         InputError: staged files unaccounted for, unsafe paths, lock hash mismatch (exit 4).
         IntegrityError: an SBOM does not validate, a PE version disagrees with the lock, a
             receipt names other bytes, or the sealed set does not verify (exit 5).
+    """
+    built = build_native_set(plan, out=out, workers=workers, progress=progress, deflate_cache=deflate_cache)
+    verify_native_set(built)
+    return built.sealed
+
+
+def build_native_set(
+    plan: LanePlan,
+    *,
+    out: Path,
+    workers: int = 2,
+    progress: Progress = SILENT,
+    deflate_cache: packaging.DeflateCache | None = None,
+) -> NativeBuild:
+    """:func:`run_native_lane` up to the sealed set, without its final verify (a caller that lets
+    the plan go first calls :func:`verify_native_set` then).
+
+    Raises:
+        as :func:`run_native_lane`, but for the verify.
     """
     work = plan.work
     assert isinstance(work, NativeWork)
@@ -388,15 +422,27 @@ def run_native_lane(
         sealed = seal_native_set(
             stage, out=target, inputs=_seal_inputs(work), package=package.built, receipts=work.source.receipts
         )
-        del package  # its SBOM bytes are written; not held through the verify below (issue 13: memory)
-    if "verify" in plan.checks:
-        # The zip is not read again: finish_zip's self-check read it once, after it was written.
-        report = verify_set(sealed.directory, expected_sums_sha256=sealed.sums.sha256, zip_scan=scan)
-        if not report.ok:
-            raise IntegrityError(
-                problems=[Problem(file=str(sealed.directory), message=f) for f in report.failures]
-            )
-    return sealed
+        del package  # its SBOM bytes are written; not held through the verify (issue 13: memory)
+    return NativeBuild(sealed=sealed, scan=scan, verify="verify" in plan.checks)
+
+
+def verify_native_set(built: NativeBuild) -> None:
+    """The final verify of a built set, as a consumer would (when its plan had the check).
+
+    The zip is not read again: the self-check of :func:`~ninfer_release.packaging.finish_zip`
+    read it once, after it was written (``built.scan``).
+
+    Raises:
+        IntegrityError: the sealed set does not verify (exit 5).
+    """
+    if not built.verify:
+        return
+    sealed = built.sealed
+    report = verify_set(sealed.directory, expected_sums_sha256=sealed.sums.sha256, zip_scan=built.scan)
+    if not report.ok:
+        raise IntegrityError(
+            problems=[Problem(file=str(sealed.directory), message=f) for f in report.failures]
+        )
 
 
 # --- what the SBOMs and the provenance say of the staged inputs ------------------------------------
