@@ -572,6 +572,64 @@ def test_a_builds_index_and_oci_layout_are_left_to_the_staged_directorys_flush(
     assert flushed[-2:] == ["index.json", "oci-layout"]
 
 
+def test_the_layouts_small_files_are_flushed_in_the_background_before_the_build_ends(
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Config, manifest, ``index.json`` and ``oci-layout`` go to the background flusher with the
+    blobs and ``image.tar``, so the staged directory's final flush finds them clean."""
+    from ninfer_release import atomic
+    from ninfer_release.containers import _build
+
+    flushed: list[str] = []
+    real = atomic.fsync_path
+
+    def fsync_path(path: Path) -> None:
+        flushed.append(path.name)
+        real(path)
+
+    monkeypatch.setattr(_build, "fsync_path", fsync_path)
+    built = _build5090(samples, tmp_path / "o")
+    small = {built.config_digest.removeprefix("sha256:"), built.manifest_digest.removeprefix("sha256:")}
+    assert small | {"index.json", "oci-layout", "image.tar"} <= set(flushed)
+    assert flushed[-1] == "image.tar"  # the archive last: it is written after them
+    assert {layer.digest.removeprefix("sha256:") for layer in built.layers if not layer.from_base} <= set(
+        flushed
+    )
+
+
+def test_the_sboms_are_written_while_image_tar_is_being_finished(
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build_image_with_sboms`` writes the SBOM files before it waits for ``image.tar``: the
+    archive's helper thread here waits for them (it would wait in vain for a build that wrote
+    them after the archive)."""
+    import threading
+
+    from ninfer_release import atomic, containers
+    from ninfer_release.build import _image, build_image_with_sboms
+
+    written = threading.Event()
+    real_write, real_finish = atomic.write_bytes, containers.finish_image
+
+    def write_bytes(path: Path, data: bytes, **kw: Any) -> None:
+        real_write(path, data, **kw)
+        if path.name == "sbom.spdx.json":
+            written.set()
+
+    def finish_image(laid: Any, **kw: Any) -> Any:
+        assert written.wait(timeout=30), "the SBOMs were not written while image.tar was finished"
+        return real_finish(laid, **kw)
+
+    monkeypatch.setattr(_image, "write_bytes", write_bytes)
+    monkeypatch.setattr(containers, "finish_image", finish_image)
+    request = request_for(
+        load_recipe(RECIPE), inputs=samples.inputs, base=str(samples.base), out=tmp_path / "o",
+        epoch=RELEASE_EPOCH, rendered=samples.rendered,
+    )  # fmt: skip
+    build_image_with_sboms(request)
+    assert (tmp_path / "o" / "sbom.spdx.json").is_file() and (tmp_path / "o" / "image.tar").is_file()
+
+
 def test_no_helper_thread_outlives_a_build_or_a_failed_one(tmp_path: Path, samples: Samples) -> None:
     import threading
 

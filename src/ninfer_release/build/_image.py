@@ -355,9 +355,10 @@ def build_image_with_sboms(
             finishing = pool.submit(containers.finish_image, laid, backend=backend)
             progress.step("sbom")
             sboms = (renderer.render(job) if renderer is not None else None) or job.render()
+            # written (and flushed) while image.tar may still be flushing on the helper thread
+            write_bytes(stage / sbom.IMAGE_CDX_NAME, sboms.cyclonedx, overwrite=False)
+            write_bytes(stage / sbom.IMAGE_SPDX_NAME, sboms.spdx, overwrite=False)
             built = finishing.result()
-        write_bytes(stage / sbom.IMAGE_CDX_NAME, sboms.cyclonedx, overwrite=False)
-        write_bytes(stage / sbom.IMAGE_SPDX_NAME, sboms.spdx, overwrite=False)
     result = dataclasses.replace(built, out=out, layout=out / "layout", archive=out / "image.tar")
     return ImageOutcome(result=result, sboms=sboms, sbom_files=sbom.image_sbom_digests(sboms))
 

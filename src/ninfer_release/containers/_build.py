@@ -45,7 +45,7 @@ from ._layers import (
     symlink_escapes,
     write_layer,
 )
-from ._layout import MT_LAYER_GZIP, blob_dir, blob_path
+from ._layout import INDEX_FILE, LAYOUT_FILE, MT_LAYER_GZIP, blob_dir, blob_path
 from ._oci import Descriptor, ImageParts, WrittenImage, finish_layout, json_blob, write_archive
 from ._recipe import ImageRecipe, LayerItem, LayerSpec, env_list
 from ._registry import oci_media_type
@@ -878,6 +878,15 @@ def _lay_out(
             annotations=plan.annotations,
             staged=True,  # the caller's staged directory flushes every file before it appears
         )
+        # ... and finds them clean: they are flushed here in the background, beside image.tar,
+        # instead of one journal commit each after it.
+        for path in (
+            blob_path(layout, image.config.digest),
+            blob_path(layout, image.manifest.digest),
+            layout / INDEX_FILE,
+            layout / LAYOUT_FILE,
+        ):
+            syncer.submit(fsync_path, path)
     except BaseException:
         syncer.close()
         raise
