@@ -25,6 +25,13 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> Samples:
     return make_samples(tmp_path_factory.mktemp("renderer-samples"))
 
 
+@pytest.fixture
+def lone_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the renderer fork although earlier tests of the session left idle daemon threads
+    (a registry watchdog): the real rule (no fork beside other threads) is tested on its own."""
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+
+
 def _build(samples: Samples, out: Path, renderer: _image.SbomRenderer | None) -> _image.ImageOutcome:
     request = request_for(
         load_recipe(RECIPE), inputs=samples.inputs, base=str(samples.base), out=out,
@@ -57,7 +64,7 @@ def _spy_answers(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 
 def test_the_child_renders_the_same_bytes_and_is_reaped(
-    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch, lone_thread: None
 ) -> None:
     answers = _spy_answers(monkeypatch)
     here = _build(samples, tmp_path / "here", None)
@@ -74,7 +81,7 @@ def test_the_child_renders_the_same_bytes_and_is_reaped(
 
 
 def test_a_failure_in_the_child_is_rendered_again_here(
-    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch, lone_thread: None
 ) -> None:
     """The job fails only in the child: the parent renders, with the same bytes."""
     answers = _spy_answers(monkeypatch)
@@ -95,7 +102,7 @@ def test_a_failure_in_the_child_is_rendered_again_here(
 
 
 def test_a_dead_child_is_rendered_again_here(
-    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch, lone_thread: None
 ) -> None:
     answers = _spy_answers(monkeypatch)
     with sbom_renderer() as renderer:
@@ -106,7 +113,9 @@ def test_a_dead_child_is_rendered_again_here(
     assert (tmp_path / "forked" / "sbom.cdx.json").read_bytes() == forked.sboms.cyclonedx
 
 
-def test_a_child_that_does_not_answer_in_time_is_ended_and_rendered_again_here(tmp_path: Path) -> None:
+def test_a_child_that_does_not_answer_in_time_is_ended_and_rendered_again_here(
+    tmp_path: Path, lone_thread: None
+) -> None:
     from ninfer_release.build._image import _SbomJob
 
     with sbom_renderer() as renderer:
@@ -119,7 +128,7 @@ def test_a_child_that_does_not_answer_in_time_is_ended_and_rendered_again_here(t
 
 
 def test_a_real_sbom_error_is_raised_by_the_parent(
-    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, samples: Samples, monkeypatch: pytest.MonkeyPatch, lone_thread: None
 ) -> None:
     """An SBOM that fails its validation fails the build with the parent's own error."""
     from ninfer_release import sbom
@@ -133,7 +142,7 @@ def test_a_real_sbom_error_is_raised_by_the_parent(
     assert not (tmp_path / "o").exists()
 
 
-def test_the_child_ends_when_the_build_fails_before_its_job(tmp_path: Path) -> None:
+def test_the_child_ends_when_the_build_fails_before_its_job(tmp_path: Path, lone_thread: None) -> None:
     pids: list[int] = []
     with pytest.raises(RuntimeError, match="before the layers"), sbom_renderer() as renderer:
         assert renderer is not None and renderer._pid is not None
@@ -152,3 +161,12 @@ def test_no_child_is_forked_while_other_threads_run() -> None:
     finally:
         stop.set()
         other.join()
+
+
+def test_a_child_reaped_by_someone_else_is_no_error(lone_thread: None) -> None:
+    """A caller's own ``waitpid`` may reap the child first: ending the renderer then still works."""
+    with sbom_renderer() as renderer:
+        assert renderer is not None and renderer._pid is not None
+        os.kill(renderer._pid, signal.SIGKILL)
+        os.waitpid(renderer._pid, 0)
+    assert renderer._pid is None

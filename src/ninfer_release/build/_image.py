@@ -266,7 +266,8 @@ class SbomRenderer:
             pid, self._pid = self._pid, None
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            with contextlib.suppress(ChildProcessError):  # reaped elsewhere (a waitpid(-1) of the caller's)
+                os.waitpid(pid, 0)
 
 
 def _read_all(fd: int, *, timeout: float) -> bytes | None:
