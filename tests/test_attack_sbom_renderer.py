@@ -9,36 +9,81 @@ must not hang the parent in the job's write, where no timeout applies.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pickle
 import signal
 import threading
 from pathlib import Path
 
 import pytest
 
-from ninfer_release.build import _image, sbom_renderer
+from ninfer_release.build import _image
 
 #: Far longer than the 0.2 s timeout given to render(): only a hang gets near it.
 _HANG_S = 5.0
 
 
+@pytest.fixture
+def lone_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the renderer fork although earlier tests of the session left idle daemon threads."""
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+
+
+def _job(tmp_path: Path, padding: int = 0) -> _image._SbomJob:
+    return _image._SbomJob(
+        built=None,  # type: ignore[arg-type]
+        request=None,  # type: ignore[arg-type]
+        stage=tmp_path,
+        stand_in=False,
+        inputs_license="x" * padding,
+    )
+
+
+def _forked() -> _image.SbomRenderer:
+    renderer = _image.SbomRenderer.start()
+    if renderer is None:
+        pytest.fail("no renderer child was forked")
+    return renderer
+
+
+def test_a_child_that_dies_mid_answer_is_rendered_again_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lone_thread: None
+) -> None:
+    """Half an answer (the child killed while writing it) is no answer: ``None``, no error."""
+
+    def half_an_answer(jobs: int, results: int) -> None:  # runs in the child
+        while os.read(jobs, 1 << 16):
+            pass
+        whole = pickle.dumps(("sboms", "y" * 200_000), protocol=pickle.HIGHEST_PROTOCOL)
+        os.write(results, whole[: len(whole) // 2])
+
+    monkeypatch.setattr(_image, "_serve_sboms", half_an_answer)
+    renderer = _forked()
+    pid = renderer._pid
+    assert pid is not None
+    try:
+        assert renderer.render(_job(tmp_path), timeout=_HANG_S) is None
+    finally:
+        renderer.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped
+
+
 @pytest.mark.xfail(
+    raises=AssertionError,
     strict=True,
     reason="defect (attack): render() writes a job larger than the pipe buffer without a timeout; "
     "a child stuck before reading it hangs the parent (build/_image.py, owner: image)",
 )
-def test_a_stuck_child_does_not_hang_the_parent_on_a_large_job(tmp_path: Path) -> None:
-    with sbom_renderer() as renderer:
-        assert renderer is not None and renderer._pid is not None
+def test_a_stuck_child_does_not_hang_the_parent_on_a_large_job(tmp_path: Path, lone_thread: None) -> None:
+    renderer = _forked()
+    with contextlib.closing(renderer):
         pid = renderer._pid
+        if pid is None:
+            pytest.fail("no renderer child")
         os.kill(pid, signal.SIGSTOP)  # stuck before it reads its job
-        job = _image._SbomJob(
-            built=None,  # type: ignore[arg-type]
-            request=None,  # type: ignore[arg-type]
-            stage=tmp_path,
-            stand_in=False,
-            inputs_license="x" * (1 << 20),  # a job bigger than the pipe's buffer
-        )
+        job = _job(tmp_path, padding=1 << 20)  # a job bigger than the pipe's buffer
         answers: list[object] = []
 
         def render() -> None:
