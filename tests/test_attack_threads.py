@@ -10,6 +10,7 @@ self-check reads the zip, and while the image's layer and archive threads run.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -73,6 +74,19 @@ elif fault in ("layer-enospc", "layer-bug", "layering"):
             time.sleep(0.5)
         return real_layer(*a, **k)
     B._write_one_layer = layer
+elif fault == "sbom-child":
+    from ninfer_release.build import _image
+    parent, real_render, real_job = os.getpid(), _image.SbomRenderer.render, _image._SbomJob.render
+    def job_render(self):
+        if os.getpid() != parent:  # the renderer child: no answer for a long time
+            time.sleep(60)
+        return real_job(self)
+    def render(self, job, **kw):
+        with open(marker + ".child", "w") as f:
+            f.write(str(self._pid))
+        mark()
+        return real_render(self, job, **kw)
+    _image._SbomJob.render, _image.SbomRenderer.render = job_render, render
 from ninfer_release.cli import main
 main(sys.argv[3:])
 """
@@ -172,6 +186,36 @@ def test_a_signal_mid_build_exits_with_its_code_and_leaves_nothing(
     _, err = proc.communicate(timeout=120)
     assert (proc.returncode, [e for e in err.splitlines() if e.strip()]) == (code, [word]), err
     assert sorted(p.name for p in (tmp_path / "outs").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_a_signal_while_the_sbom_child_renders_ends_the_child_and_leaves_nothing(
+    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path: Path,
+    outs: Path,
+    sig: signal.Signals,
+    code: int,
+    word: str,
+) -> None:
+    """Ctrl-C or SIGTERM while ``image build`` waits for its forked SBOM renderer: the documented
+    exit, nothing in the output folder, and the child ended (not left running, orphaned)."""
+    src = samples(tmp_path_factory)
+    proc = _start(tmp_path, "sbom-child", _image_args(outs, src))
+    for _ in range(600):  # wait (bounded) until the parent waits for the child's answer
+        if (tmp_path / "marker").exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    child = int((tmp_path / "marker.child").read_text())
+    assert child > 0  # a child was forked (not the in-process fallback)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, [e for e in err.splitlines() if e.strip()]) == (code, [word]), err
+    assert sorted(p.name for p in (tmp_path / "outs").iterdir()) == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # ended and reaped by the parent, not orphaned
 
 
 def _tree(root: Path) -> dict[str, bytes]:
