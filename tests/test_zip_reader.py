@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import zipfile
 from pathlib import Path
 
@@ -166,3 +167,45 @@ def test_read_member_from_an_index_read_once(tmp_path: Path) -> None:
     patch_central(path, at, crc=0x12345678)
     with pytest.raises(IntegrityError, match="does not match its declared size and CRC"):
         read_member(path, "config/ninfer.toml", max_bytes=1024, index=read_zip_index(path))
+
+
+def test_index_reads_local_headers_in_shared_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ``pread`` serves every local header inside it (issue 13: a 10k-member index read
+    each header with three calls); the index is the same as member-by-member reading gives."""
+    files = {f"f/{i:04d}.txt": bytes([i % 251]) * 100 for i in range(300)}
+    path = ours(tmp_path, files)
+    reads: list[int] = []
+    real = os.pread
+
+    def counted(fd: int, n: int, offset: int) -> bytes:
+        reads.append(offset)
+        return real(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", counted)
+    index = read_zip_index(path)
+    assert len(index) == 300 and 1 <= len(reads) <= 2
+    for m in index:
+        assert read_member(path, m.name, max_bytes=1000, index=index) == files[m.name]
+    assert len({id(m.date_time) for m in index}) == 1  # one shared tuple for one timestamp
+
+
+def test_a_local_extra_field_longer_than_the_first_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ninfer_release.packaging import _zipread
+
+    monkeypatch.setattr(_zipread, "_HEADER_READ", 40)  # the first read stops inside the extra field
+    extra = b"\xfe\xca" + (300).to_bytes(2, "little") + bytes(range(256)) + bytes(44)
+    path = tmp_path / "x.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        info = zipfile.ZipInfo("a.txt")
+        info.extra = extra
+        z.writestr(info, b"hello")
+        z.writestr("b.txt", b"world")
+    index = read_zip_index(path)
+    assert index[0].local_extra == extra and index[0].central_extra == extra
+    assert index[0].data_offset == 30 + len("a.txt") + len(extra)
+    assert [read_member(path, n, max_bytes=10, index=index) for n in ("a.txt", "b.txt")] == [
+        b"hello",
+        b"world",
+    ]
