@@ -1,7 +1,7 @@
 """One parse per SBOM in verify (issue 13): check_spdx_bytes / check_cyclonedx_bytes give exactly
 what validate_*_bytes and the cross-check readers (parse_spdx_files, parse_cyclonedx_hashes,
 cyclonedx_root_sha256) give on their own, for the hostile corpus of test_sbom_fast_hostile, and
-verify parses each SBOM once (the SPDX document streamed: tests/test_spdx_stream.py)."""
+verify parses each SBOM once (both streamed: tests/test_spdx_stream.py, tests/test_cdx_stream.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from flow_support import release_out
 from ninfer_release import strictjson
 from ninfer_release.releases import verify_set
 from ninfer_release.sbom import (
+    _cdx_stream,
     _spdx_stream,
     check_cyclonedx_bytes,
     check_spdx_bytes,
@@ -93,15 +94,21 @@ def test_verify_parses_each_sbom_once(
         return real(data, source=source, **kwargs)
 
     streamed: list[Path] = []
-    real_streamed = _spdx_stream.read_streamed
+    real_spdx, real_cdx = _spdx_stream.read_streamed, _cdx_stream.read_streamed
 
-    def counted_streamed(path: Path, **kwargs: Any) -> Any:
+    def counted_spdx(path: Path, **kwargs: Any) -> Any:
         streamed.append(path)
-        return real_streamed(path, **kwargs)
+        return real_spdx(path, **kwargs)
+
+    def counted_cdx(path: Path, **kwargs: Any) -> Any:
+        streamed.append(path)
+        return real_cdx(path, **kwargs)
 
     monkeypatch.setattr(strictjson, "parse", counted)
-    monkeypatch.setattr(_spdx_stream, "read_streamed", counted_streamed)
+    monkeypatch.setattr(_spdx_stream, "read_streamed", counted_spdx)
+    monkeypatch.setattr(_cdx_stream, "read_streamed", counted_cdx)
     report = verify_set(built)
     assert report.ok, report.failures
-    # Our SPDX document is read once, streamed (issue 13: memory), never parsed whole.
-    assert len(streamed) == 1 and sources.count("spdx") == 0 and sources.count("cyclonedx") == 1
+    # Our SBOMs are read once each, streamed (issue 13: memory), never parsed whole.
+    assert sorted(p.name.split(".")[-2] for p in streamed) == ["cdx", "spdx"]
+    assert sources.count("spdx") == 0 and sources.count("cyclonedx") == 0

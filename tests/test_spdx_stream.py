@@ -111,15 +111,67 @@ def test_a_document_larger_than_its_bound_is_handed_back(tmp_path: Path) -> None
     assert check_spdx_file(path, limit=path.stat().st_size) is not None
 
 
-def test_compact_rows_give_back_equal_dicts() -> None:
+def _contains_from_bad_id_then_describes(raw: dict[str, Any]) -> None:
+    """A CONTAINS run (one of them from an unknown id) that is not the tail: DESCRIBES follows."""
+    rels = raw["relationships"]
+    describes = [r for r in rels if r["relationshipType"] == "DESCRIBES"]
+    rest = [r for r in rels if r["relationshipType"] != "DESCRIBES"]
+    rest[0]["spdxElementId"] = "SPDXRef-Nope"
+    raw["relationships"] = rest + describes
+
+
+def _relationships_first(raw: dict[str, Any]) -> None:
+    files = raw.pop("files")
+    relationships = raw.pop("relationships")
+    raw["relationships"] = relationships
+    raw["files"] = files
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        # The run goes back into the document: its relationships are validated by spdx-tools.
+        (_contains_from_bad_id_then_describes, 'did not find the referenced spdx_id "SPDXRef-Nope"'),
+        # Relationships decoded before the files are kept whole (none is a CONTAINS tail).
+        (_relationships_first, None),
+    ],
+)
+def test_relationships_kept_whole_are_validated_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutate: Any, message: str | None
+) -> None:
+    monkeypatch.setattr(stream, "CHUNK", 97)
     raw = _load("spdx.json")
-    share = stream._Strings()
-    rows = stream.CompactRows([stream._pack_entry(e, share) for e in raw["files"]])
-    assert list(rows) == raw["files"]
-    assert [rows[i] for i in range(len(rows))] == raw["files"]
-    assert list(rows[1:]) == raw["files"][1:] and len(rows[1:]) == len(raw["files"]) - 1
-    ids = {e["SPDXID"]: e["SPDXID"] for e in raw["files"]}
-    rels = stream.CompactRows([stream._pack_relationship(r, share, ids) for r in raw["relationships"]])
-    assert list(rels) == raw["relationships"]
-    odd = {"spdxElementId": "a", "relationshipType": "CONTAINS", "relatedSpdxElement": 1}
-    assert stream._pack_relationship(odd, share, ids) is odd
+    mutate(raw)
+    got = _same_or_handed_back(tmp_path, _encode(raw))
+    assert got is not None
+    if message is None:
+        assert got[0] == []
+    else:
+        assert any(message in m for m in got[0]), got[0]
+
+
+@pytest.mark.parametrize("value", [None, "x", {}, 1])
+def test_relationships_not_a_list_is_the_whole_path_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: Any
+) -> None:
+    monkeypatch.setattr(stream, "CHUNK", 97)
+    raw = _load("spdx.json")
+    raw["relationships"] = value
+    assert _same_or_handed_back(tmp_path, _encode(raw)) is None
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        # A licence text spdx-tools reports (an unknown LicenseRef): decided against the skeleton.
+        lambda raw: raw["files"][1].__setitem__("licenseConcluded", "LicenseRef-Nope"),
+        # A CONTAINS tail from an id the document does not have.
+        lambda raw: raw["relationships"][-1].__setitem__("spdxElementId", "SPDXRef-Nope"),
+    ],
+)
+def test_not_clean_against_the_skeleton_is_handed_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutate: Any
+) -> None:
+    raw = _load("spdx.json")
+    mutate(raw)
+    assert _same_or_handed_back(tmp_path, _encode(raw)) is None

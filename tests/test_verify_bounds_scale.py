@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ninfer_release.releases._contract import AssetNames
 from ninfer_release.releases._verify import (
     _FALLBACK_MEMBERS,
@@ -62,3 +64,25 @@ def test_the_exported_verifier_bounds_every_entry_as_verify_does(tmp_path: Path)
         theirs = standalone._bounds(str(zip_path), list(names.entries))
         assert theirs == {n: b for n, b in ours_bounds.items() if n in theirs}, zip_path.name
         assert set(ours_bounds) == set(theirs), zip_path.name
+
+
+def test_after_the_sbom_checks_only_the_members_still_read_stay_indexed(tmp_path: Path) -> None:
+    """Issue 13 (memory): the SBOM maps and the index of 100k members are let go before the
+    records are parsed; every entry of the config and the SPDX copy stays, so a name listed twice
+    is still refused when read."""
+    from ninfer_release import packaging
+    from ninfer_release.releases._contract import ZIP_CONFIG_PATH, zip_spdx_path
+    from ninfer_release.releases._verify import _let_go_of_sboms, _SetFiles
+
+    names = AssetNames(stem="ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64")
+    spdx = zip_spdx_path(names.stem)
+    index = _zip_index(ours(tmp_path, {ZIP_CONFIG_PATH: b"c", spdx: b"s", "bin/a.dll": b"a", "x/y": b"y"}))
+    assert index is not None
+    twice = [*index, *(m for m in index if m.name == ZIP_CONFIG_PATH)]  # the config listed twice
+    files = _SetFiles(zip_path=tmp_path / "z.zip", index=twice)
+    _let_go_of_sboms(names, files)
+    assert files.spdx is None and files.cdx is None
+    assert files.index is not None
+    assert sorted(m.name for m in files.index) == sorted([ZIP_CONFIG_PATH, ZIP_CONFIG_PATH, spdx])
+    with pytest.raises(Exception, match="listed more than once"):
+        packaging.read_member(tmp_path / "z.zip", ZIP_CONFIG_PATH, max_bytes=10, index=files.index)

@@ -321,10 +321,23 @@ def _read_small(
         if n == names.spdx and _read_spdx_streamed(run, p, files, known.get(n)):
             progress.advance(size)
             continue
+        if n == names.cdx and _read_cdx_streamed(run, p, files, known.get(n)):
+            progress.advance(size)
+            continue
         data = strictjson.read_regular(p, limit=run.bounds[n], source=str(p))
-        files.small[n] = data
         files.digests[n] = known[n] if n in known else sha256_bytes(data)
         progress.advance(size)
+        # An SBOM read whole is checked as soon as read, then let go: the later checks read its
+        # digest, never its bytes, and its parse (~4x its bytes) is not added to the later
+        # entries' bytes (issue 13).
+        if n == names.spdx:
+            files.spdx = sbom.check_spdx_bytes(data)
+            files.schema_problems[n] = files.spdx.messages
+        elif n == names.cdx:
+            files.cdx = sbom.check_cyclonedx_bytes(data)
+            files.schema_problems[n] = files.cdx.messages
+        else:
+            files.small[n] = data
 
 
 def _read_spdx_streamed(run: _Run, path: Path, files: _SetFiles, known: str | None) -> bool:
@@ -337,6 +350,19 @@ def _read_spdx_streamed(run: _Run, path: Path, files: _SetFiles, known: str | No
     files.spdx, digest = checked
     files.digests[path.name] = known or digest
     files.schema_problems[path.name] = files.spdx.messages
+    return True
+
+
+def _read_cdx_streamed(run: _Run, path: Path, files: _SetFiles, known: str | None) -> bool:
+    """The CycloneDX document checked as it is read, its root's evidence occurrences kept only as
+    hash entries (:func:`ninfer_release.sbom.check_cyclonedx_file`; issue 13); ``False``: it is not
+    read that way, and the caller reads it whole."""
+    checked = sbom.check_cyclonedx_file(path, limit=run.bounds[path.name])
+    if checked is None:
+        return False
+    files.cdx, digest = checked
+    files.digests[path.name] = known or digest
+    files.schema_problems[path.name] = files.cdx.messages
     return True
 
 
@@ -363,15 +389,8 @@ def _read_set(
     scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan)
     scan.start()
     _read_small(run, names, files, progress, known)
-    # Validate the SBOMs while the other thread still inflates the zip's members (DESIGN §11).
-    # Each SBOM is parsed once: its validation and the maps its cross-checks read (issue 13).
-    if names.spdx in files.small:
-        # Checked, then let go: the later checks read its digest, never its bytes (issue 13).
-        files.spdx = sbom.check_spdx_bytes(files.small.pop(names.spdx))
-        files.schema_problems[names.spdx] = files.spdx.messages
-    if names.cdx in files.small:
-        files.cdx = sbom.check_cyclonedx_bytes(files.small.pop(names.cdx))
-        files.schema_problems[names.cdx] = files.cdx.messages
+    # The SBOMs were validated as read, while the other thread inflates the zip's members
+    # (DESIGN §11); each is parsed once: its validation and the maps its cross-checks read.
     scan.join(run, names.zip, progress)
     return files
 
@@ -583,7 +602,10 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
     """Checks 3–6 of the module docstring, one per record; the records as read."""
     _check_spdx(run, names, files)
     _check_cdx(run, names, files)
+    _let_go_of_sboms(names, files)
     records = _Records.read(run, names, files.small)
+    # The provenance statement grows with the package (20 MB at 100k files): read, then let go.
+    files.small.pop(names.provenance, None)
     config = files.small.get(names.config)
     if config is not None:
         _check_config(run, names, files, records, config)
@@ -599,6 +621,17 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
     if records.route is not None and names.zip in files.digests:
         _check_route_package(run, names, files, records.route, records.model)
     return records
+
+
+def _let_go_of_sboms(names: AssetNames, files: _SetFiles) -> None:
+    """Drop what only the SBOM checks read: the SBOMs' file maps and the zip index but for the
+    members still to be read (the config and the SPDX copy), so that the records parsed next reuse
+    that memory instead of adding to the peak (100k files: ~100 MB; issue 13)."""
+    files.spdx = files.cdx = None
+    if files.index is not None:
+        wanted = {ZIP_CONFIG_PATH, zip_spdx_path(names.stem)}
+        # Every entry of a wanted name is kept: read_member still refuses one listed twice.
+        files.index = [m for m in files.index if m.name in wanted]
 
 
 def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:

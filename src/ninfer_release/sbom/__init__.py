@@ -27,7 +27,9 @@ serial numbers are UUIDv5 of the release identity (and, for SPDX, the content), 
 explicit and checked unique, and both documents are validated before they are returned. The
 verifier side gets :func:`validate_spdx_bytes`, :func:`validate_cyclonedx_bytes`,
 :func:`parse_spdx_files` and :func:`parse_cyclonedx_hashes`, and :func:`check_spdx_bytes` /
-:func:`check_cyclonedx_bytes` (validation and those maps from one parse of the document).
+:func:`check_cyclonedx_bytes` (validation and those maps from one parse of the document), and
+:func:`check_spdx_file` / :func:`check_cyclonedx_file` (the same, read from the file piece by
+piece when the document is one our writers make; ``None`` otherwise).
 
 Terms: *LicenseRef* — an ``LicenseRef-<id>`` licence not on the SPDX list, whose text is curated in
 the repo's ``sbom/licenses/<id>.txt``; *stand-in* — a sample file that is not the real
@@ -46,6 +48,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         PROP_STAND_IN,
         CdxCheck,
         check_cyclonedx_bytes,
+        check_cyclonedx_file,
         cross_check_cyclonedx,
         cyclonedx_dependency_inventory,
         cyclonedx_root_sha256,
@@ -118,6 +121,7 @@ _EXPORTS = {
         "PROP_STAND_IN",
         "CdxCheck",
         "check_cyclonedx_bytes",
+        "check_cyclonedx_file",
         "cross_check_cyclonedx",
         "cyclonedx_dependency_inventory",
         "cyclonedx_root_sha256",
@@ -219,6 +223,7 @@ __all__ = [
     "check_against_catalog",
     "check_base_uri",
     "check_cyclonedx_bytes",
+    "check_cyclonedx_file",
     "check_pe_against_lock",
     "check_spdx_bytes",
     "check_spdx_file",

@@ -1222,6 +1222,48 @@ def check_cyclonedx_bytes(data: bytes) -> CdxCheck:
     return CdxCheck(messages=_validate_parsed(raw, data), hashes=hashes, root_sha256=root)
 
 
+def check_cyclonedx_file(path: Path, *, limit: int) -> tuple[CdxCheck, str] | None:
+    """:func:`check_cyclonedx_bytes` of the document in ``path`` and its SHA-256, read piece by
+    piece with the root's later evidence occurrences kept only as their hash entries
+    (``sbom._cdx_stream``; issue 13: memory), or ``None`` when the document is not one read that
+    way or one whose verdict here could differ (an occurrence's location or bom-ref also used
+    elsewhere, a schema error, a hash list that raises): the caller then reads it (within
+    ``limit`` bytes) and calls :func:`check_cyclonedx_bytes`, which gives every message of such a
+    document. For a document checked here, the messages, the hash map and the root digest are
+    those :func:`check_cyclonedx_bytes` gives for its bytes (``tests/test_cdx_stream.py``)."""
+    from ninfer_release.sbom._cdx_stream import read_streamed
+
+    streamed = read_streamed(path, limit=limit)
+    if streamed is None:
+        return None
+    raw, rest = streamed.skeleton, streamed.rest
+    try:
+        if not schema_is_clean(raw, _strict_validator()):
+            return None  # the whole path reports jsonschema's own first error
+        hashes = _hashes_of(raw)
+        bom_refs = _bom_refs(raw)
+        occurrence_refs = _occurrence_refs(raw)
+    except (IntegrityError, AttributeError, TypeError, KeyError, IndexError, ValueError):
+        return None
+    used = {*bom_refs.refs, *occurrence_refs}
+    if any(location in hashes or file_bom_ref(location) in used for location in rest):
+        return None  # listed twice or a bom-ref used twice: the whole path words it
+    # What _validate_parsed reports, in its order; the later occurrences add nothing to it.
+    out = _header_messages(raw) + bom_refs.messages
+    counts = Counter([*bom_refs.refs, *occurrence_refs])
+    out.extend(f"bom-ref {r!r} is used more than once" for r in sorted(r for r, n in counts.items() if n > 1))
+    out += _dangling_refs(raw, set(bom_refs.refs))
+    if not streamed.tail.endswith(b"\n") or streamed.tail.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    hashes.update(rest)
+    check = CdxCheck(
+        messages=out,
+        hashes=Outcome(value=hashes, error=None),
+        root_sha256=attempt(_root_sha256_of, raw),
+    )
+    return check, streamed.sha256
+
+
 def _props(component: Mapping[str, Any]) -> dict[str, str]:
     return {
         str(p.get("name")): str(p.get("value"))

@@ -32,8 +32,14 @@ from ninfer_release.sbom._ids import (
 )
 from ninfer_release.sbom._license import normalize_license_expression, parse_license, require_license_texts
 from ninfer_release.sbom._records import FileRecord, Outcome, attempt
-from ninfer_release.sbom._spdx_fast import CanonicalFiles, split_checked, validate_canonical, validate_split
-from ninfer_release.sbom._spdx_validate import validate_full_document
+from ninfer_release.sbom._spdx_fast import (
+    CanonicalFiles,
+    _id_is_clean,
+    _parse_licenses,
+    split_checked,
+    validate_canonical,
+)
+from ninfer_release.sbom._spdx_validate import _license_texts, validate_full_document
 
 if TYPE_CHECKING:
     from ninfer_release.sbom._spdx_stream import Streamed
@@ -810,15 +816,18 @@ def _own_checks(
 ) -> list[str]:
     """``out`` and what spdx-tools does not check, in this order: file names, file SPDXIDs, each
     package's verification code, the one final LF. ``facts`` gives the files' facts (each call
-    anew: a streamed document rebuilds them rather than holding them); ``tail``: the document's
-    last two bytes."""
+    anew); ``tail``: the document's last two bytes."""
     for f in facts():
         if not f.name.startswith("./") or zip_path_problem(f.name[2:]) is not None:
             out.append(f"file {f.name!r}: not a './'-relative zip path")
     for f in facts():
         if not SPDX_ID_RE.match(f.spdx_id):
             out.append(f"file {f.name!r}: SPDXID {f.spdx_id!r} is invalid")
-    out.extend(_verification_code_problems(document.packages, facts))
+
+    def sha1s_without(excluded: frozenset[str]) -> list[str]:
+        return [s for f in facts() if f.name not in excluded for s in f.sha1s]
+
+    out.extend(_verification_code_problems(document.packages, sha1s_without))
     if not tail.endswith(b"\n") or tail.endswith(b"\n\n"):
         out.append("document must end with exactly one LF")
     return out
@@ -839,9 +848,12 @@ def _model_facts(file: Any) -> _FileFacts:
 
 
 def _verification_code_problems(
-    packages: Sequence[Any], files: Callable[[], Iterable[_FileFacts]]
+    packages: Sequence[Any], sha1s_without: Callable[[frozenset[str]], list[str]]
 ) -> list[str]:
-    """Recompute each package's verification code from the listed files (spdx-tools does not)."""
+    """Recompute each package's verification code from the listed files (spdx-tools does not).
+
+    ``sha1s_without(excluded)``: every SHA-1 value of the listed files whose ``fileName`` is not
+    in ``excluded``, in document order."""
     out: list[str] = []
     # Packages with the same exclusions share one computation: O(files) per distinct exclusion set.
     expected_by_excluded: dict[frozenset[str], str | None] = {}
@@ -851,7 +863,7 @@ def _verification_code_problems(
             continue
         excluded = frozenset(code.excluded_files)
         if excluded not in expected_by_excluded:
-            sha1s = [s for f in files() if f.name not in excluded for s in f.sha1s]
+            sha1s = sha1s_without(excluded)
             try:
                 expected_by_excluded[excluded] = package_verification_code(sha1s)
             except InputError as exc:
@@ -892,36 +904,98 @@ def check_spdx_bytes(data: bytes) -> SpdxCheck:
 def check_spdx_file(path: Path, *, limit: int) -> tuple[SpdxCheck, str] | None:
     """:func:`check_spdx_bytes` of the document in ``path`` and its SHA-256, read piece by piece
     without holding its bytes or a dict per file (``sbom._spdx_stream``; issue 13), or ``None``
-    when the document is not one the canonical fast path takes whole: the caller then reads it
-    (within ``limit`` bytes) and calls :func:`check_spdx_bytes`, which gives every message of
+    when the document is not a clean one the canonical fast path takes whole: the caller then reads
+    it (within ``limit`` bytes) and calls :func:`check_spdx_bytes`, which gives every message of
     such a document. For a document read here, the messages and the file map are those
-    :func:`check_spdx_bytes` gives for its bytes (``tests/test_spdx_stream.py``)."""
-    from ninfer_release.sbom._spdx_stream import read_streamed
+    :func:`check_spdx_bytes` gives for its bytes (``tests/test_spdx_stream.py``). Cost: one
+    strict decode of each file entry and a few comparisons; nothing per file is built twice."""
+    from ninfer_release.sbom._spdx_stream import NotClean, read_streamed
 
     streamed = read_streamed(path, limit=limit)
     if streamed is None:
         return None
-    split = split_checked(streamed.skeleton, streamed.files, streamed.relationships, streamed.file_ids)
-    if split is None:
-        return None
-    skeleton_raw, entries, contains = split
     try:
-        verdict = validate_split(skeleton_raw, entries, contains, streamed.license_texts)
-        if verdict is None:
-            return None
-        messages = _own_checks(
-            list(verdict.messages), verdict.skeleton, lambda: _row_facts(streamed), streamed.tail
-        )
-    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        messages = _check_streamed(streamed)
+    except (NotClean, AttributeError, TypeError, KeyError, IndexError, ValueError):
         return None  # the whole-document path gives its verdict on it
-    files = attempt(_checksum_map, ((name, sums) for name, _, sums in streamed.files.file_facts()))
-    return SpdxCheck(messages=messages, files=files), streamed.sha256
+    if messages is None:
+        return None
+    return SpdxCheck(messages=messages, files=Outcome(value=streamed.files, error=None)), streamed.sha256
 
 
-def _row_facts(streamed: Streamed) -> Iterator[_FileFacts]:
-    """The facts of a streamed document's file entries, from their rows."""
-    for name, spdx_id, sums in streamed.files.file_facts():
-        yield _FileFacts(name=name, spdx_id=spdx_id, sha1s=tuple(v for a, v in sums if a == "SHA1"))
+def _check_streamed(streamed: Streamed) -> list[str] | None:
+    """:func:`validate_spdx_bytes`'s messages for a clean streamed document (``None``: its
+    skeleton or a licence text does not parse). Its file entries give no message of their own
+    (``_spdx_stream._Reader.file``); what is left to check is the skeleton (spdx-tools' rules, with
+    the files and the ``CONTAINS`` tail as :class:`_StreamedExtra`), the verification codes and
+    the final LF.
+
+    Raises:
+        NotClean: a licence text or a tail relationship's source would give a message.
+    """
+    from spdx_tools.spdx.parser.error import SPDXParsingError
+    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
+
+    relationships = streamed.skeleton.get("relationships", [])
+    split = split_checked(streamed.skeleton, streamed.file_ids, [], ())
+    if split is None or type(relationships) is not list:
+        return None
+    skeleton_raw = split[0]
+    skeleton_raw["relationships"] = relationships
+    licenses = _parse_licenses(streamed.licenses)
+    if licenses is None:
+        return None
+    try:
+        skeleton = JsonLikeDictParser().parse(skeleton_raw)  # type: ignore[no-untyped-call]
+    except SPDXParsingError:
+        return None
+    extra = _StreamedExtra(streamed, licenses)
+    out = [m.validation_message for m in validate_full_document(skeleton, "SPDX-2.3", extra=extra)]
+    files = streamed.files
+
+    def sha1s_without(excluded: frozenset[str]) -> list[str]:
+        # Every fileName is "./" + its path (``_Reader.file``).
+        paths = {e[2:] for e in excluded if e.startswith("./")}
+        return [v[0] for p, v in files.items() if p not in paths]
+
+    out.extend(_verification_code_problems(skeleton.packages, sha1s_without))
+    if not streamed.tail.endswith(b"\n") or streamed.tail.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+class _StreamedExtra:
+    """The files and ``CONTAINS`` tail of a streamed document as ``sbom._spdx_validate.ExtraFiles``:
+    each entry was clean when read, so spdx-tools' per-file rules give no message for it once its
+    licence text and the tail's sources are clean here (else :class:`NotClean`)."""
+
+    def __init__(self, streamed: Streamed, licenses: Mapping[str, Any]) -> None:
+        self.streamed = streamed
+        self.licenses = licenses
+
+    @property
+    def file_ids(self) -> Sequence[str]:
+        return self.streamed.file_ids
+
+    def check_files(self, out: Any, document: Any, version: str, index: Any) -> None:
+        """Nothing to add, once every licence text is clean (``CanonicalFiles.check_files``)."""
+        from spdx_tools.spdx.model.spdx_no_assertion import SpdxNoAssertion
+        from spdx_tools.spdx.model.spdx_none import SpdxNone
+
+        from ninfer_release.sbom._spdx_stream import NotClean
+
+        for parsed in self.licenses.values():
+            if not isinstance(parsed, SpdxNoAssertion | SpdxNone) and _license_texts(parsed, index):
+                raise NotClean
+
+    def check_relationships(self, out: Any, version: str, index: Any) -> None:
+        """Nothing to add, once every source of the tail is clean (each target is a listed file,
+        clean when read): ``CanonicalFiles.check_relationships``."""
+        from ninfer_release.sbom._spdx_stream import NotClean
+
+        for spdx_id in self.streamed.contains_from:
+            if not _id_is_clean(spdx_id, index):
+                raise NotClean
 
 
 def parse_spdx_files(data: bytes) -> dict[str, tuple[str, str]]:

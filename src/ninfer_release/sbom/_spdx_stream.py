@@ -1,19 +1,24 @@
-"""An SPDX JSON document read from its file one array element at a time (issue 13: memory).
+"""An SPDX JSON document read from its file one array element at a time (issue 13: memory, CPU).
 
 A document with 100k files is ~93 MB; read whole, decoded to text and parsed into dicts it held
 ~500 MB at once during ``verify``. :func:`read_streamed` instead reads the file in 1 MiB pieces
-(hashing them as they come), decodes the top-level object's members one by one with the strict
-decoder of :mod:`ninfer_release.strictjson` (``raw_decode`` over a bounded window), and keeps
-each element of ``files`` and ``relationships`` as a compact row (:class:`CompactRows`: a tuple
-of its values whose repeated strings and key orders are shared, ~0.4 KiB per file instead of
-~2.5 KiB of dicts) that gives back an equal dict on demand. The rest of the document (the
-*skeleton*) is decoded as plain values.
+(hashing them as they come) and decodes the top-level object's members one by one with the strict
+decoder of :mod:`ninfer_release.strictjson` (``raw_decode`` over a bounded window). Each element
+of ``files`` is checked as it is decoded and then let go: what is kept of it is its SPDXID and
+its entry in the file map (zip path -> (SHA-1, SHA-256)). Of the ``CONTAINS`` relationships to
+those files that end ``relationships`` only the distinct ``spdxElementId`` values are kept. The
+rest of the document (the *skeleton*) is decoded as plain values.
 
-Only the documents the canonical fast path takes (``sbom._spdx_fast``) are read this way: a file
-entry that is not canonical, a duplicate top-level key, anything the strict decoder refuses
-(duplicate keys, non-finite or over-long numbers, depth), invalid UTF-8, a BOM, trailing data or a
-file that grows while read makes it return ``None``, and the caller reads and parses the whole
-document as before, so every message of a refused document is the one it always was.
+Only a *clean* document is read this way: every file entry has the canonical shape
+(``sbom._spdx_fast.is_canonical_file``) and is one spdx-tools and our own checks give no message
+for (an SPDXID our writer makes, a ``./``-relative clean zip path listed once, exactly one SHA-1
+and one SHA-256 of lowercase hex, see :meth:`_Reader.file`). A file entry that is not clean, a
+duplicate top-level key, anything the strict decoder refuses (duplicate keys, non-finite or
+over-long numbers, depth), invalid UTF-8, a BOM, trailing data or a file that grows while read
+makes it return ``None``, and the caller reads and parses the whole document as before, so every
+message of a refused document is the one it always was. The per-file verdict needs no second
+look at the entries: a licence text or a relationship source that is not clean (decided against
+the skeleton, ``sbom._spdx._check_streamed``) hands the document back too (:class:`NotClean`).
 """
 
 from __future__ import annotations
@@ -23,20 +28,21 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from ninfer_release import strictjson
+from ninfer_release.sbom._ids import SPDX_ID_RE
+from ninfer_release.sbom._spdx import zip_path_problem
 from ninfer_release.sbom._spdx_fast import file_types, is_canonical_file
 
 #: Bytes read per piece (a value larger than the window doubles it, so the work stays linear).
 CHUNK = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-#: Strings that repeat across file entries (shared, not one copy per file).
-_SHARED_KEYS = frozenset({"comment", "copyrightText", "licenseConcluded", "algorithm", "relationshipType"})
 _RELATIONSHIP_KEYS = frozenset({"spdxElementId", "relationshipType", "relatedSpdxElement"})
 
 
@@ -109,6 +115,42 @@ class _Window:
             self.pos = end
             return obj
 
+    def batch(self, each: Callable[[Any], None]) -> int:
+        """Decode, with one call of the strict decoder, the run of complete array elements that
+        starts at the current position and ends in the window, giving each to ``each``: 1 when
+        some were (the position is then after the last), 0 when the window holds no such run, -1
+        when the run did not decode as one (the caller goes on one element at a time).
+
+        The run ends at the window's last line that closes an object at the first element's
+        indentation (``"\\n" + indent + "}"``: a newline is never inside a JSON string, so that
+        brace is structure). Decoded as ``"[" + run + "]"``, a run that is not a sequence of whole
+        elements cannot decode (a strict prefix of an object is not a JSON value), and one that
+        does gives exactly the values one-at-a-time decoding gives. For arrays of small objects
+        (CycloneDX occurrences, ~0.2 KiB each) most of their decoding cost is per call.
+        """
+        if self.peek() != "{":
+            return 0
+        buf, pos = self.buf, self.pos
+        line = buf.rfind("\n", 0, pos)
+        if line < 0 or buf[line:pos].strip(" \t\r\n"):
+            return 0
+        marker = buf[line:pos] + "}"
+        cut = buf.rfind(marker, pos)
+        if cut < 0:
+            return 0
+        end = cut + len(marker)
+        text = "[" + buf[pos:end] + "]"
+        try:
+            values, stop = strictjson._DECODER.raw_decode(text)
+        except (json.JSONDecodeError, strictjson._Refused, RecursionError):
+            return -1
+        if stop != len(text):
+            return -1
+        self.pos = end
+        for value in values:
+            each(value)
+        return 1
+
     def elements(self, each: Callable[[Any], None]) -> None:
         """Each element of the JSON array that comes next, in order."""
         self.take("[")
@@ -125,129 +167,40 @@ class _Window:
                 raise _NotStreamed
 
 
-class _Strings:
-    """One shared copy of each repeated string (and tuple)."""
+def _hex_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """spdx-tools' ``validate_checksum`` expressions for SHA1 and SHA256 (``algorithm_length``),
+    used with ``fullmatch`` (stricter than the library's ``match``, which lets a final LF pass)."""
+    from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
+    from spdx_tools.spdx.validation.checksum_validator import algorithm_length
 
-    def __init__(self) -> None:
-        self.pool: dict[Any, Any] = {}
+    def pattern(name: str) -> re.Pattern[str]:
+        return re.compile("[0-9a-f]{" + algorithm_length[ChecksumAlgorithm[name]] + "}")
 
-    def __call__(self, value: Any) -> Any:
-        return self.pool.setdefault(value, value)
-
-
-def _pack_checksum(c: dict[str, Any], share: _Strings) -> tuple[Any, ...]:
-    """A canonical checksum (exactly ``algorithm`` and ``checksumValue``) as
-    ``(key order, algorithm, value)``."""
-    return (share(tuple(c)), share(c["algorithm"]), c["checksumValue"])
+    return pattern("SHA1"), pattern("SHA256")
 
 
-def _unpack_checksum(packed: tuple[Any, ...]) -> dict[str, Any]:
-    keys, algorithm, value = packed
-    if keys[0] == "algorithm":
-        return {"algorithm": algorithm, "checksumValue": value}
-    return {"checksumValue": value, "algorithm": algorithm}
-
-
-def _pack_entry(entry: dict[str, Any], share: _Strings) -> tuple[Any, ...]:
-    """A canonical file entry as ``(keys, value, …)``: checksums as packed tuples, fileTypes as a
-    shared tuple, repeated strings shared."""
-    out: list[Any] = [share(tuple(entry))]
-    for k, v in entry.items():
-        if k == "checksums":
-            out.append(tuple(_pack_checksum(c, share) for c in v))
-        elif k == "fileTypes":
-            out.append(share(tuple(share(t) for t in v)))
-        else:
-            out.append(share(v) if k in _SHARED_KEYS else v)
-    return tuple(out)
-
-
-def _pack_relationship(rel: Any, share: _Strings, ids: dict[str, str]) -> Any:
-    """A relationship of exactly the three keys with string values as ``(keys, value, …)``;
-    anything else as it is."""
-    if (
-        type(rel) is not dict
-        or rel.keys() != _RELATIONSHIP_KEYS
-        or not all(type(v) is str for v in rel.values())
-    ):
-        return rel
-    return (share(tuple(rel)), *(ids.get(v) or share(v) for v in rel.values()))
-
-
-def _unpack_row(row: Any) -> Any:
-    """The dict a packed row stands for (an unpacked row as it is). Only a file entry has
-    ``checksums`` and ``fileTypes`` (a packed relationship has exactly its three keys)."""
-    if type(row) is not tuple:
-        return row
-    out = dict(zip(row[0], row[1:], strict=True))
-    sums = out.get("checksums")
-    if sums is not None:
-        out["checksums"] = [_unpack_checksum(c) for c in sums]
-    types = out.get("fileTypes")
-    if types is not None:
-        out["fileTypes"] = list(types)
-    return out
-
-
-class CompactRows(Sequence[Any]):
-    """JSON array elements kept as packed rows; each item is given back as an equal new dict
-    (a row that was not packed, as it was). A slice is a view on the same rows."""
-
-    def __init__(self, rows: list[Any], start: int = 0, stop: int | None = None) -> None:
-        self._rows = rows
-        self._start = start
-        self._stop = len(rows) if stop is None else stop
-
-    def __len__(self) -> int:
-        return self._stop - self._start
-
-    @overload
-    def __getitem__(self, i: int) -> Any: ...
-    @overload
-    def __getitem__(self, i: slice) -> CompactRows: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            start, stop, step = i.indices(len(self))
-            if step != 1:
-                raise ValueError("only contiguous slices")
-            return CompactRows(self._rows, self._start + start, self._start + max(start, stop))
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return _unpack_row(self._rows[self._start + i])
-
-    def __iter__(self) -> Iterator[Any]:
-        for k in range(self._start, self._stop):
-            yield _unpack_row(self._rows[k])
-
-    def file_facts(self) -> Iterator[tuple[str, str, tuple[tuple[str, str], ...]]]:
-        """``(fileName, SPDXID, ((algorithm, checksumValue), …))`` of each row, a canonical file
-        entry (what :func:`read_streamed` keeps), without building its dict."""
-        for k in range(self._start, self._stop):
-            row = self._rows[k]
-            keys = row[0]
-            sums = row[1 + keys.index("checksums")]
-            yield (
-                row[1 + keys.index("fileName")],
-                row[1 + keys.index("SPDXID")],
-                tuple((c[1], c[2]) for c in sums),
-            )
+class NotClean(Exception):
+    """Raised while checking a streamed document against its skeleton: a licence text or a
+    relationship source is not clean; the caller hands the document back to the whole path."""
 
 
 @dataclass(frozen=True)
 class Streamed:
-    """What :func:`read_streamed` read: the skeleton (every top-level member but ``files`` and
-    ``relationships``, in document order, ``relationships`` holding ``None`` in its place), the
-    file entries
-    (each canonical) and relationships as :class:`CompactRows`, the entries' SPDXIDs, the
-    distinct ``licenseConcluded`` texts, the file's SHA-256 and its last two bytes."""
+    """What :func:`read_streamed` read of a clean document.
+
+    ``skeleton``: every top-level member but ``files``, in document order, ``relationships``
+    holding the relationships before the ``CONTAINS`` tail (as decoded dicts); ``file_ids``: the
+    entries' SPDXIDs in document order (each once); ``files``: zip path (``fileName`` without its
+    ``./``) -> (SHA-1, SHA-256) in document order; ``licenses``: the distinct ``licenseConcluded``
+    texts; ``contains_from``: the distinct ``spdxElementId`` of the tail (each relationship of it
+    ``CONTAINS`` a listed file, nothing else); ``sha256``: the file's; ``tail``: its last two bytes.
+    """
 
     skeleton: dict[str, Any]
-    files: CompactRows
-    relationships: CompactRows
-    file_ids: Mapping[str, str]
-    license_texts: list[str]
+    file_ids: list[str]
+    files: dict[str, tuple[str, str]]
+    licenses: list[str]
+    contains_from: list[str]
     sha256: str
     tail: bytes
 
@@ -256,31 +209,84 @@ class _Reader:
     """The top-level object of one document, member by member."""
 
     def __init__(self, window: _Window) -> None:
+        from spdx_tools.spdx.validation.spdx_id_validators import is_valid_internal_spdx_id
+
         self.w = window
-        self.share = _Strings()
         self.types = file_types()
-        self.ids: dict[str, str] = {}
+        self.sha1_hex, self.sha256_hex = _hex_patterns()
+        self.library_id_ok = is_valid_internal_spdx_id
+        self.ids: dict[str, None] = {}
+        self.files: dict[str, tuple[str, str]] = {}
         self.licenses: dict[str, None] = {}
-        self.files: list[Any] = []
+        # The run of CONTAINS relationships to listed files since the last other relationship:
+        # (spdxElementId, relatedSpdxElement) each; it is the tail if nothing else follows.
+        self.run_from: list[str] = []
+        self.run_to: list[str] = []
         self.relationships: list[Any] = []
         self.skeleton: dict[str, Any] = {}
         self.seen: set[str] = set()
 
     def file(self, entry: Any) -> None:
+        """Keep the SPDXID and the file map entry of a clean entry; anything else: not streamed.
+
+        Clean: canonical shape; exactly ``[SHA1, SHA256]`` (either order) with lowercase hex
+        values of their length (spdx-tools' ``validate_checksum`` gives no message, our map has
+        both); the SPDXID matches :data:`~ninfer_release.sbom._ids.SPDX_ID_RE` whole (implies
+        spdx-tools' ``validate_spdx_id`` without a colon; checked with the library's too) and is
+        new; ``fileName`` is ``./`` + a clean zip path (``zip_path_problem``) not listed before.
+        """
         if not is_canonical_file(entry, self.types):
             raise _NotStreamed
-        row = _pack_entry(entry, self.share)
-        spdx_id = row[1 + row[0].index("SPDXID")]
-        self.ids[spdx_id] = spdx_id
+        sums = entry["checksums"]
+        if len(sums) != 2:
+            raise _NotStreamed
+        first, second = sums
+        if first["algorithm"] == "SHA1" and second["algorithm"] == "SHA256":
+            sha1, sha256 = first["checksumValue"], second["checksumValue"]
+        elif first["algorithm"] == "SHA256" and second["algorithm"] == "SHA1":
+            sha1, sha256 = second["checksumValue"], first["checksumValue"]
+        else:
+            raise _NotStreamed
+        spdx_id, name = entry["SPDXID"], entry["fileName"]
+        path = name[2:]
+        if not (
+            self.sha1_hex.fullmatch(sha1)
+            and self.sha256_hex.fullmatch(sha256)
+            and SPDX_ID_RE.fullmatch(spdx_id)
+            and self.library_id_ok(spdx_id)
+            and spdx_id not in self.ids
+            and name.startswith("./")
+            and zip_path_problem(path) is None
+            and path not in self.files
+        ):
+            raise _NotStreamed
+        self.ids[spdx_id] = None
+        self.files[path] = (sha1, sha256)
         if "licenseConcluded" in entry:
             self.licenses.setdefault(entry["licenseConcluded"])
-        self.files.append(row)
 
     def relationship(self, rel: Any) -> None:
-        packed = _pack_relationship(rel, self.share, self.ids)
-        if packed is rel and strictjson._deeper_than(rel, strictjson.MAX_DEPTH - 2):
+        if (
+            type(rel) is dict
+            and rel.keys() == _RELATIONSHIP_KEYS
+            and rel["relationshipType"] == "CONTAINS"
+            and type(rel["spdxElementId"]) is str
+            and type(rel["relatedSpdxElement"]) is str
+            and rel["relatedSpdxElement"] in self.ids
+        ):
+            self.run_from.append(sys.intern(rel["spdxElementId"]))
+            self.run_to.append(rel["relatedSpdxElement"])
+            return
+        if strictjson._deeper_than(rel, strictjson.MAX_DEPTH - 2):
             raise _NotStreamed
-        self.relationships.append(packed)
+        # Not the tail after all: the run goes back into the document as the dicts it was.
+        self.relationships.extend(
+            {"spdxElementId": a, "relationshipType": "CONTAINS", "relatedSpdxElement": b}
+            for a, b in zip(self.run_from, self.run_to, strict=True)
+        )
+        self.run_from.clear()
+        self.run_to.clear()
+        self.relationships.append(rel)
 
     def member(self) -> None:
         if self.w.peek() != '"':
@@ -295,7 +301,7 @@ class _Reader:
             return
         if key == "relationships" and self.w.peek() == "[":
             self.w.elements(self.relationship)
-            self.skeleton[key] = None  # its place in the document's order
+            self.skeleton[key] = self.relationships
             return
         value = self.w.value()
         if strictjson._deeper_than(value, strictjson.MAX_DEPTH - 1):
@@ -334,10 +340,10 @@ def read_streamed(path: Path, *, limit: int) -> Streamed | None:
         os.close(fd)
     return Streamed(
         skeleton=reader.skeleton,
-        files=CompactRows(reader.files),
-        relationships=CompactRows(reader.relationships),
-        file_ids=reader.ids,
-        license_texts=list(reader.licenses),
+        file_ids=list(reader.ids),
+        files=reader.files,
+        licenses=list(reader.licenses),
+        contains_from=list(dict.fromkeys(reader.run_from)),
         sha256=window.sha256.hexdigest(),
         tail=window.tail,
     )
