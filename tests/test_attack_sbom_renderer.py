@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import resource
 import signal
 import threading
 from pathlib import Path
@@ -98,3 +99,33 @@ def test_a_stuck_child_does_not_hang_the_parent_on_a_large_job(tmp_path: Path, l
             worker.join()
         assert not hung, "render() did not return within its timeout: the job's write blocked"
         assert answers == [None]
+
+
+@pytest.mark.xfail(
+    raises=ValueError,
+    strict=True,
+    reason="defect (attack): render() waits with select(), which refuses a descriptor >= 1024 "
+    "(ValueError) instead of giving None (build/_image.py, owner: image)",
+)
+def test_a_renderer_whose_pipes_are_numbered_above_1024_still_answers_or_falls_back(
+    tmp_path: Path, lone_thread: None
+) -> None:
+    """A process started with many descriptors open (inherited from a CI runner, say): the
+    child's pipes get numbers above select()'s FD_SETSIZE; render() must still give an answer or
+    ``None``, not fail the build."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip("cannot open 1024 descriptors here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    held: list[int] = []
+    try:
+        while not held or held[-1] < 1030:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        renderer = _forked()
+        with contextlib.closing(renderer):
+            assert renderer._results is not None and renderer._results >= 1024
+            assert renderer.render(_job(tmp_path), timeout=_HANG_S) is None  # the job fails there
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
