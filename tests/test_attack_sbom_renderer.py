@@ -10,6 +10,7 @@ must not hang the parent in the job's write, where no timeout applies.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pickle
 import resource
@@ -129,3 +130,28 @@ def test_a_renderer_whose_pipes_are_numbered_above_1024_still_answers_or_falls_b
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.xfail(
+    raises=OSError,
+    strict=True,
+    reason="defect (attack): SbomRenderer.start() lets a failed fork (EAGAIN: a pids limit) or "
+    "pipe (EMFILE) fail the image build instead of rendering in-process (build/_image.py, owner: image)",
+)
+@pytest.mark.parametrize("call", ["fork", "pipe"])
+def test_no_fork_or_pipe_to_be_had_means_no_renderer_not_a_failed_build(
+    monkeypatch: pytest.MonkeyPatch, lone_thread: None, call: str
+) -> None:
+    """The child is only a head start: where the system gives no process (or no pipe), the build
+    renders in its own process, as where there is no ``fork`` at all, and leaks no descriptor."""
+    before = sorted(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else []
+
+    def refused(*args: object) -> object:
+        code = errno.EAGAIN if call == "fork" else errno.EMFILE
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, call, refused)
+    with _image.sbom_renderer() as renderer:
+        assert renderer is None
+    monkeypatch.undo()
+    assert (sorted(os.listdir("/proc/self/fd")) if before else []) == before
