@@ -72,12 +72,6 @@ def test_a_child_that_dies_mid_answer_is_rendered_again_here(
         os.waitpid(pid, os.WNOHANG)  # reaped
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="defect (attack): render() writes a job larger than the pipe buffer without a timeout; "
-    "a child stuck before reading it hangs the parent (build/_image.py, owner: image)",
-)
 def test_a_stuck_child_does_not_hang_the_parent_on_a_large_job(tmp_path: Path, lone_thread: None) -> None:
     renderer = _forked()
     with contextlib.closing(renderer):
@@ -102,12 +96,6 @@ def test_a_stuck_child_does_not_hang_the_parent_on_a_large_job(tmp_path: Path, l
         assert answers == [None]
 
 
-@pytest.mark.xfail(
-    raises=ValueError,
-    strict=True,
-    reason="defect (attack): render() waits with select(), which refuses a descriptor >= 1024 "
-    "(ValueError) instead of giving None (build/_image.py, owner: image)",
-)
 def test_a_renderer_whose_pipes_are_numbered_above_1024_still_answers_or_falls_back(
     tmp_path: Path, lone_thread: None
 ) -> None:

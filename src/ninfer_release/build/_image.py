@@ -241,13 +241,16 @@ class SbomRenderer:
     def render(self, job: _SbomJob, *, timeout: float = 600.0) -> sbom.ImageSboms | None:
         """The SBOMs of ``job`` rendered by the child, or ``None`` if it gave none within
         ``timeout`` seconds (then the caller renders them); ends the child either way."""
+        deadline = time.monotonic() + timeout
         try:
             if self._jobs is None or self._results is None:
                 return None
-            with contextlib.suppress(OSError), os.fdopen(self._jobs, "wb") as jobs:
-                self._jobs = None
-                pickle.dump(job, jobs, protocol=pickle.HIGHEST_PROTOCOL)
-            answer = _read_all(self._results, timeout=timeout)
+            sent = _write_all(
+                self._jobs, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL), deadline=deadline
+            )
+            os.close(self._jobs)  # the end of the job for the child
+            self._jobs = None
+            answer = _read_all(self._results, deadline=deadline) if sent else None
         finally:
             self.close()
         try:
@@ -270,13 +273,39 @@ class SbomRenderer:
                 os.waitpid(pid, 0)
 
 
-def _read_all(fd: int, *, timeout: float) -> bytes | None:
-    """Everything ``fd`` (a pipe) gives until its end, or ``None`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+def _wait(fd: int, events: int, *, deadline: float) -> bool:
+    """Whether ``fd`` is ready for ``events`` (or hung up) before ``deadline`` (``time.monotonic``).
+
+    ``poll``, not ``select``: a process started with many descriptors open gets pipes numbered
+    above ``select``'s limit of 1024 (it raised ``ValueError`` there).
+    """
+    poller = select.poll()
+    poller.register(fd, events)
+    return bool(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
+
+
+def _write_all(fd: int, data: bytes, *, deadline: float) -> bool:
+    """Write ``data`` to the pipe ``fd`` before ``deadline``; ``False`` if that failed or did not
+    finish in time (a child stuck before reading a job larger than the pipe's buffer)."""
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    while view:
+        if not _wait(fd, select.POLLOUT, deadline=deadline):
+            return False
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
+        except OSError:  # EPIPE: the child is gone
+            return False
+    return True
+
+
+def _read_all(fd: int, *, deadline: float) -> bytes | None:
+    """Everything the pipe ``fd`` gives until its end, or ``None`` if it has not ended by ``deadline``."""
     pieces: list[bytes] = []
     while True:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
+        if not _wait(fd, select.POLLIN, deadline=deadline):
             return None
         piece = os.read(fd, 1 << 16)
         if not piece:
