@@ -120,12 +120,6 @@ def test_a_renderer_whose_pipes_are_numbered_above_1024_still_answers_or_falls_b
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-@pytest.mark.xfail(
-    raises=OSError,
-    strict=True,
-    reason="defect (attack): SbomRenderer.start() lets a failed fork (EAGAIN: a pids limit) or "
-    "pipe (EMFILE) fail the image build instead of rendering in-process (build/_image.py, owner: image)",
-)
 @pytest.mark.parametrize("call", ["fork", "pipe"])
 def test_no_fork_or_pipe_to_be_had_means_no_renderer_not_a_failed_build(
     monkeypatch: pytest.MonkeyPatch, lone_thread: None, call: str

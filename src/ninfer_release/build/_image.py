@@ -218,13 +218,21 @@ class SbomRenderer:
 
     @classmethod
     def start(cls) -> SbomRenderer | None:
-        """Fork the renderer; ``None`` where there is no ``fork`` or the process has threads
-        (forking a threaded process could leave the child with locks no thread will release)."""
+        """Fork the renderer; ``None`` where there is no ``fork``, the process has threads
+        (forking a threaded process could leave the child with locks no thread will release), or
+        no pipe or process can be had (then the caller renders in its own process)."""
         if not hasattr(os, "fork") or threading.active_count() != 1:
             return None
-        jobs_r, jobs_w = os.pipe()
-        results_r, results_w = os.pipe()
-        pid = os.fork()
+        opened: list[int] = []
+        try:
+            opened.extend(os.pipe())
+            opened.extend(os.pipe())
+            pid = os.fork()
+        except OSError:  # no descriptors (EMFILE) or processes (EAGAIN) to be had: render here
+            for fd in opened:
+                os.close(fd)
+            return None
+        jobs_r, jobs_w, results_r, results_w = opened
         if pid == 0:  # pragma: no cover - the child; its work is checked through the parent
             code = 1
             try:
