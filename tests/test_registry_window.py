@@ -145,3 +145,30 @@ def test_on_tls_a_file_range_is_read_and_sent_not_sendfiled(
         send_file_range(FakeTls(), FileRange(stream, 3, len(data) - 3))
     assert b"".join(sent) == data[3:]
     assert max(len(p) for p in sent) <= 4 << 20
+
+
+def test_a_socket_wrapper_that_is_not_a_plain_socket_gets_sendall_not_sendfile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An allowlist: a socket subclass (an encrypting or tunnelling wrapper that is no
+    ``ssl.SSLSocket``) must never have the file's plain bytes written to its descriptor."""
+    import os
+
+    path = tmp_path / "blob"
+    data = bytes(range(256)) * 1_000
+    path.write_bytes(data)
+
+    def no_sendfile(*args: object) -> int:
+        raise AssertionError("sendfile on a wrapped socket")
+
+    monkeypatch.setattr(os, "sendfile", no_sendfile)
+    sent: list[bytes] = []
+
+    class Wrapper(socket.socket):
+        def sendall(self, data: object, flags: int = 0) -> None:  # type: ignore[override]
+            assert isinstance(data, bytes)
+            sent.append(data)
+
+    with Wrapper() as wrapped, path.open("rb") as stream:
+        send_file_range(wrapped, FileRange(stream, 0, len(data)))
+    assert b"".join(sent) == data

@@ -238,7 +238,9 @@ def send_file_range(sock: socket.socket, piece: FileRange) -> None:
     through Python, and the thread takes the GIL back once per call, not after every fill of the
     socket buffer as a send with a Python timeout does (issue 11: the publish verification's
     threads hold the GIL meanwhile). On TLS (or without ``os.sendfile``): read with ``os.pread`` in
-    4 MiB pieces and sent. Neither moves the file's offset.
+    4 MiB pieces and sent. Only a socket of exactly ``socket.socket`` is given to the kernel; any
+    other class (``ssl.SSLSocket`` or another wrapper) is sent through its own ``sendall``.
+    Neither moves the file's offset.
 
     Raises:
         TimeoutError: no byte could be sent for the socket's timeout.
@@ -248,7 +250,9 @@ def send_file_range(sock: socket.socket, piece: FileRange) -> None:
     """
     fd = piece.file.fileno()
     offset, end = piece.offset, piece.offset + piece.length
-    if isinstance(sock, ssl.SSLSocket) or not hasattr(os, "sendfile"):
+    # An allowlist, not a TLS check: only a plain kernel socket may be given the file's bytes by
+    # the kernel; any wrapper (TLS of whatever class, a proxy's tunnel) gets them through sendall.
+    if type(sock) is not socket.socket or not hasattr(os, "sendfile"):
         while offset < end:
             data = os.pread(fd, min(_READ_PIECE, end - offset), offset)
             if not data:
