@@ -258,7 +258,8 @@ class _Package:
 
 
 def _build_package(run: _Run, stage: Path) -> _Package:
-    """Compress, check and zip the package into ``stage`` (self-checked); render both SBOMs.
+    """Compress, check and zip the package into ``stage`` (self-checked); render both SBOMs into
+    their files there (``<stage>/<names.spdx>``, ``<stage>/<names.cdx>``), each let go once written.
 
     Raises:
         InputError: a lock digest mismatch, an unreadable PE image (exit 4).
@@ -277,10 +278,17 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         pe_by_staged = pe_headers.result()
     spdx_bytes = _spdx(work, _file_records(work, members, pe_by_staged))
     package = work.package.with_generated({work.spdx_member: spdx_bytes})
+    member_names, level = tuple(package.names), package.deflate_level
     spdx_entry = [e for e in package.generated_entries if e.name == work.spdx_member]
+    del package
     members += packaging.compress_members(
-        spdx_entry, workdir=run.spool, workers=1, level=package.deflate_level, layout=run.layout
+        spdx_entry, workdir=run.spool, workers=1, level=level, layout=run.layout
     )
+    # Entry 2 goes into its file now and its bytes go (with 100k files ~93 MB, not held through
+    # the CycloneDX document: issue 13, memory); the seal hashes the file.
+    del spdx_entry
+    (stage / names.spdx).write_bytes(spdx_bytes)
+    del spdx_bytes
     zres = packaging.finish_zip(run.layout, members, stage / names.zip, epoch=release.source_date_epoch)
     # Its size, digest and scan only: its per-member entries are not held through the CycloneDX
     # document (issue 13: memory at 100k members).
@@ -295,12 +303,11 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         definition=str(release.path),
     )
     pe_infos = {work.zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
+    (stage / names.cdx).write_bytes(_cyclonedx(work, members, sha_of, pe_infos, zip_sha256))
     built = BuiltPackage(
         size=zip_size,
         sha256=zip_sha256,
-        member_names=tuple(package.names),
-        spdx=spdx_bytes,
-        cdx=_cyclonedx(work, members, sha_of, pe_infos, zip_sha256),
+        member_names=member_names,
         staged_inputs={f.path: sha_of[f.path] for f in staged.files if f.path in sha_of},
         stand_ins=tuple(_stand_in_paths(staged, work.zip_name_of)),
         cuda_runtime_version=_cuda_runtime(pe_infos),
@@ -422,7 +429,7 @@ def build_native_set(
         sealed = seal_native_set(
             stage, out=target, inputs=_seal_inputs(work), package=package.built, receipts=work.source.receipts
         )
-        del package  # its SBOM bytes are written; not held through the verify (issue 13: memory)
+        del package  # not held through the verify (issue 13: memory)
     return NativeBuild(sealed=sealed, scan=scan, verify="verify" in plan.checks)
 
 

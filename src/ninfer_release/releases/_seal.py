@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ninfer_release import packaging
 from ninfer_release.checksums import render_sha256sums
-from ninfer_release.hashing import sha256_bytes
+from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.manifests import ConfigHash, Lane, NativeLaneEntry, Release, Rollback
 from ninfer_release.profiles import (
     PathBudget,
@@ -147,8 +147,9 @@ def lane_facts(release: Release, lane: Lane, profile: Profile) -> LaneFacts:
 @dataclass(frozen=True, kw_only=True)
 class BuiltPackage:
     """What the build made of a native lane, for sealing: the zip (already at ``<stage>/<names.zip>``,
-    ``size`` bytes, ``sha256``), its member names, the SPDX and CycloneDX entries' bytes, and what
-    the records state about its inputs.
+    ``size`` bytes, ``sha256``), its member names, and what the records state about its inputs.
+    The SPDX and CycloneDX entries are already written too (``<stage>/<names.spdx>``,
+    ``<stage>/<names.cdx>``): the seal hashes those files, streamed, so their bytes are not held.
 
     ``staged_inputs`` maps each staged path read to its SHA-256; ``stand_ins`` are the zip paths of
     the files declared stand-ins; ``cuda_runtime_version`` comes from the shipped CUDA runtime's PE
@@ -158,8 +159,6 @@ class BuiltPackage:
     size: int
     sha256: str
     member_names: tuple[str, ...]
-    spdx: bytes
-    cdx: bytes
     staged_inputs: Mapping[str, str]
     stand_ins: tuple[str, ...]
     cuda_runtime_version: str | None
@@ -187,10 +186,12 @@ def _file_ref(release: Release, lane: Lane, name: str, *, size: int, sha256: str
 
 @dataclass(frozen=True, kw_only=True)
 class _Sealing:
-    """One set being sealed: its inputs, the built package, the names, the blobs written so far."""
+    """One set being sealed: its inputs, the built package, the entries already in the stage
+    (the SBOMs, hashed from their files) and the blobs rendered so far."""
 
     inputs: SealInputs
     package: BuiltPackage
+    files: Mapping[str, FileRef]
     blobs: dict[str, bytes]
 
     @property
@@ -202,8 +203,19 @@ class _Sealing:
         release, lane = self.inputs.release, self.inputs.lane
         if name == self.names.zip:
             return _file_ref(release, lane, name, size=self.package.size, sha256=self.package.sha256)
+        if name in self.files:
+            return self.files[name]
         data = self.blobs[name]
         return _file_ref(release, lane, name, size=len(data), sha256=sha256_bytes(data))
+
+
+def _written_ref(release: Release, lane: Lane, path: Path) -> FileRef:
+    """The published file ``path`` (already in the stage): its size and SHA-256, read streamed.
+
+    Raises:
+        OSError: the file is missing or unreadable.
+    """
+    return _file_ref(release, lane, path.name, size=path.stat().st_size, sha256=sha256_file(path))
 
 
 def _binding(inputs: SealInputs, package: BuiltPackage) -> Binding:
@@ -272,13 +284,16 @@ def seal_native_set(
     package: BuiltPackage,
     receipts: Sequence[LoadedReceipt],
 ) -> SealedSet:
-    """Seal the set in ``stage`` (which holds the zip) and return it as it will be at ``out``.
+    """Seal the set in ``stage`` (which holds the zip, the SPDX and the CycloneDX entries) and
+    return it as it will be at ``out``.
 
     Binds ``receipts`` (any lane's; :func:`bind_receipts`: those of this lane must name its exact
-    bytes, package SHA-256 included), then writes entries 2–10 and ``SHA256SUMS`` (mode 0644).
+    bytes, package SHA-256 included), hashes the two SBOM files (streamed, 1 MiB at a time: their
+    bytes are never held), then writes entries 4–10 and ``SHA256SUMS``; every file mode 0644.
 
     Raises:
         IntegrityError: a receipt names other bytes, or has a failed gate (exit 5).
+        OSError: an SBOM file is missing from ``stage``.
     """
     release, lane, profile, rendered, recipe = (
         inputs.release,
@@ -298,9 +313,8 @@ def seal_native_set(
     )
     binding = _binding(inputs, package)
     qualification = bind_receipts(receipts, binding)
+    files = {n: _written_ref(release, lane, stage / n) for n in (names.spdx, names.cdx)}
     blobs: dict[str, bytes] = {
-        names.spdx: package.spdx,
-        names.cdx: package.cdx,
         names.config: rendered.data,
         names.profile: profile_asset(profile, rendered),
         names.model: model_record(release.model).to_bytes(),
@@ -308,7 +322,7 @@ def seal_native_set(
             inputs.facts, qualification=qualification, binding=binding
         ).to_bytes(),
     }
-    sealing = _Sealing(inputs=inputs, package=package, blobs=blobs)
+    sealing = _Sealing(inputs=inputs, package=package, files=files, blobs=blobs)
     blobs[names.provenance] = _provenance(sealing)
     blobs[names.route] = _route(sealing, budget=budget, instance=instance)
     blobs[names.manifest] = _component_manifest(
