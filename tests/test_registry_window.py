@@ -165,7 +165,7 @@ def test_a_socket_wrapper_that_is_not_a_plain_socket_gets_sendall_not_sendfile(
     sent: list[bytes] = []
 
     class Wrapper(socket.socket):
-        def sendall(self, data: object, flags: int = 0) -> None:  # type: ignore[override]
+        def sendall(self, data: object, flags: int = 0) -> None:
             assert isinstance(data, bytes)
             sent.append(data)
 
