@@ -36,6 +36,7 @@ from ninfer_release.sbom._spdx_fast import (
     CanonicalFiles,
     _id_is_clean,
     _parse_licenses,
+    parse_skeleton,
     split_checked,
     validate_canonical,
 )
@@ -933,9 +934,6 @@ def _check_streamed(streamed: Streamed) -> list[str] | None:
     Raises:
         NotClean: a licence text or a tail relationship's source would give a message.
     """
-    from spdx_tools.spdx.parser.error import SPDXParsingError
-    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
-
     relationships = streamed.skeleton.get("relationships", [])
     split = split_checked(streamed.skeleton, streamed.file_ids, [], ())
     if split is None or type(relationships) is not list:
@@ -945,9 +943,8 @@ def _check_streamed(streamed: Streamed) -> list[str] | None:
     licenses = _parse_licenses(streamed.licenses)
     if licenses is None:
         return None
-    try:
-        skeleton = JsonLikeDictParser().parse(skeleton_raw)  # type: ignore[no-untyped-call]
-    except SPDXParsingError:
+    skeleton = parse_skeleton(skeleton_raw)
+    if skeleton is None:
         return None
     extra = _StreamedExtra(streamed, licenses)
     out = [m.validation_message for m in validate_full_document(skeleton, "SPDX-2.3", extra=extra)]

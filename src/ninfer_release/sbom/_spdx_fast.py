@@ -281,6 +281,18 @@ def validate_canonical(raw: dict[str, Any]) -> CanonicalVerdict | None:
     return validate_split(skeleton_raw, entries, contains, license_texts(entries))
 
 
+def parse_skeleton(skeleton_raw: dict[str, Any]) -> Any:
+    """The spdx-tools ``Document`` of a split skeleton (its files and ``CONTAINS`` tail taken out), or
+    ``None`` when spdx-tools' JSON-like parser refuses it (the caller then checks the document whole)."""
+    from spdx_tools.spdx.parser.error import SPDXParsingError
+    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
+
+    try:
+        return JsonLikeDictParser().parse(skeleton_raw)  # type: ignore[no-untyped-call]
+    except SPDXParsingError:
+        return None
+
+
 def validate_split(
     skeleton_raw: dict[str, Any],
     entries: Sequence[dict[str, Any]],
@@ -290,15 +302,11 @@ def validate_split(
     """:func:`validate_canonical` of a document already split (:func:`split_canonical`, or the
     streamed reader ``sbom._spdx_stream``); ``texts``: the distinct ``licenseConcluded`` values of
     ``entries``. ``None`` when the skeleton or a licence text does not parse."""
-    from spdx_tools.spdx.parser.error import SPDXParsingError
-    from spdx_tools.spdx.parser.jsonlikedict.json_like_dict_parser import JsonLikeDictParser
-
     licenses = _parse_licenses(texts)
     if licenses is None:
         return None
-    try:
-        skeleton = JsonLikeDictParser().parse(skeleton_raw)  # type: ignore[no-untyped-call]
-    except SPDXParsingError:
+    skeleton = parse_skeleton(skeleton_raw)
+    if skeleton is None:
         return None
     files = CanonicalFiles(entries=entries, relationships=contains, licenses=licenses)
     messages = validate_full_document(skeleton, "SPDX-2.3", extra=files)
