@@ -23,7 +23,6 @@ message of such a document is the one it always was.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,13 +30,12 @@ from typing import Any
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.sbom._cdx_fast import occurrence_is_clean
-from ninfer_release.sbom._spdx_stream import _NotStreamed, _Window
+from ninfer_release.sbom._spdx_stream import _NotStreamed, _Window, read_window
 
 #: The members descended into, outermost first; the last one is the streamed array.
 _PATH = ("metadata", "component", "evidence", "occurrences")
 _OCCURRENCE_KEYS = frozenset({"additionalContext", "bom-ref", "location"})
 _CONTEXT = "sha256:"
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)
@@ -139,22 +137,20 @@ def read_streamed(path: Path, *, limit: int) -> CdxStreamed | None:
     """The CycloneDX document in ``path`` read piece by piece (see the module docstring), or
     ``None`` when it is not read this way (the caller then reads it whole and gets every message
     as before). ``limit``: the most bytes it may have."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError:
-        return None
-    try:
-        window = _Window(fd, limit)
+
+    def read(window: _Window) -> tuple[_Reader, dict[str, Any]] | None:
         reader = _Reader(window)
         if window.peek() != "{":
             return None
         skeleton = reader.object(1, _PATH)
         if window.peek() != "":
             return None  # trailing data: the whole-file read names it
-    except (_NotStreamed, strictjson._Refused, UnicodeDecodeError, RecursionError, OSError):
+        return reader, skeleton
+
+    found = read_window(path, limit, read)
+    if found is None:
         return None
-    finally:
-        os.close(fd)
+    (reader, skeleton), window = found
     return CdxStreamed(
         skeleton=skeleton, rest=reader.rest, sha256=window.sha256.hexdigest(), tail=window.tail
     )

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ninfer_release import strictjson
 from ninfer_release.sbom._ids import SPDX_ID_RE
@@ -42,6 +42,7 @@ from ninfer_release.sbom._spdx_fast import file_types, is_canonical_file
 #: Bytes read per piece (a value larger than the window doubles it, so the work stays linear).
 CHUNK = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
+_T = TypeVar("_T")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _RELATIONSHIP_KEYS = frozenset({"spdxElementId", "relationshipType", "relatedSpdxElement"})
 
@@ -322,22 +323,39 @@ class _Reader:
             raise _NotStreamed
 
 
-def read_streamed(path: Path, *, limit: int) -> Streamed | None:
-    """The SPDX document in ``path`` read piece by piece (see the module docstring), or ``None``
-    when it is not read this way (the caller then reads it whole and gets every message as
-    before). ``limit``: the most bytes it may have."""
+def read_window(path: Path, limit: int, read: Callable[[_Window], _T | None]) -> tuple[_T, _Window] | None:
+    """``read``'s answer for a :class:`_Window` of at most ``limit`` bytes over ``path``, and that
+    window (its SHA-256 and tail), or ``None`` when ``path`` cannot be opened, ``read`` answers
+    ``None`` or it raises what a document not read this way raises (``_NotStreamed``, a strict-JSON
+    refusal, bad UTF-8, too deep, an I/O error); the file is closed either way."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError:
         return None
     try:
         window = _Window(fd, limit)
-        reader = _Reader(window)
-        reader.document()
+        answer = read(window)
     except (_NotStreamed, strictjson._Refused, UnicodeDecodeError, RecursionError, OSError):
         return None
     finally:
         os.close(fd)
+    return None if answer is None else (answer, window)
+
+
+def read_streamed(path: Path, *, limit: int) -> Streamed | None:
+    """The SPDX document in ``path`` read piece by piece (see the module docstring), or ``None``
+    when it is not read this way (the caller then reads it whole and gets every message as
+    before). ``limit``: the most bytes it may have."""
+
+    def read(window: _Window) -> _Reader:
+        reader = _Reader(window)
+        reader.document()
+        return reader
+
+    found = read_window(path, limit, read)
+    if found is None:
+        return None
+    reader, window = found
     return Streamed(
         skeleton=reader.skeleton,
         file_ids=list(reader.ids),
