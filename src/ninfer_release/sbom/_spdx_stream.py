@@ -24,6 +24,7 @@ the skeleton, ``sbom._spdx._check_streamed``) hands the document back too (:clas
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import json
 import os
@@ -152,13 +153,18 @@ class _Window:
             each(value)
         return 1
 
-    def elements(self, each: Callable[[Any], None]) -> None:
-        """Each element of the JSON array that comes next, in order."""
+    def elements(self, each: Callable[[Any], None], fast: _Fast | None = None) -> None:
+        """Each element of the JSON array that comes next, in order. With ``fast``, each run of
+        elements its expression matches whole with the comma after them (in the window) is
+        given to its handler as those matches instead of being decoded (:class:`_Fast`); the
+        element after a run (the last one, or one cut by the window's end) is decoded."""
         self.take("[")
         if self.peek() == "]":
             self.pos += 1
             return
         while True:
+            if fast is not None:
+                self.pos = fast.run(self.buf, self.pos)
             each(self.value())
             nxt = self.peek()
             self.pos += 1
@@ -178,6 +184,87 @@ def _hex_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
         return re.compile("[0-9a-f]{" + algorithm_length[ChecksumAlgorithm[name]] + "}")
 
     return pattern("SHA1"), pattern("SHA256")
+
+
+#: JSON whitespace (RFC 8259 §2) and a JSON string without escapes or control characters: such
+#: a string decodes to its text between the quotes exactly (the strict decoder refuses a raw
+#: control character, and a window's text is valid UTF-8 without surrogates).
+_W = r"[ \t\n\r]*"
+_S = r'"([^"\\\x00-\x1f]*)"'
+
+
+def _key(name: str) -> str:
+    """The expression of ``"name":`` with whitespace around it."""
+    return _W + '"' + name + '"' + _W + ":" + _W
+
+
+@dataclass(frozen=True)
+class _Fast:
+    """An expression that matches one array element whole, and what to do with its match: an
+    element that matches is exactly the object whose members the expression spells, in that
+    order, with those string values (one key each, so no duplicate); one that does not is
+    decoded by the strict decoder as before (:meth:`_Window.elements`)."""
+
+    pattern: re.Pattern[str]
+    handle: Callable[[re.Match[str]], None]
+
+    def run(self, buf: str, pos: int) -> int:
+        """Hand each element that matches with its comma, from ``pos`` on, to the handler; the
+        position after the last one."""
+        match, handle = self.pattern.match, self.handle
+        m = match(buf, pos)
+        while m is not None:
+            pos = m.end()
+            handle(m)
+            m = match(buf, pos)
+        return pos
+
+
+@functools.cache
+def _file_pattern() -> re.Pattern[str]:
+    """A file entry as our writer spells it (keys sorted): SPDXID matching
+    :data:`~ninfer_release.sbom._ids.SPDX_ID_RE` (a subset of spdx-tools' internal-id rule), the
+    checksums ``[SHA1, SHA256]`` in lowercase hex of the lengths spdx-tools' ``validate_checksum``
+    wants, optional comment and copyrightText, fileName ``./``-relative, optional fileTypes (at
+    least one name; each is checked against spdx-tools' FileType names) and licenseConcluded;
+    then the comma after the entry."""
+    from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
+    from spdx_tools.spdx.validation.checksum_validator import algorithm_length
+
+    def checksum(name: str) -> str:
+        digits = str(algorithm_length[ChecksumAlgorithm[name]])
+        value = '"([0-9a-f]{' + digits + '})"'
+        return f'{_W}\\{{{_key("algorithm")}"{name}"{_W},{_key("checksumValue")}{value}{_W}\\}}{_W}'
+
+    name = '"' + r"(SPDXRef-[A-Za-z0-9.-]+)" + '"'
+    types = '"[A-Z_]+"' + "(?:" + _W + "," + _W + '"[A-Z_]+")*'
+    return re.compile(
+        r"[ \t\n\r]*\{" + _key("SPDXID") + name + _W + ","
+        + _key("checksums") + r"\[" + checksum("SHA1") + "," + checksum("SHA256") + r"\]" + _W + ","
+        + "(?:" + _key("comment") + _S + _W + ",)?"
+        + "(?:" + _key("copyrightText") + _S + _W + ",)?"
+        + _key("fileName") + r'"\./([^"\\<>:|?*\x00-\x1f]*)"' + _W
+        + "(?:," + _key("fileTypes") + r"\[" + _W + "(" + types + ")" + _W + r"\]" + _W + ")?"
+        + "(?:," + _key("licenseConcluded") + _S + _W + ")?"
+        + r"\}" + _W + ","
+    )  # fmt: skip
+
+
+#: A bare CONTAINS relationship as our writer spells it (and the comma after it).
+_CONTAINS = re.compile(
+    r"[ \t\n\r]*\{" + _key("spdxElementId") + _S + _W + "," + _key("relatedSpdxElement") + _S + _W
+    + "," + _key("relationshipType") + '"CONTAINS"' + _W + r"\}" + _W + ","
+)  # fmt: skip
+_TYPE_NAME = re.compile(r'"([A-Z_]+)"')
+
+
+def _segments_clean(path: str) -> bool:
+    """``zip_path_problem(path) is None`` for a path without the characters it refuses (what the
+    fileName expression of :func:`_file_pattern` lets through): no segment is empty, ``.`` or
+    ``..`` (an empty path, a leading ``/`` or ``./`` each make one), found as ``//``, ``/./``
+    or ``/../`` in the path between slashes."""
+    framed = "/" + path + "/"
+    return "//" not in framed and "/./" not in framed and "/../" not in framed
 
 
 class NotClean(Exception):
@@ -216,7 +303,9 @@ class _Reader:
         self.types = file_types()
         self.sha1_hex, self.sha256_hex = _hex_patterns()
         self.library_id_ok = is_valid_internal_spdx_id
-        self.ids: dict[str, None] = {}
+        #: Each SPDXID -> itself: a tail relationship's target is kept as this very string.
+        self.ids: dict[str, str] = {}
+        self.type_lists: dict[str, bool] = {}
         self.files: dict[str, tuple[str, str]] = {}
         self.licenses: dict[str, None] = {}
         # The run of CONTAINS relationships to listed files since the last other relationship:
@@ -261,10 +350,40 @@ class _Reader:
             and path not in self.files
         ):
             raise _NotStreamed
-        self.ids[spdx_id] = None
+        self.ids[spdx_id] = spdx_id
         self.files[path] = (sha1, sha256)
         if "licenseConcluded" in entry:
             self.licenses.setdefault(entry["licenseConcluded"])
+
+    def file_match(self, m: re.Match[str]) -> None:
+        """:meth:`file` of an entry :func:`_file_pattern` matched: its shape, checksums and SPDXID
+        rules and the path's characters hold by the expression; what is left is the fileTypes
+        names, the path's segments and that the SPDXID and the path are new."""
+        spdx_id, sha1, sha256, _, _, path, types, license_text = m.groups()
+        if types is not None:
+            ok = self.type_lists.get(types)
+            if ok is None:
+                ok = self.type_lists[types] = all(t in self.types for t in _TYPE_NAME.findall(types))
+            if not ok:
+                raise _NotStreamed
+        if spdx_id in self.ids or not _segments_clean(path) or path in self.files:
+            raise _NotStreamed
+        self.ids[spdx_id] = spdx_id
+        self.files[path] = (sha1, sha256)
+        if license_text is not None:
+            self.licenses.setdefault(license_text)
+
+    def contains_match(self, m: re.Match[str]) -> None:
+        """:meth:`relationship` of a bare CONTAINS relationship :data:`_CONTAINS` matched."""
+        source, target = m.groups()
+        kept = self.ids.get(target)
+        if kept is None:
+            self.relationship(
+                {"spdxElementId": source, "relatedSpdxElement": target, "relationshipType": "CONTAINS"}
+            )
+            return
+        self.run_from.append(sys.intern(source))
+        self.run_to.append(kept)
 
     def relationship(self, rel: Any) -> None:
         if (
@@ -276,7 +395,7 @@ class _Reader:
             and rel["relatedSpdxElement"] in self.ids
         ):
             self.run_from.append(sys.intern(rel["spdxElementId"]))
-            self.run_to.append(rel["relatedSpdxElement"])
+            self.run_to.append(self.ids[rel["relatedSpdxElement"]])
             return
         if strictjson._deeper_than(rel, strictjson.MAX_DEPTH - 2):
             raise _NotStreamed
@@ -298,10 +417,10 @@ class _Reader:
             raise _NotStreamed  # a duplicate key: the whole-file read names it
         self.seen.add(key)
         if key == "files" and self.w.peek() == "[":
-            self.w.elements(self.file)
+            self.w.elements(self.file, _Fast(_file_pattern(), self.file_match))
             return
         if key == "relationships" and self.w.peek() == "[":
-            self.w.elements(self.relationship)
+            self.w.elements(self.relationship, _Fast(_CONTAINS, self.contains_match))
             self.skeleton[key] = self.relationships
             return
         value = self.w.value()
