@@ -34,6 +34,11 @@ REPO = Path(__file__).resolve().parent.parent
 REQUIRE = os.environ.get("NINFER_REQUIRE_SERVICES") == "1"
 # Builds in tests use a deflate cache of their own (packaging.DeflateCache), never the user's.
 os.environ.setdefault("NINFER_DEFLATE_CACHE", tempfile.mkdtemp(prefix="ninfer-test-deflate-cache-"))
+# ... and a key of their own that signs its records (never the user's ~/.local/state one).
+os.environ.setdefault(
+    "NINFER_DEFLATE_CACHE_KEY",
+    str(Path(tempfile.mkdtemp(prefix="ninfer-test-deflate-key-")) / "deflate-cache.key"),
+)
 
 
 # --- the fast unit subset: ./dev test -m "not slow" (README "Tests") ------------------------------

@@ -318,6 +318,8 @@ def _proof_of(
         crc32=0,
         sha1="",
         stream_sha256=hashlib.sha256(stream).hexdigest(),
+        level=6,
+        chunk_size=CHUNK,
     )
     step = max(1, -(-len(content) // pieces))
     with (

@@ -26,6 +26,22 @@ path): its length and SHA-256 must be the record's and it must inflate to exactl
 else the entry is deleted and the member deflated as if there were no cache. A hit is never
 stored again.
 
+Signed entries (the trusted fast path of a warm rebuild): with a key (:meth:`DeflateCache.from_env`,
+``$NINFER_DEFLATE_CACHE_KEY``, else ``$XDG_STATE_HOME/ninfer-release/deflate-cache.key``, else
+``~/.local/state/ninfer-release/deflate-cache.key``: 32 random bytes made on first use, a regular
+file of this user with no group or other permissions, kept *outside* the cache directory, so
+that whoever can write the cache cannot sign for it), a record whose stream was proven — by the
+build that deflated it (``packaging/_compress.py`` ``_Reinflate``: the stream as written inflated
+back to exactly the staged bytes) or by a :class:`StreamProof` of a later use — carries an
+HMAC-SHA256 of its fields (``mac``). A record whose MAC verifies (:attr:`CacheEntry.signed`) is
+trusted for what it says about its stream: the staged file is still read and its SHA-256 must be
+the key (its SHA-1 and CRC-32 are the record's, which were computed from bytes of that SHA-256),
+the stream is copied without inflating it, and the self-check still hashes the copied bytes,
+which must have the record's stream SHA-256 (else the entry is deleted and the package built
+again without it). Any other record (no key, another user's key, a field changed, written by an
+older version) is proven as above and then signed. So every use re-verifies the entry: by its
+MAC and the self-check's hash of its bytes when signed, by a whole inflate otherwise.
+
 A record is read bounded (at most :data:`MAX_RECORD` bytes, regular files only: a FIFO, a device
 or a 2 GB file in its place is a miss) and must name this very key, engine, level and piece size:
 an entry copied from another directory inflates to the key but is another deflate, and would
@@ -47,6 +63,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -57,7 +74,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -72,6 +89,10 @@ MAX_RECORD = 4096
 #: A temp file or a stream without a record older than this (seconds) is debris of a store or an
 #: eviction that was killed between its renames/unlinks: :meth:`DeflateCache.evict` removes it.
 DEBRIS_AGE = 3600
+#: Bytes of the key that signs records (HMAC-SHA256); its file holds exactly these.
+KEY_BYTES = 32
+#: What a record's MAC is over, before its fields: no other use of the key can mean a record.
+_MAC_DOMAIN = b"ninfer-release deflate-cache record v1\n"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +123,23 @@ class CacheEntry:
     crc32: int
     sha1: str
     stream_sha256: str
+    level: int
+    chunk_size: int
+    signed: bool = False  # its MAC verified with this user's key (see the module docstring)
+
+    def record(self) -> dict[str, object]:
+        """The record's fields (without its MAC), as :meth:`DeflateCache.store` writes them."""
+        return _record(
+            self.key,
+            size=self.size,
+            crc32=self.crc32,
+            sha1=self.sha1,
+            method=self.method,
+            length=self.length,
+            stream_sha256=self.stream_sha256,
+            level=self.level,
+            chunk_size=self.chunk_size,
+        )
 
     @property
     def stream(self) -> Path:
@@ -122,10 +160,16 @@ class CacheEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class DeflateCache:
-    """The cache at ``root`` (created on first store), holding at most ``max_bytes`` of streams."""
+    """The cache at ``root`` (created on first store), holding at most ``max_bytes`` of streams.
+
+    ``key_path``: the file of the key that signs records (made on first store when missing);
+    ``None``: no record is signed or trusted, every use is proven by an inflate.
+    """
 
     root: Path
     max_bytes: int
+    key_path: Path | None = None
+    _keys: dict[str, bytes | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DeflateCache | None:
@@ -147,7 +191,15 @@ class DeflateCache:
             max_mib = int(env.get("NINFER_DEFLATE_CACHE_MAX_MIB", DEFAULT_MAX_MIB))
         except ValueError:
             max_mib = DEFAULT_MAX_MIB
-        return cls(root=root, max_bytes=max(0, max_mib) << 20)
+        return cls(root=root, max_bytes=max(0, max_mib) << 20, key_path=_key_path(env))
+
+    def _key(self, *, create: bool) -> bytes | None:
+        """The signing key (read once; with ``create``, made when missing), or ``None``."""
+        if self.key_path is None:
+            return None
+        if self._keys.get("key") is None and (create or "key" not in self._keys):
+            self._keys["key"] = (_make_key if create else read_key)(self.key_path)
+        return self._keys["key"]
 
     def _dir(self, level: int, chunk_size: int) -> Path:
         engine = re.sub(r"[^A-Za-z0-9.]+", "-", DEFLATE_ENGINE).strip("-")
@@ -179,7 +231,7 @@ class DeflateCache:
                 return None
             if not (isinstance(record["sha1"], str) and is_sha256_hex(record["stream_sha256"])):
                 return None
-            return CacheEntry(
+            entry = CacheEntry(
                 key=sha256,
                 where=where,
                 length=fields["length"],
@@ -188,7 +240,15 @@ class DeflateCache:
                 crc32=fields["crc32"],
                 sha1=record["sha1"],
                 stream_sha256=record["stream_sha256"],
+                level=level,
+                chunk_size=chunk_size,
             )
+            key = self._key(create=False)
+            mac = record.get("mac")
+            if key is not None and isinstance(mac, str):
+                signed = hmac.compare_digest(mac, _record_mac(key, entry.record()))
+                return replace(entry, signed=signed)
+            return entry
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -273,8 +333,13 @@ class DeflateCache:
         size: int,
         crc32: int,
         sha1: str,
+        proven: str = "",
     ) -> None:
         """Add the stream at ``spool[offset:offset+length]`` for content ``sha256``; evict to the bound.
+
+        ``proven``: the SHA-256 of a stream that was proven to inflate to that content (the
+        build's re-inflate as it was written); the record is signed when the bytes stored have
+        it (and there is a key), so later uses trust it without inflating it.
 
         Best effort: a cache that cannot be written (full disk, read-only home) is skipped silently,
         it never fails a build.
@@ -295,28 +360,36 @@ class DeflateCache:
                         out.write(block)
                         digest.update(block)
                         left -= len(block)
-                record = {
-                    "sha256": sha256,
-                    "size": size,
-                    "crc32": crc32,
-                    "sha1": sha1,
-                    "method": method,
-                    "length": length,
-                    "stream_sha256": digest.hexdigest(),
-                    "engine": DEFLATE_ENGINE,
-                    "level": level,
-                    "chunk_size": chunk_size,
-                }
+                record = _record(
+                    sha256,
+                    size=size,
+                    crc32=crc32,
+                    sha1=sha1,
+                    method=method,
+                    length=length,
+                    stream_sha256=digest.hexdigest(),
+                    level=level,
+                    chunk_size=chunk_size,
+                )
                 tmp.replace(where / f"{sha256}.bin")
             finally:
                 tmp.unlink(missing_ok=True)
-            fd, rec_name = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=where)
-            with os.fdopen(fd, "w", encoding="utf-8") as rec:
-                rec.write(json.dumps(record, sort_keys=True) + "\n")
-            Path(rec_name).replace(where / f"{sha256}.json")  # commits the entry
+            key = self._key(create=True) if proven and proven == digest.hexdigest() else None
+            _write_record(where, sha256, record, key)  # commits the entry
             self.evict()
         except OSError:
             return
+
+    def sign(self, entry: CacheEntry) -> None:
+        """Sign ``entry``'s record, whose stream was just proven (:class:`StreamProof`), so that
+        later uses trust it without inflating it. Best effort: never raises."""
+        if entry.signed:
+            return
+        key = self._key(create=True)
+        if key is None:
+            return
+        with contextlib.suppress(OSError):
+            _write_record(entry.where, entry.key, entry.record(), key)
 
     def evict(self) -> None:
         """Remove least recently used entries until the streams total at most ``max_bytes``.
@@ -589,3 +662,114 @@ def _proven(stream: Path, entry: CacheEntry) -> bool:
         entry.size,
         entry.key,
     )
+
+
+def _record(
+    sha256: str,
+    *,
+    size: int,
+    crc32: int,
+    sha1: str,
+    method: int,
+    length: int,
+    stream_sha256: str,
+    level: int,
+    chunk_size: int,
+) -> dict[str, object]:
+    """An entry's record: what its stream inflates to, the stream itself, and the cache's key."""
+    return {
+        "sha256": sha256,
+        "size": size,
+        "crc32": crc32,
+        "sha1": sha1,
+        "method": method,
+        "length": length,
+        "stream_sha256": stream_sha256,
+        "engine": DEFLATE_ENGINE,
+        "level": level,
+        "chunk_size": chunk_size,
+    }
+
+
+def _record_mac(key: bytes, record: Mapping[str, object]) -> str:
+    """HMAC-SHA256 (hex) with ``key`` of ``record``'s fields, canonical JSON after :data:`_MAC_DOMAIN`."""
+    body = json.dumps({k: v for k, v in record.items() if k != "mac"}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, _MAC_DOMAIN + body.encode(), hashlib.sha256).hexdigest()
+
+
+def _write_record(where: Path, sha256: str, record: Mapping[str, object], key: bytes | None) -> None:
+    """Write ``record`` (signed with ``key`` when given) as ``<sha256>.json`` by rename.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    body = dict(record)
+    if key is not None:
+        body["mac"] = _record_mac(key, record)
+    fd, rec_name = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=where)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as rec:
+            rec.write(json.dumps(body, sort_keys=True) + "\n")
+        Path(rec_name).replace(where / f"{sha256}.json")
+    finally:
+        Path(rec_name).unlink(missing_ok=True)
+
+
+def _key_path(env: Mapping[str, str]) -> Path | None:
+    """Where the environment keeps the signing key (see the module docstring); ``None``: unsigned."""
+    given = env.get("NINFER_DEFLATE_CACHE_KEY", "")
+    if given.lower() in ("off", "0", "no", "false"):
+        return None
+    if given:
+        return Path(given)
+    if env.get("XDG_STATE_HOME"):
+        return Path(env["XDG_STATE_HOME"]) / "ninfer-release" / "deflate-cache.key"
+    if env.get("HOME"):
+        return Path(env["HOME"]) / ".local" / "state" / "ninfer-release" / "deflate-cache.key"
+    return None
+
+
+def read_key(path: Path) -> bytes | None:
+    """The signing key in ``path``, or ``None`` when it is not one this user may trust.
+
+    It must be a regular file (not followed through a symlink) owned by this user, with no group
+    or other permissions, holding exactly :data:`KEY_BYTES` bytes. Never raises.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return None
+        if st.st_size != KEY_BYTES:
+            return None
+        data = os.read(fd, KEY_BYTES + 1)
+        return data if len(data) == KEY_BYTES else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _make_key(path: Path) -> bytes | None:
+    """The key in ``path``, made first when there is none (random, mode 0600, by link: two builds
+    making it at once agree on one). ``None`` when it cannot be made or is not trusted (:func:`read_key`)."""
+    if (key := read_key(path)) is not None:
+        return key
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp_name = tempfile.mkstemp(prefix=".tmp-key-", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(KEY_BYTES))
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp_name, path)
+        finally:
+            Path(tmp_name).unlink(missing_ok=True)
+    except OSError:
+        return None
+    return read_key(path)

@@ -554,6 +554,8 @@ class _Pipeline:
         what was appended again (:meth:`_roll_back`).
         """
         assert self.layout is not None and self.hashers is not None
+        if found.signed:
+            return self._take_signed(entry, found, cache)
         src = cache.open_stream(found)
         if src is None:
             return False
@@ -574,8 +576,41 @@ class _Pipeline:
                 cache.reject(found)  # it does not inflate to the key's bytes
             return False
         cache.touch(found)
+        cache.sign(found)  # proven: later uses trust it without an inflate
         member = _cached_member(state, self.spool, self.position, found)
         self.done.append(dataclasses.replace(member, stream_sha256=stream_sha256))
+        self.layout.writeback.wrote(self.out, found.length)
+        self.position += found.length
+        self.cached.add(entry.name)
+        return True
+
+    def _take_signed(self, entry: PlanEntry, found: CacheEntry, cache: DeflateCache) -> bool:
+        """:meth:`_take_proven` for a signed entry (``CacheEntry.signed``): no inflate.
+
+        The staged file is read once and SHA-256 hashed (it must be the key and have the
+        record's size; its SHA-1 and CRC-32 are the record's, computed from bytes of that
+        SHA-256), while the stream is copied into the zip on the idle ``prove`` helper. The
+        member carries the record's stream SHA-256, so the self-check hashes the copied bytes
+        and a stream that is not the signed one fails it naming the key (the entry is deleted
+        and the package built again without it: ``build/_native.py``).
+        """
+        assert self.layout is not None and self.hashers is not None
+        src = cache.open_stream(found)
+        if src is None:
+            return False
+        start = self.position
+        with src:
+            self._start_member(_State(entry=entry))
+            copy = self.hashers.prove.submit(_copied, src, self.out, found.length)
+            try:
+                sha256, size = _read_and_sha256(entry, self.settings.chunk_size, self.progress, self.hashers)
+            finally:
+                copied = copy.result()
+        if not copied or (sha256, size) != ((self.known or {}).get(entry.staged_path or ""), found.size):
+            self._roll_back(start, entry.name)
+            return False
+        cache.touch(found)
+        self.done.append(_signed_member(entry, self.spool, self.position, found))
         self.layout.writeback.wrote(self.out, found.length)
         self.position += found.length
         self.cached.add(entry.name)
@@ -741,6 +776,7 @@ def _store_in_cache(
                 size=m.size,
                 crc32=m.crc32,
                 sha1=m.sha1,
+                proven=m.stream_sha256,
             )
 
 
@@ -865,6 +901,46 @@ def _read_and_hash(
         if piece:
             progress.advance(len(piece))
     return state.wait()
+
+
+def _read_and_sha256(
+    entry: PlanEntry, chunk_size: int, progress: Progress, hashers: _Hashers
+) -> tuple[str, int]:
+    """Read the entry once: its SHA-256 (hex, hashed on the ``sha256`` helper) and size in bytes."""
+    digest = hashlib.sha256()
+    size = 0
+    hashing: deque[Future[None]] = deque()
+    try:
+        for piece, _ in _pieces(entry, chunk_size):
+            size += len(piece)
+            while len(hashing) >= _HASH_BACKLOG:
+                hashing.popleft().result()
+            hashing.append(hashers.sha256.submit(digest.update, piece))
+            if piece:
+                progress.advance(len(piece))
+    finally:
+        while hashing:
+            hashing.popleft().result()
+    return digest.hexdigest(), size
+
+
+def _signed_member(entry: PlanEntry, spool: Path, offset: int, found: CacheEntry) -> CompressedMember:
+    """The member whose bytes have ``found``'s key, its stream the signed entry's at ``spool[offset:]``."""
+    return CompressedMember(
+        name=entry.name,
+        staged_path=entry.staged_path,
+        size=found.size,
+        crc32=found.crc32,
+        sha256=found.key,
+        sha1=found.sha1,
+        method=found.method,
+        compressed_size=found.size if found.method == STORED else found.length,
+        spool=spool,
+        spool_offset=offset,
+        spool_length=found.length,
+        from_cache=True,
+        stream_sha256=found.stream_sha256,
+    )
 
 
 def _matches(state: _State, found: CacheEntry, known: Mapping[str, str]) -> bool:
