@@ -72,9 +72,9 @@ def test_the_spdx_bytes_are_not_held_while_the_cyclonedx_document_is_validated(
     expected = spdx.read_bytes()
     assert first.verified is True
     holders: list[list[str]] = []
-    real = _cyclonedx.validate_cyclonedx_bytes
+    real = _cyclonedx.validate_cyclonedx_file
 
-    def spy(data: bytes) -> list[str]:
+    def spy(data: Path) -> list[str]:
         frames: list[FrameType] = []
         f: FrameType | None = sys._getframe(1)
         while f is not None:
@@ -84,7 +84,7 @@ def test_the_spdx_bytes_are_not_held_while_the_cyclonedx_document_is_validated(
         del frames
         return real(data)
 
-    monkeypatch.setattr(_cyclonedx, "validate_cyclonedx_bytes", spy)
+    monkeypatch.setattr(_cyclonedx, "validate_cyclonedx_file", spy)
     outcome = build_lane(
         RELEASE, "rtx4090", inputs=src, out=tmp_path / "b", env=dict(os.environ), offline=True
     )

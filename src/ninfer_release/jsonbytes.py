@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from json.encoder import encode_basestring, encode_basestring_ascii
-from typing import Any
+from typing import Any, BinaryIO
 
 
 def dumps_stable(obj: Any) -> bytes:
@@ -79,19 +79,43 @@ def dumps_indented_bytes(
     string that cannot be UTF-8 raises ``UnicodeEncodeError`` as ``encode`` does.
     """
     sink = io.BytesIO()
+    dump_indented_into(
+        obj, sink, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan, end=end
+    )
+    return sink.getvalue()
+
+
+def dump_indented_into(
+    obj: Any,
+    sink: BinaryIO,
+    *,
+    indent: int,
+    sort_keys: bool = False,
+    ensure_ascii: bool = True,
+    allow_nan: bool = True,
+    end: str = "",
+) -> None:
+    """:func:`dumps_indented_bytes` written into the seekable binary file ``sink`` from its
+    current position, ~64 KiB at a time (issue 13: a 93 MB SBOM never held whole). When the
+    value is left to :func:`json.dumps` (see :func:`dumps_indented_bytes`), what was written from
+    that position is cut off first, then json's text (or its exception) follows.
+    """
+    start = sink.tell()
     writer = _Writer(
         " " * indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan, sink=sink
     )
     try:
         writer.write(obj, "\n")
     except (_Unsupported, RecursionError, TypeError, ValueError):
+        sink.seek(start)
+        sink.truncate()
         text = json.dumps(
             _plain(obj), indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan
         )
-        return (text + end).encode("utf-8")
+        sink.write((text + end).encode("utf-8"))
+        return
     writer.out.append(end)
     writer.spill()
-    return sink.getvalue()
 
 
 class _Unsupported(Exception):
@@ -130,7 +154,7 @@ class _Writer:
         sort_keys: bool,
         ensure_ascii: bool,
         allow_nan: bool,
-        sink: io.BytesIO | None = None,
+        sink: BinaryIO | None = None,
     ) -> None:
         self.step = step
         self.sort_keys = sort_keys

@@ -23,7 +23,7 @@ from ninfer_release import __version__, manifests, packaging, profiles, sbom
 from ninfer_release.atomic import staged_directory
 from ninfer_release.build._inputs import SBOM_SUPPLIER, lane_staged_dir
 from ninfer_release.build._plan import LanePlan, NativeInputs, NativeWork, lane_phase
-from ninfer_release.errors import IntegrityError, Problem
+from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_file
 from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases import (
@@ -170,8 +170,9 @@ def _file_records(
     ]
 
 
-def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord]) -> bytes:
-    """Entry 2 (also inside the zip): the SPDX 2.3 inventory of the package's files."""
+def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord], into: Path) -> None:
+    """Entry 2 (also inside the zip): the SPDX 2.3 inventory of the package's files, written to
+    ``into`` as it is rendered (with 100k files ~93 MB, never held whole: issue 13, memory)."""
     release, lane, names = work.source.release, work.source.lane, work.names
     staged = work.source.staged
     notices = sorted({f.copyright for f in files if f.copyright})
@@ -180,7 +181,7 @@ def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord]) -> bytes:
         licenses_dir=release.repo_root / "sbom" / "licenses",
         shipped={work.zip_name_of[f.path]: f.source for f in staged.files if f.path in work.zip_name_of},
     )
-    return sbom.spdx_file_inventory(
+    sbom.spdx_file_inventory(
         package_name=names.stem,
         package_version=lane.component_tag,
         package_file_name=names.zip,
@@ -202,6 +203,7 @@ def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord]) -> bytes:
         # What the shipped files say of themselves (PE LegalCopyright); nothing is invented.
         package_copyright="\n".join(notices) if notices else None,
         document_comment=SPDX_SBOM_TYPE,
+        into=into,
     )
 
 
@@ -211,10 +213,12 @@ def _cyclonedx(
     sha_of: Mapping[str, str],
     pe_infos: Mapping[str, sbom.PeInfo],
     zip_sha256: str,
-) -> bytes:
-    """Entry 3: the CycloneDX 1.6 dependency inventory of the package (``pe_infos`` by zip path)."""
+    into: Path,
+) -> None:
+    """Entry 3: the CycloneDX 1.6 dependency inventory of the package (``pe_infos`` by zip path),
+    written to ``into`` and validated from it (never whole: issue 13, memory)."""
     release, lane, names, staged = work.source.release, work.source.lane, work.names, work.source.staged
-    return sbom.cyclonedx_dependency_inventory(
+    sbom.cyclonedx_dependency_inventory(
         component_name=names.stem,
         component_version=lane.component_tag,
         component_purl=work.root_purl,
@@ -234,6 +238,7 @@ def _cyclonedx(
         tool_version=__version__,
         tool_vendor=SBOM_SUPPLIER,
         component_authors=(SBOM_SUPPLIER,),
+        into=into,
     )
 
 
@@ -276,19 +281,24 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         sha_of = {m.staged_path: m.sha256 for m in members if m.staged_path is not None}
         packaging.check_lock_digests(staged, sha_of)
         pe_by_staged = pe_headers.result()
-    spdx_bytes = _spdx(work, _file_records(work, members, pe_by_staged))
-    package = work.package.with_generated({work.spdx_member: spdx_bytes})
-    member_names, level = tuple(package.names), package.deflate_level
-    spdx_entry = [e for e in package.generated_entries if e.name == work.spdx_member]
-    del package
+    # Entry 2 is rendered into its file, and its member deflated from that file (the same
+    # pieces as from its bytes): its bytes are never whole (issue 13, memory); the seal hashes it.
+    spdx_path = stage / names.spdx
+    _spdx(work, _file_records(work, members, pe_by_staged), spdx_path)
+    member_names, level = work.package.names, work.package.deflate_level
+    spdx_entry = [
+        dataclasses.replace(e, source=spdx_path)
+        for e in work.package.generated_entries
+        if e.name == work.spdx_member
+    ]
+    if len(spdx_entry) != 1:
+        raise InputError(
+            problems=[Problem(file="package plan", field=work.spdx_member, message="not a generated member")]
+        )
     members += packaging.compress_members(
         spdx_entry, workdir=run.spool, workers=1, level=level, layout=run.layout
     )
-    # Entry 2 goes into its file now and its bytes go (with 100k files ~93 MB, not held through
-    # the CycloneDX document: issue 13, memory); the seal hashes the file.
     del spdx_entry
-    (stage / names.spdx).write_bytes(spdx_bytes)
-    del spdx_bytes
     zres = packaging.finish_zip(run.layout, members, stage / names.zip, epoch=release.source_date_epoch)
     # Its size, digest and scan only: its per-member entries are not held through the CycloneDX
     # document (issue 13: memory at 100k members).
@@ -303,7 +313,7 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         definition=str(release.path),
     )
     pe_infos = {work.zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
-    (stage / names.cdx).write_bytes(_cyclonedx(work, members, sha_of, pe_infos, zip_sha256))
+    _cyclonedx(work, members, sha_of, pe_infos, zip_sha256, stage / names.cdx)
     built = BuiltPackage(
         size=zip_size,
         sha256=zip_sha256,

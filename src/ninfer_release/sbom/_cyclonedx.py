@@ -38,15 +38,15 @@ import posixpath
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.jsonbytes import dumps_indented_bytes
+from ninfer_release.jsonbytes import LazyArray, dump_indented_into, dumps_indented_bytes
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._cdx_fast import schema_is_clean
 from ninfer_release.sbom._ids import uuid5_url
@@ -540,8 +540,11 @@ def cyclonedx_dependency_inventory(
     component_description: str | None = None,
     component_sha256: str | None = None,
     package_files: Sequence[ShippedFile] | None = None,
+    into: Path | None = None,
 ) -> bytes:
-    """The CycloneDX 1.6 JSON document (bytes) of a lane's resolved dependencies.
+    """The CycloneDX 1.6 JSON document (bytes) of a lane's resolved dependencies; with ``into``,
+    written to that file as it is rendered, validated from it read piece by piece, and ``b""``
+    returned (issue 13: with 100k files a 24 MB document, never held whole nor parsed whole).
 
     ``dependencies`` are the resolved lock entries plus the engine (one record per package
     identity); ``pe_infos`` maps the zip path of every shipped ``.dll``/``.exe`` to what
@@ -584,16 +587,55 @@ def cyclonedx_dependency_inventory(
     )
     tool = tool_component(plan.tool_ref, name=tool_name, version=tool_version, vendor=tool_vendor)
     compositions = _lane_compositions(plan.root_ref, plan.completeness)
-    data = (
-        None if _PER_OCCURRENCE_MODELS else _lane_document(plan, fields, tool, pe_infos, compositions, True)
-    )
-    if data is None:  # the reference path, or the library wrote an occurrence otherwise than we would
-        data = _lane_document(plan, fields, tool, pe_infos, compositions, False)
-    assert data is not None
-    messages = validate_cyclonedx_bytes(data)
+    # The document is handed over without a name here, so it goes once written (issue 13).
+    return _written_and_validated(_lane_doc(plan, fields, tool, pe_infos, compositions), into)
+
+
+def _lane_doc(
+    plan: _Plan,
+    fields: _RootFields,
+    tool: Any,
+    pe_infos: Mapping[str, PeInfo],
+    compositions: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """:func:`_lane_document` with its occurrences held, else (or on the reference path) without."""
+    doc = None if _PER_OCCURRENCE_MODELS else _lane_document(plan, fields, tool, pe_infos, compositions, True)
+    if doc is None:  # the reference path, or the library wrote an occurrence otherwise than we would
+        doc = _lane_document(plan, fields, tool, pe_infos, compositions, False)
+    assert doc is not None
+    return doc
+
+
+def _written_and_validated(doc: dict[str, Any], into: Path | None) -> bytes:
+    """The document ``doc`` as bytes (``json.dumps(doc, indent=2)`` + LF), or written to ``into``
+    (then ``b""``), validated from the bytes or from the file.
+
+    Raises:
+        IntegrityError: the validator reports anything.
+    """
+    if into is None:
+        data = dumps_indented_bytes(doc, indent=2, end="\n")
+        del doc
+        messages = validate_cyclonedx_bytes(data)
+    else:
+        data = b""
+        with into.open("wb") as sink:
+            dump_indented_into(doc, sink, indent=2, end="\n")
+        del doc
+        messages = validate_cyclonedx_file(into)
     if messages:
         raise IntegrityError(problems=[Problem(file=CDX_WHERE, message=m) for m in messages])
     return data
+
+
+def validate_cyclonedx_file(path: Path) -> list[str]:
+    """:func:`validate_cyclonedx_bytes` of the document in ``path``, read piece by piece with the
+    root's later evidence occurrences kept as their hash entries (:func:`check_cyclonedx_file`:
+    the same messages), or read whole when it is not one read that way."""
+    checked = check_cyclonedx_file(path, limit=path.stat().st_size)
+    if checked is not None:
+        return checked[0].messages
+    return validate_cyclonedx_bytes(path.read_bytes())
 
 
 # The reference path (tests/test_cdx_fast.py): a library Occurrence per shipped file, as the
@@ -608,11 +650,13 @@ def _lane_document(
     pe_infos: Mapping[str, PeInfo],
     compositions: Sequence[Mapping[str, Any]],
     hold: bool,
-) -> bytes | None:
-    """The library's document of the plan (plus ``compositions``). With ``hold``, each evidence
-    list is given to the library with its first occurrence only, and the others are added to its
-    JSON output as it wrote the first (:class:`_HeldOccurrences`); ``None`` when the library
-    wrote a first occurrence otherwise than :func:`_occurrence_dict` would (caller: do it without)."""
+) -> dict[str, Any] | None:
+    """The library's document of the plan (plus ``compositions``), parsed, for
+    :func:`~ninfer_release.jsonbytes.dumps_indented_bytes` (``indent=2``, one final LF). With
+    ``hold``, each evidence list is given to the library with its first occurrence only, and the
+    others are added to its JSON output as it wrote the first (:class:`_HeldOccurrences`; made as
+    written); ``None`` when the library wrote a first occurrence otherwise than
+    :func:`_occurrence_dict` would (caller: do it without)."""
     held = _HeldOccurrences() if hold else None
     components = {node.ref: _package_component(node, pe_infos, plan.licences, held) for node in plan.nodes}
     root = _lane_root(fields, plan, held)
@@ -621,10 +665,11 @@ def _lane_document(
     )
     bom.components.update(components.values())
     _set_graph(bom, plan, {**components, plan.root_ref: root})
-    doc = json.loads(_json_v1_6()(bom).output_as_string(indent=2))
+    doc: dict[str, Any] = json.loads(_json_v1_6()(bom).output_as_string(indent=2))
     if held is not None and not held.put_back(doc):
         return None
-    return _with_compositions(doc, compositions)
+    doc["compositions"] = [dict(c) for c in compositions]
+    return doc
 
 
 @functools.cache
@@ -744,11 +789,39 @@ class _HeldOccurrences:
             keys = list(occurrences[0])
             if len(occurrences) != 1 or occurrences[0] != _occurrence_dict(keys, self.first[ref]):
                 return False
-            # The dicts _occurrence_dict gives, each key's place in the triple looked up once.
+            # The dicts _occurrence_dict gives, each key's place in the triple looked up once,
+            # made as they are written (issue 13: 100k occurrence dicts never all alive).
             places = [(k, _TRIPLE_KEYS.index(k)) for k in keys]
-            occurrences.extend({k: t[i] for k, i in places} for t in self.rest[ref])
+            evidence = component["evidence"]
+            evidence["occurrences"] = LazyArray(occurrences, _MadeOccurrences(self.rest[ref], places))
             found += 1
         return found == len(self.first)
+
+
+class _MadeOccurrences(Sequence[dict[str, str]]):
+    """Held occurrences as the dicts :meth:`_HeldOccurrences.put_back` writes, each made when read:
+    ``places`` are the keys in the library's order with each key's place in the triple."""
+
+    def __init__(self, triples: Sequence[_Triple], places: Sequence[tuple[str, int]]) -> None:
+        self.triples, self.places = triples, places
+
+    def __len__(self) -> int:
+        return len(self.triples)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, str]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, str]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._make(t) for t in self.triples[i]]
+        return self._make(self.triples[i])
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        return map(self._make, self.triples)
+
+    def _make(self, triple: _Triple) -> dict[str, str]:
+        return {k: triple[i] for k, i in self.places}
 
 
 def _evidence(files: Sequence[ShippedFile], held: _HeldOccurrences | None) -> Any:

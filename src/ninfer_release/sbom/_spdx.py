@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, overload
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.jsonbytes import LazyArray, dumps_indented_bytes
+from ninfer_release.jsonbytes import LazyArray, dump_indented_into, dumps_indented_bytes
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import (
     SPDX_ID_RE,
@@ -369,8 +369,11 @@ def spdx_file_inventory(
     concluded_license: str | None = None,
     package_copyright: str | None = None,
     document_comment: str | None = None,
+    into: Path | None = None,
 ) -> bytes:
-    """The SPDX 2.3 JSON document (bytes) inventorying the files of one package.
+    """The SPDX 2.3 JSON document (bytes) inventorying the files of one package; with ``into``,
+    written to that file as it is rendered and ``b""`` returned (issue 13: with 100k files the
+    document is 93 MB, never held whole).
 
     Shape: one Package (the zip, ``packageFileName`` = ``package_file_name``) DESCRIBED by the
     document and CONTAINing every File; each File named ``./<path>`` with SHA1 and SHA256;
@@ -415,14 +418,19 @@ def spdx_file_inventory(
         package_copyright=package_copyright,
         document_comment=document_comment,
     )
-    return _inventory_document(fields, kept, licenses, texts)
+    return _inventory_document(fields, kept, licenses, texts, into)
 
 
 def _inventory_document(
-    fields: _InventoryFields, kept: Sequence[FileRecord], licenses: _Licenses, texts: Mapping[str, str]
+    fields: _InventoryFields,
+    kept: Sequence[FileRecord],
+    licenses: _Licenses,
+    texts: Mapping[str, str],
+    into: Path | None,
 ) -> bytes:
     """The checked, path-sorted records ``kept`` as one SPDX document: namespace, files, package,
-    creation info, DESCRIBES/CONTAINS, licence texts; validated, then written.
+    creation info, DESCRIBES/CONTAINS, licence texts; validated, then written (to ``into`` when
+    given, then ``b""`` is returned).
 
     Raises:
         DefinitionError: ``namespace_base`` is not an absolute http(s) URI without fragment.
@@ -463,10 +471,10 @@ def _inventory_document(
     if _PER_FILE_MODELS:
         document = _with_file_models(skeleton, kept, license_of, package_id)
         _validate_model(document)
-        return _write(document)
+        return _write(document) if into is None else _write(document, into=into)
     files = _file_entries(kept, license_of, package_id)
     _validate_model(skeleton, files)
-    return _write(skeleton, files)
+    return _write(skeleton, files) if into is None else _write(skeleton, files, into=into)
 
 
 # The reference path (tests/test_spdx_fast.py): a spdx-tools File and Relationship per file, as
@@ -584,9 +592,9 @@ def _validate_model(document: Any, files: CanonicalFiles | None = None) -> None:
         )
 
 
-def _write(document: Any, files: CanonicalFiles | None = None) -> bytes:
+def _write(document: Any, files: CanonicalFiles | None = None, *, into: Path | None = None) -> bytes:
     """spdx-tools' JSON writer's bytes for ``document`` (followed by ``files``' entries and
-    relationships) plus one LF.
+    relationships) plus one LF; with ``into``, written to that file as rendered and ``b""`` returned.
 
     What ``write_document_to_stream(document, stream, validate=False, converter=…)`` of
     spdx-tools 0.8.5 does — deduplicate, convert, ``json.dump(…, indent=4)`` — with the last step
@@ -600,7 +608,12 @@ def _write(document: Any, files: CanonicalFiles | None = None) -> bytes:
     document = validate_and_deduplicate(document, False, True)
     # The document is a JSON object: its text ends with "}", so "+ LF" is the library's
     # ``rstrip("\n") + "\n"``.
-    return dumps_indented_bytes(convert(document, converter), indent=4, end="\n")
+    converted = convert(document, converter)
+    if into is None:
+        return dumps_indented_bytes(converted, indent=4, end="\n")
+    with into.open("wb") as sink:
+        dump_indented_into(converted, sink, indent=4, end="\n")
+    return b""
 
 
 def _library_write(document: Any, files: CanonicalFiles | None = None) -> bytes:
