@@ -6,6 +6,7 @@ does not is decoded as before, and our own documents take the expressions."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def _with_entry(entry: str) -> bytes:
     return (data[:at] + rel + data[at:]).encode()
 
 
-_ENTRY_MUTATIONS = {
+_ENTRY_MUTATIONS: dict[str, Callable[[str], str]] = {
     "as written": lambda e: e,
     "a comment": lambda e: e.replace('"copyrightText"', '"comment": "c",\n "copyrightText"'),
     "no optional members": lambda e: re.sub(
