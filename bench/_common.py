@@ -1,8 +1,15 @@
 """Shared helpers of the benchmarks: timed child processes, machine facts, sample trees.
 
-Times are wall seconds of one child process (``time.perf_counter`` around ``os.wait4``); peak
-RSS is that child's ``ru_maxrss`` (KiB on Linux) as returned by ``wait4``, i.e. the largest
-resident set of the process itself, file-backed pages included. Nothing here is used by tests.
+Times are wall seconds of one child process (``time.perf_counter`` around ``os.wait4``), CPU
+its user/sys seconds from the same ``wait4``. Peak RSS (KiB) is the command's own largest resident
+set, file-backed pages included, as GNU ``time``'s ``%M`` reports it: :func:`run` starts the
+command under ``/usr/bin/time -f %M -o FILE`` (about 1 ms more wall per run) because a child
+started straight from this process inherits its high-water mark (Linux records the old memory's
+peak into ``ru_maxrss`` at ``exec``, and ``fork``/``vfork`` start from this process's memory), so
+every small command would read as large as the benchmark process itself (81 MiB in the run of
+2026-12-02 00:40). Without GNU ``time`` (Debian package ``time``) it falls back to ``wait4``'s
+``ru_maxrss`` and says so in the run's ``rss_source``. :func:`io_run` (byte counters) measures the
+command's own process and keeps ``wait4``'s figure. Nothing here is used by tests.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ CLI = Path(sys.executable).parent / "ninfer-release"
 RELEASE = REPO / "manifests" / "v0.13.1.yaml"
 LANE = "rtx4090"
 MIB = 1 << 20
+#: GNU time: its child is forked from a small process, so ``%M`` is the command's own peak.
+GNU_TIME = Path("/usr/bin/time")
 GIB = 1 << 30
 
 
@@ -49,6 +58,7 @@ class Run:
     sys_s: float
     max_rss_kib: int
     returncode: int
+    rss_source: str = "wait4"  # "time": GNU time's %M of the command itself (see the module docstring)
 
     def as_dict(self) -> dict[str, object]:
         d = asdict(self)
@@ -68,29 +78,48 @@ def run(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
+    own_rss: bool = True,
 ) -> Run:
-    """Run ``cmd`` with stdout/stderr to a temp file; return its timings and peak RSS."""
-    with tempfile.TemporaryFile() as log:
+    """Run ``cmd`` with stdout/stderr to a temp file; return its timings and peak RSS.
+
+    ``own_rss``: measure the command's own peak RSS under GNU time (module docstring); ``False``
+    runs it directly (start-up pairs, where the wrapper's millisecond would be part of the ratio).
+    """
+    wrapped = own_rss and GNU_TIME.is_file()
+    with tempfile.TemporaryFile() as log, tempfile.NamedTemporaryFile(prefix="rss-") as rss:
+        argv = [str(c) for c in cmd]
+        if wrapped:
+            argv = [str(GNU_TIME), "-f", "%M", "-o", rss.name, *argv]
         start = time.perf_counter()
-        proc = subprocess.Popen(
-            [str(c) for c in cmd], cwd=cwd, env=dict(env) if env is not None else None, stdout=log, stderr=log
-        )
+        environ = dict(env) if env is not None else None
+        proc = subprocess.Popen(argv, cwd=cwd, env=environ, stdout=log, stderr=log)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
+        peak = _own_peak(Path(rss.name)) if wrapped else None
         result = Run(
             label=label,
             wall_s=wall,
             user_s=usage.ru_utime,
             sys_s=usage.ru_stime,
-            max_rss_kib=usage.ru_maxrss,
+            max_rss_kib=peak if peak is not None else usage.ru_maxrss,
             returncode=proc.returncode,
+            rss_source="time" if peak is not None else "wait4",
         )
         if check and proc.returncode != 0:
             log.seek(0)
             tail = log.read()[-4000:].decode("utf-8", "replace")
             raise BenchError(f"{label}: exit {proc.returncode}: {' '.join(map(str, cmd))}\n{tail}")
     return result
+
+
+def _own_peak(path: Path) -> int | None:
+    """GNU time's ``%M`` (KiB) from its ``-o`` file: the last line (a signal adds a line before it)."""
+    try:
+        lines = path.read_text().split()
+        return int(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
 
 
 def sha256_of(path: Path) -> str:

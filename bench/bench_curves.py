@@ -164,8 +164,8 @@ def startup(runs: int) -> dict[str, Any]:
         ours: list[Run] = []
         bare: list[Run] = []
         for i in range(runs):
-            ours.append(run(f"{flag} #{i}", [CLI, flag]))
-            bare.append(run(f"python -c pass #{i}", [python, "-c", "pass"]))
+            ours.append(run(f"{flag} #{i}", [CLI, flag], own_rss=False))
+            bare.append(run(f"python -c pass #{i}", [python, "-c", "pass"], own_rss=False))
         out[flag] = pairs(ours, bare)
     return out
 
