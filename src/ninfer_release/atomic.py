@@ -1,9 +1,12 @@
 """Atomic writes (foundation leaf): a file or a directory appears complete or not at all.
 
-Files go through a temp file in the same directory, ``fsync``, then ``os.replace``. Directories
-are built under a hidden staging name beside the target and renamed into place; an existing
-target is never overwritten. Each staging directory has a sibling lock file holding its owner's
-pid and ``flock``: a later run removes stale ones (kill -9 leaves them) and only those.
+Files go through a temp file in the same directory, ``fsync``, then ``os.replace``, and the
+directory is synced after the rename. Directories are built under a hidden staging name beside
+the target; every file *and every directory* in it is synced (a directory's entries are durable
+only once the directory itself is: POSIX ``fsync``), then it is renamed into place and the parent
+synced; an existing target is never overwritten. Each staging directory has a sibling lock file
+holding its owner's pid and ``flock``: a later run removes stale ones (kill -9 leaves them) and
+only those.
 """
 
 from __future__ import annotations
@@ -52,12 +55,30 @@ def write_bytes(path: Path, data: bytes, *, mode: int = 0o644, overwrite: bool =
                 raise InputError(f"{path}: already exists; refusing to overwrite") from None
             finally:
                 os.unlink(tmp)
+        _sync_directory(path.parent)  # the rename itself survives a crash
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:
             raise output_error(exc, path) from None
         raise
+
+
+def _sync_directory(path: Path) -> None:
+    """``fsync`` the directory ``path`` (its entries made durable); a file system that cannot sync
+    a directory (EINVAL, e.g. some network mounts) is left as it is.
+
+    Raises:
+        OSError: it cannot be opened, or the sync failed otherwise (EIO...).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+    finally:
+        os.close(fd)
 
 
 def fsync_path(path: Path) -> None:
@@ -265,12 +286,15 @@ def staged_directory(
         stage.mkdir(mode=0o700)
         yield stage
         # The set is public, and its mode must not depend on the umask.
-        for d in (stage, *(p for p in stage.rglob("*") if p.is_dir())):
+        directories = [stage, *(p for p in stage.rglob("*") if p.is_dir())]
+        for d in directories:
             d.chmod(0o755)
         for p in (stage, *stage.rglob("*")):
             if p.is_file():
                 with p.open("rb") as f:
                     os.fsync(f.fileno())
+        for d in reversed(directories):  # deepest first: each directory's entries, then its own
+            _sync_directory(d)
         try:
             if replacing:
                 _replace_directory(stage, target)
@@ -280,11 +304,7 @@ def staged_directory(
             if target.exists() and not replacing:
                 raise InputError(f"{target}: appeared while building; refusing to overwrite") from exc
             raise
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        _sync_directory(target.parent)
     except BaseException as exc:
         shutil.rmtree(stage, ignore_errors=True)
         if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:
