@@ -25,6 +25,7 @@ are reported, not followed). Every byte of every file is hashed once.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import tomllib
 from collections.abc import Mapping
@@ -207,6 +208,9 @@ class _SetFiles:
     #: in place of a read of the member).
     troubled: set[str] = field(default_factory=set)
     schema_problems: dict[str, list[str]] = field(default_factory=dict)
+    #: The provenance statement decoded without its resolved dependencies, each of which was
+    #: clean (:func:`_provenance_doc`); ``None``: its bytes are in ``small``.
+    provenance_doc: dict[str, Any] | None = None
     #: The SBOMs' one parse each: validation messages and the maps the cross-checks read.
     spdx: sbom.SpdxCheck | None = None
     cdx: sbom.CdxCheck | None = None
@@ -348,6 +352,8 @@ def _read_small(
         elif n == names.cdx:
             files.cdx = sbom.check_cyclonedx_bytes(data)
             files.schema_problems[n] = files.cdx.messages
+        elif n == names.provenance and (doc := _provenance_doc(data, n)) is not None:
+            files.provenance_doc = doc  # its bytes (20 MB at 100k files) are let go here
         else:
             files.small[n] = data
 
@@ -570,6 +576,78 @@ def _typed(run: _Run, name: str, data: bytes | None, record: type[R]) -> R | Non
         return None
 
 
+def _typed_doc(run: _Run, name: str, doc: dict[str, Any], record: type[R]) -> R | None:
+    """The decoded JSON object ``doc`` parsed strictly as ``record`` (``None``: its problems added)."""
+    try:
+        return record.parse_doc(doc, source=name)
+    except IntegrityError as exc:
+        run.failures.extend(exc.lines)
+        return None
+
+
+#: JSON whitespace, and a JSON string of printable ASCII without escapes (it decodes to the
+#: bytes between its quotes; any other string is left to the strict decoder).
+_WS = rb"[ \t\n\r]*"
+_STR = rb'"[^"\\\x00-\x1f\x7f-\xff]*"'
+
+
+def _member_key(name: bytes) -> bytes:
+    return _WS + b'"' + name + b'"' + _WS + b":" + _WS
+
+
+#: One element of ``resolvedDependencies`` as our writer spells it, and what follows it (``,``
+#: or the array's ``]``): ``{["digest": {<one name>: <string>},] "name": <string>[, "uri":
+#: <string>]}``, a value ``ResolvedDependency`` takes without a problem (strings where it wants
+#: them, no unknown or duplicate key, no null).
+_DEPENDENCY = re.compile(
+    _WS + rb"\{(?:" + _member_key(b"digest") + rb"\{" + _WS + _STR + _WS + b":" + _WS + _STR + _WS + rb"\}"
+    + _WS + b",)?" + _member_key(b"name") + _STR + _WS + b"(?:," + _member_key(b"uri") + _STR + _WS + b")?"
+    + rb"\}" + _WS + rb"([,\]])"
+)  # fmt: skip
+_DEPENDENCIES = re.compile(rb'"resolvedDependencies"' + _WS + b":" + _WS + rb"\[")
+_DEPENDENCIES_AT = ("predicate", "buildDefinition", "resolvedDependencies")
+
+
+def _provenance_doc(data: bytes, name: str) -> dict[str, Any] | None:
+    """The provenance statement ``data`` decoded strictly, its ``resolvedDependencies`` (one per
+    shipped file: 100k at 100k files) checked by :data:`_DEPENDENCY` instead of being decoded
+    and typed, and left out (``[]``); ``None`` when it is not read this way (the caller decodes
+    and types it whole, with every message as before; issue 13: CPU and memory).
+
+    The array is the first ``"resolvedDependencies": [`` of the bytes, followed by elements that
+    each match, up to its ``]``. That it is the statement's own
+    ``predicate.buildDefinition.resolvedDependencies`` (and not text inside a string, nor another
+    key's) is proven by decoding the rest of the document twice, the span replaced by ``[0]``
+    and by ``[1]``: only the value the span is gives ``[0]`` in one and ``[1]`` in the other. The
+    rest is then what the strict decoder accepts (UTF-8 without BOM, no duplicate key, depth,
+    numbers), and every element a clean value: typing the rest gives exactly the problems the
+    whole statement gives.
+    """
+    found = _DEPENDENCIES.search(data)
+    if found is None:
+        return None
+    pos = found.end()
+    while True:
+        element = _DEPENDENCY.match(data, pos)
+        if element is None:
+            return None
+        pos = element.end()
+        if element.group(1) == b"]":
+            break
+    head, tail = data[: found.end() - 1], data[pos:]
+    docs = []
+    for sentinel in (b"[0]", b"[1]"):
+        try:
+            docs.append(strictjson.parse_object(head + sentinel + tail, source=name, error=IntegrityError))
+        except IntegrityError:
+            return None
+    if [_get(d, *_DEPENDENCIES_AT) for d in docs] != [[0], [1]]:
+        return None
+    doc = docs[0]
+    doc["predicate"]["buildDefinition"]["resolvedDependencies"] = []
+    return doc
+
+
 def _read_qualification(run: _Run, name: str, data: bytes | None) -> QualificationRecord | None:
     """The qualification record, typed. Its schema is read first: only schema 2 binds the package
     bytes, so another one is refused as such rather than field by field."""
@@ -599,12 +677,22 @@ class _Records:
     model: ModelRecord | None
 
     @classmethod
-    def read(cls, run: _Run, names: AssetNames, small: Mapping[str, bytes]) -> _Records:
+    def read(
+        cls,
+        run: _Run,
+        names: AssetNames,
+        small: Mapping[str, bytes],
+        provenance: dict[str, Any] | None = None,
+    ) -> _Records:
+        """Each record typed; ``provenance``: the statement decoded by :func:`_provenance_doc`
+        (its ``resolvedDependencies`` are then not in the typed record), else from ``small``."""
         return cls(
             profile=_typed(run, names.profile, small.get(names.profile), ProfileAsset),
             manifest=_typed(run, names.manifest, small.get(names.manifest), ComponentManifest),
             qualification=_read_qualification(run, names.qualification, small.get(names.qualification)),
-            provenance=_typed(run, names.provenance, small.get(names.provenance), ProvenanceStatement),
+            provenance=_typed(run, names.provenance, small.get(names.provenance), ProvenanceStatement)
+            if provenance is None
+            else _typed_doc(run, names.provenance, provenance, ProvenanceStatement),
             route=_typed(run, names.route, small.get(names.route), RouteRecord),
             model=_typed(run, names.model, small.get(names.model), ModelRecord),
         )
@@ -615,7 +703,8 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
     _check_spdx(run, names, files)
     _check_cdx(run, names, files)
     _let_go_of_sboms(names, files)
-    records = _Records.read(run, names, files.small)
+    records = _Records.read(run, names, files.small, files.provenance_doc)
+    files.provenance_doc = None
     # The provenance statement grows with the package (20 MB at 100k files): read, then let go.
     files.small.pop(names.provenance, None)
     config = files.small.get(names.config)
