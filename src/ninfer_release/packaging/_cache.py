@@ -20,17 +20,19 @@ stay those of a build without the cache. The build's self-check then binds the m
 to the proven stream (its stored bytes must have the SHA-256 the proof read): one inflate per hit,
 overlapped with the staged read. A member that is not the proven stream (the cache file changed
 between proof and copy) fails the self-check naming its key (:meth:`reject_key`), and the package
-is built again without it (``build/_native.py``). Elsewhere (:meth:`DeflateCache.lookup`) the
-stream is hard-linked into the caller's work dir and proven there (no self-check follows on that
-path): its length and SHA-256 must be the record's and it must inflate to exactly the key's bytes,
-else the entry is deleted and the member deflated as if there were no cache. A hit is never
-stored again.
+is built again without the cache (``build/_native.py``; :meth:`reject_key` ends the hits of this
+cache: whoever changed one entry can change others before the rebuild reads them). Elsewhere
+(:meth:`DeflateCache.lookup`) the stream is hard-linked into the caller's work dir and proven there
+(no self-check follows on that path): its length and SHA-256 must be the record's and it must
+inflate to exactly the key's bytes, else the entry is deleted and the member deflated as if there
+were no cache. A hit is never stored again.
 
 Signed entries (the trusted fast path of a warm rebuild): with a key (:meth:`DeflateCache.from_env`,
 ``$NINFER_DEFLATE_CACHE_KEY``, else ``$XDG_STATE_HOME/ninfer-release/deflate-cache.key``, else
 ``~/.local/state/ninfer-release/deflate-cache.key``: 32 random bytes made on first use, a regular
 file of this user with no group or other permissions, kept *outside* the cache directory, so
-that whoever can write the cache cannot sign for it), a record whose stream was proven — by the
+that whoever can write the cache cannot sign for it: a key path under the cache root, as spelled
+or resolved, is no key), a record whose stream was proven — by the
 build that deflated it (``packaging/_compress.py`` ``_Reinflate``: the stream as written inflated
 back to exactly the staged bytes) or by a :class:`StreamProof` of a later use — carries an
 HMAC-SHA256 of its fields (``mac``). A record whose MAC verifies (:attr:`CacheEntry.signed`) is
@@ -38,7 +40,7 @@ trusted for what it says about its stream: the staged file is still read and its
 the key (its SHA-1 and CRC-32 are the record's, which were computed from bytes of that SHA-256),
 the stream is copied without inflating it, and the self-check still hashes the copied bytes,
 which must have the record's stream SHA-256 (else the entry is deleted and the package built
-again without it). Any other record (no key, another user's key, a field changed, written by an
+again without the cache). Any other record (no key, another user's key, a field changed, written by an
 older version) is proven as above and then signed. So every use re-verifies the entry: by its
 MAC and the self-check's hash of its bytes when signed, by a whole inflate otherwise.
 
@@ -170,6 +172,8 @@ class DeflateCache:
     max_bytes: int
     key_path: Path | None = None
     _keys: dict[str, bytes | None] = field(default_factory=dict, compare=False, repr=False)
+    #: The keys whose entry failed a self-check (:meth:`reject_key`): from then on no hits.
+    _rejected: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DeflateCache | None:
@@ -198,7 +202,10 @@ class DeflateCache:
         if self.key_path is None:
             return None
         if self._keys.get("key") is None and (create or "key" not in self._keys):
-            self._keys["key"] = (_make_key if create else read_key)(self.key_path)
+            # A key inside the cache is whoever writes the cache's to make (a restored CI cache's
+            # files are this user's, mode kept): never read, made or trusted there.
+            inside = _inside(self.key_path, self.root)
+            self._keys["key"] = None if inside else (_make_key if create else read_key)(self.key_path)
         return self._keys["key"]
 
     def _dir(self, level: int, chunk_size: int) -> Path:
@@ -214,7 +221,7 @@ class DeflateCache:
         to the key but is another deflate, so the set's bytes would differ), a method other than 0
         or 8, or a stored stream whose length is not the size.
         """
-        if not is_sha256_hex(sha256):
+        if not is_sha256_hex(sha256) or self._rejected:
             return None
         where = self._dir(level, chunk_size)
         try:
@@ -306,7 +313,15 @@ class DeflateCache:
         return None
 
     def reject_key(self, sha256: str, *, level: int, chunk_size: int) -> None:
-        """Delete the entry for content ``sha256`` (its stream did not inflate to that content)."""
+        """Delete the entry for content ``sha256`` (its member failed the build's self-check), and
+        serve no more hits from this cache (:meth:`find` misses from now on).
+
+        Whoever changed that entry can change any other between the self-check and the package's
+        rebuild (a signed entry is copied unproven: only its stream file need be replaced), and
+        the rebuild must not fail because of the cache (``build/_native.py``
+        ``_build_self_checked``): it deflates every member, and stores them.
+        """
+        self._rejected.add(sha256)
         if is_sha256_hex(sha256):
             self._remove(self._dir(level, chunk_size), sha256)
 
@@ -395,39 +410,94 @@ class DeflateCache:
         """Remove least recently used entries until the streams total at most ``max_bytes``.
 
         Debris older than :data:`DEBRIS_AGE` (temp files, streams without a record: a store or an
-        eviction killed half-way) is removed first, so it never accumulates outside the bound.
+        eviction killed half-way; records without a stream) is removed first, so it never
+        accumulates outside the bound. Only the real directories in ``root`` are walked, each by
+        its descriptor: a symlink there (whoever writes the cache can point one at this user's
+        files) is never followed.
         """
-        entries: list[tuple[float, int, Path, str]] = []
-        for record in self.root.glob("*/*.json"):
-            stream = record.with_suffix(".bin")
-            try:
-                entries.append((record.stat().st_mtime, stream.stat().st_size, record.parent, record.stem))
-            except OSError:
-                continue
-        self._remove_debris()
-        total = sum(e[1] for e in entries)
-        for _, size, where, key in sorted(entries):
-            if total <= self.max_bytes:
-                break
-            self._remove(where, key)
-            total -= size
-
-    def _remove_debris(self) -> None:
-        """Delete old temp files and old streams whose record is missing (see :meth:`evict`)."""
-        cutoff = time.time() - DEBRIS_AGE
-        for path in self.root.glob("*/*"):
-            debris = path.name.startswith(".tmp-") or (
-                path.suffix == ".bin" and not path.with_suffix(".json").exists()
-            )
-            with contextlib.suppress(OSError):
-                if debris and path.lstat().st_mtime < cutoff:
-                    path.unlink()
+        with contextlib.ExitStack() as opened:
+            dirs = _entry_dirs(self.root, opened)
+            entries: list[tuple[float, int, int, str]] = []
+            for fd in dirs:
+                for name in _names(fd):
+                    if name.endswith(".json"):
+                        with contextlib.suppress(OSError):
+                            stream = _lstat(fd, f"{name[:-5]}.bin")
+                            entries.append((_lstat(fd, name).st_mtime, stream.st_size, fd, name[:-5]))
+            for fd in dirs:
+                _remove_debris(fd)
+            total = sum(e[1] for e in entries)
+            for _, size, fd, key in sorted(entries):
+                if total <= self.max_bytes:
+                    break
+                for suffix in (".json", ".bin"):  # the record first: the entry stops existing at once
+                    with contextlib.suppress(OSError):
+                        os.unlink(f"{key}{suffix}", dir_fd=fd)
+                total -= size
 
     @staticmethod
     def _remove(where: Path, key: str) -> None:
         for suffix in (".json", ".bin"):  # the record first: the entry stops existing at once
             with contextlib.suppress(OSError):
                 (where / f"{key}{suffix}").unlink()
+
+
+def _entry_dirs(root: Path, opened: contextlib.ExitStack) -> list[int]:
+    """Descriptors of the directories in ``root`` (closed with ``opened``); a symlink, a file or
+    anything that cannot be opened is skipped."""
+    fds: list[int] = []
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for name in _names(root):
+        with contextlib.suppress(OSError):
+            fd = os.open(root / name, flags)  # O_NOFOLLOW: the last component, ``name``, only
+            opened.callback(os.close, fd)
+            fds.append(fd)
+    return fds
+
+
+def _names(where: Path | int) -> list[str]:
+    """The names in the directory ``where`` (a path or a descriptor); none when it cannot be read."""
+    try:
+        return os.listdir(where)  # noqa: PTH208 (a descriptor too: a Path cannot list one)
+    except OSError:
+        return []
+
+
+def _lstat(fd: int, name: str) -> os.stat_result:
+    """``name`` in the directory ``fd``, not followed.
+
+    Raises:
+        OSError: it is gone.
+    """
+    return os.stat(name, dir_fd=fd, follow_symlinks=False)
+
+
+def _remove_debris(fd: int) -> None:
+    """Delete old temp files, old streams whose record is missing and old records whose stream
+    is missing in the directory ``fd`` (see :meth:`DeflateCache.evict`).
+
+    A record without a stream is left only by :meth:`DeflateCache.sign` rewriting a record that
+    another build's eviction had just removed (a store writes the stream first, an eviction
+    removes the record first); nothing else would ever remove it.
+    """
+    cutoff = time.time() - DEBRIS_AGE
+    for name in _names(fd):
+        with contextlib.suppress(OSError):
+            debris = (
+                name.startswith(".tmp-")
+                or (name.endswith(".bin") and not _exists(fd, name[:-4] + ".json"))
+                or (name.endswith(".json") and not _exists(fd, name[:-5] + ".bin"))
+            )
+            if debris and _lstat(fd, name).st_mtime < cutoff:
+                os.unlink(name, dir_fd=fd)
+
+
+def _exists(fd: int, name: str) -> bool:
+    try:
+        _lstat(fd, name)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def copy_stream(src: BinaryIO, out: BinaryIO, length: int) -> None:
@@ -713,6 +783,17 @@ def _write_record(where: Path, sha256: str, record: Mapping[str, object], key: b
         Path(rec_name).replace(where / f"{sha256}.json")
     finally:
         Path(rec_name).unlink(missing_ok=True)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """True when ``path`` is ``root`` or under it, as spelled (made absolute) or with every
+    symlink resolved (also when that cannot be told: a symlink loop)."""
+    if Path(os.path.normpath(path.absolute())).is_relative_to(os.path.normpath(root.absolute())):
+        return True
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return True
 
 
 def _key_path(env: Mapping[str, str]) -> Path | None:
