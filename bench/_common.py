@@ -331,7 +331,7 @@ def big_tree(samples: Path, work: Path, *, min_bytes: int) -> Path:
     ``bin/ninfer-kernels-sm89.fatbin`` repeats ``cublasLt64_13.dll`` then ``cublas64_13.dll``
     (GPU code, as compressible as the real thing) up to the missing size. Cached in ``work``.
     """
-    dst = work / f"tree-{min_bytes // MIB}mib"
+    dst = work / f"tree-{min_bytes // MIB}mib-{samples.name}"
     lane = dst / LANE
     if lane.is_dir() and tree_bytes(lane) >= min_bytes:
         return dst
@@ -364,7 +364,7 @@ def many_files_tree(samples: Path, work: Path, *, count: int, size: int = 4096) 
     ``build-info.json`` is bounded to 1 MiB (strict reader), which 100k engine-file entries exceed.
     Cached in ``work``.
     """
-    dst = work / f"tree-files-{count}"
+    dst = work / f"tree-files-{count}-{samples.name}"
     lane = dst / LANE
     extra = lane / "licenses" / "extra"
     if extra.is_dir() and sum(1 for _ in extra.iterdir()) == count:
@@ -386,7 +386,7 @@ def incompressible_tree(samples: Path, work: Path, *, size: int, seed: int = 13)
     every run (deflate cannot shrink them, so a good build stores the member). Generated once and
     kept in ``work`` (about 4 s per GiB).
     """
-    dst = work / f"tree-random-{size}-s{seed}"
+    dst = work / f"tree-random-{size}-s{seed}-{samples.name}"
     lane = dst / LANE
     member = lane / "bin" / "ninfer-weights.bin"
     if member.is_file() and member.stat().st_size == size:

@@ -56,7 +56,7 @@ DOCS = REPO / "docs"
 
 def _size_tree(samples: Path, work: Path, size_mib: int) -> Path:
     """The sample lane plus ``bin/ninfer-kernels.fatbin``: the lane's DLL bytes repeated to ``size_mib``."""
-    dst = work / f"tree-size-{size_mib}mib"
+    dst = work / f"tree-size-{size_mib}mib-{samples.name}"
     lane = dst / LANE
     if lane.is_dir() and tree_bytes(lane) >= size_mib * MIB:
         return dst
