@@ -118,3 +118,71 @@ def test_what_the_strict_decoder_refuses_is_not_read(attack: Any) -> None:
     got = _fast(data)
     assert got is None or got == _whole(data)
     assert _whole(data)[0]  # the whole path reports it
+
+
+@pytest.fixture
+def golden_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built rtx4090 set of the sample release (read only)."""
+    from flow_support import release_out
+
+    return Path(release_out(tmp_path_factory)) / "rtx4090"
+
+
+class _Steps:
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def step(self, message: str, total: int | None = None) -> None:
+        pass
+
+    def advance(self, nbytes: int) -> None:
+        self.seen.append(nbytes)
+
+
+def test_the_statement_is_read_before_the_sboms(monkeypatch: pytest.MonkeyPatch, golden_set: Path) -> None:
+    """Its read's transient memory (about twice its bytes) comes before the SBOMs' maps exist."""
+    order: list[str] = []
+    read_regular, check_spdx_file = _verify.strictjson.read_regular, _verify.sbom.check_spdx_file
+
+    def read(path: Path, **kwargs: Any) -> bytes:
+        order.append((path.name.split(".")[-2:])[0])
+        return read_regular(path, **kwargs)
+
+    def spdx(path: Path, **kwargs: Any) -> Any:
+        order.append("spdx")
+        return check_spdx_file(path, **kwargs)
+
+    monkeypatch.setattr(_verify.strictjson, "read_regular", read)
+    monkeypatch.setattr(_verify.sbom, "check_spdx_file", spdx)
+    assert _verify.verify_set(golden_set).ok
+    assert order.index("provenance") < order.index("spdx")
+
+
+def test_an_early_read_error_is_raised_where_the_entry_is_read(
+    monkeypatch: pytest.MonkeyPatch, golden_set: Path
+) -> None:
+    """The entries before the statement are read (and counted) first, as when it was read in order."""
+    read_regular = _verify.strictjson.read_regular
+    failure = _verify.InputError(problems=[])
+
+    def read(path: Path, **kwargs: Any) -> bytes:
+        if path.name.endswith(".provenance.json"):
+            raise failure
+        return read_regular(path, **kwargs)
+
+    monkeypatch.setattr(_verify.strictjson, "read_regular", read)
+    steps = _Steps()
+    with pytest.raises(_verify.InputError) as raised:
+        _verify.verify_set(golden_set, progress=steps)
+    assert raised.value is failure
+    names = sorted(p.name for p in golden_set.iterdir())
+    stem = next(n for n in names if n.endswith(".zip")).removesuffix(".zip")
+    before = [
+        ".spdx.json",
+        ".cdx.json",
+        ".config.toml",
+        ".profile.json",
+        ".model.json",
+        ".qualification.json",
+    ]
+    assert steps.seen[: len(before)] == [(golden_set / (stem + s)).stat().st_size for s in before]
