@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import zlib as stdzlib
-from dataclasses import replace as _replace
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +57,14 @@ def _cache_at(tmp_path: Path, *, max_bytes: int = 1 << 30, key: Path | None = No
     )
 
 
-def _laid_out(
-    tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str], *, chunk: int = CHUNK
-) -> bytes:
+def _laid_out(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str]) -> bytes:
     """The zip as ``build lane`` lays it out (streams in place), self-checked."""
     work = tmp_path / label
     work.mkdir()
     entries = [PlanEntry(name=n, source=tmp_path / "staged" / n, staged_path=n) for n in NAMES]
     layout = ZipLayout.create(work)
     members = compress_members(
-        entries, workdir=work, chunk_size=chunk, cache=cache, known_sha256=known, layout=layout
+        entries, workdir=work, chunk_size=CHUNK, cache=cache, known_sha256=known, layout=layout
     )
     return finish_zip(layout, members, work / "p.zip", epoch=EPOCH).path.read_bytes()
 
@@ -219,23 +216,22 @@ def test_eviction_never_deletes_outside_the_cache_through_a_symlinked_directory(
     assert not list((tmp_path / "cache").glob("[!x]*/*"))  # the cache itself was evicted
 
 
-def test_an_orphan_record_left_by_a_signature_racing_an_eviction_does_not_stay_for_ever(
+def test_an_orphan_record_left_by_a_store_racing_an_eviction_does_not_stay_for_ever(
     tmp_path: Path, known: dict[str, str]
 ) -> None:
-    """``sign`` rewrites a record just after another build's eviction removed the entry: a
-    record without a stream, which eviction skipped (no stream to size) and debris removal kept
-    (it removed streams without a record only), for ever. Defence: an old record without a
-    stream is debris too (a store writes its stream first, an eviction removes the record
-    first: no build in flight leaves one)."""
+    """A store renames its stream into place; another build's eviction then removes the old record
+    and that new stream; the store writes its record: a record without a stream, which eviction
+    skipped (no stream to size) and debris removal kept (it removed streams without a record
+    only), for ever. Defence: an old record without a stream is debris too (a store writes its
+    stream first, an eviction removes the record first: no build in flight leaves one old)."""
     cache = _cache_at(tmp_path)
     _laid_out(tmp_path, "cold", cache, known)
     record, stream = _files(tmp_path, known["bin/a.dll"])
-    entry = cache.find(
-        known["bin/a.dll"], size=(tmp_path / "staged/bin/a.dll").stat().st_size, level=6, chunk_size=CHUNK
-    )
-    assert entry is not None
+    size = (tmp_path / "staged/bin/a.dll").stat().st_size
+    entry = cache.find(known["bin/a.dll"], size=size, level=6, chunk_size=CHUNK)
+    assert entry is not None and entry.signed
     DeflateCache(root=tmp_path / "cache", max_bytes=0).evict()  # another build evicts all
-    cache.sign(_replace(entry, signed=False))  # this one signs what it proved meanwhile
+    _cache._write_record(entry.where, entry.key, entry.record(), None)  # the store's record, late
     assert record.is_file() and not stream.exists()
     old = 1_000_000_000
     os.utime(record, (old, old))
@@ -247,22 +243,22 @@ def test_an_orphan_record_left_by_a_signature_racing_an_eviction_does_not_stay_f
 
 
 @pytest.mark.parametrize("field", ["length", "method"])
-def test_a_signed_record_retyped_with_its_mac_kept_gives_the_cache_off_bytes(
+def test_a_record_retyped_gives_the_cache_off_bytes_when_proven_by_an_inflate(
     tmp_path: Path, known: dict[str, str], field: str
 ) -> None:
-    """The attacker keeps a record's MAC and writes an integer field as a float (``8.0``). The
-    MAC then fails and the entry is proven by an inflate; the build must neither fail nor change.
-    Defence: ``find`` takes exactly-int fields only (else StreamProof's ``pread`` got a float
-    length, TypeError, and a ``method`` of 8.0 proved fine, was signed and reached the zip
-    header: struct.error; the build failed both ways)."""
-    cache = _cache_at(tmp_path)
+    """Without a key (``off``) every record is proven by an inflate on use; the attacker writes an
+    integer field as a float (``8.0``): the build must neither fail nor change. Defence: ``find``
+    takes exactly-int fields only (else StreamProof's ``pread`` got a float length, TypeError,
+    and a ``method`` of 8.0 proved fine and reached the zip header: struct.error)."""
+    cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
     plain = _laid_out(tmp_path, "plain", None, known)
     _laid_out(tmp_path, "cold", cache, known)
     record, _ = _files(tmp_path, known["bin/a.dll"])
     doc = json.loads(record.read_bytes())
-    assert "mac" in doc
     record.write_text(json.dumps({**doc, field: float(doc[field])}))
-    assert _laid_out(tmp_path, "again", _cache_at(tmp_path), known) == plain
+    assert (
+        _laid_out(tmp_path, "again", DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30), known) == plain
+    )
 
 
 def test_a_key_that_names_a_fifo_is_no_key_and_never_blocks(tmp_path: Path, known: dict[str, str]) -> None:
@@ -314,24 +310,6 @@ def test_a_signed_stored_record_whose_length_is_not_its_size_is_a_miss(
     assert key is not None
     record.write_text(json.dumps({**fields, "mac": _cache._record_mac(key, fields)}))
     assert _laid_out(tmp_path, "again", _cache_at(tmp_path), known) == plain
-
-
-def test_a_signed_entry_copied_verbatim_into_another_piece_size_directory_is_not_used(
-    tmp_path: Path, known: dict[str, str]
-) -> None:
-    """A signed record and its stream copied unchanged from the 64 KiB-piece directory into the
-    128 KiB one: the stream inflates to the key but is another deflate. Defence: ``find``
-    requires the record to name the directory's level and piece size (the MAC alone does not
-    refuse it: it fails, and the entry is then proven by an inflate, which it passes)."""
-    cache = _cache_at(tmp_path)
-    _laid_out(tmp_path, "cold", cache, known)
-    record, stream = _files(tmp_path, known["bin/a.dll"])
-    other = cache._dir(6, 2 * CHUNK)
-    other.mkdir(parents=True)
-    for f in (record, stream):
-        (other / f.name).write_bytes(f.read_bytes())
-    plain = _laid_out(tmp_path, "plain2", None, known, chunk=2 * CHUNK)
-    assert _laid_out(tmp_path, "again2", _cache_at(tmp_path), known, chunk=2 * CHUNK) == plain
 
 
 @pytest.mark.parametrize("change", ["shrinks", "grows"])
@@ -398,3 +376,61 @@ def test_an_eviction_racing_a_signed_hit_gives_the_cache_off_bytes(
     monkeypatch.setattr(DeflateCache, "open_stream", open_stream)
     assert _laid_out(tmp_path, "raced", _cache_at(tmp_path), known) == plain
     assert raced and raced[0]
+
+
+def test_a_record_that_lies_about_its_deflate_is_not_used_nor_signed(
+    tmp_path: Path, known: dict[str, str]
+) -> None:
+    """Whoever writes the cache replaces an entry's stream by another valid deflate of the same
+    bytes (zlib level 1, one piece) and rewrites its record to match but for the level, piece size
+    and engine, which it keeps. The record was unsigned, so it was proven by an inflate, which it
+    passed (it inflates to exactly the key's bytes), and then *signed*: this and every later set
+    shipped the attacker's stream, and their bytes were not the cache-off bytes. An inflate
+    cannot tell our deflate from another one. Defence: with a key, a record not signed with it is
+    a miss (``find``), and only a stream this build deflated itself is signed (``store``; the
+    proof's ``sign`` is gone)."""
+    cache = _cache_at(tmp_path)
+    plain = _laid_out(tmp_path, "plain", None, known)
+    _laid_out(tmp_path, "cold", cache, known)
+    record, stream = _files(tmp_path, known["bin/a.dll"])
+    other = stdzlib.compressobj(1, stdzlib.DEFLATED, -15)
+    foreign = other.compress((tmp_path / "staged/bin/a.dll").read_bytes()) + other.flush()
+    assert foreign != stream.read_bytes()
+    stream.write_bytes(foreign)
+    doc = {k: v for k, v in json.loads(record.read_bytes()).items() if k != "mac"}
+    doc.update(length=len(foreign), stream_sha256=hashlib.sha256(foreign).hexdigest())
+    record.write_text(json.dumps(doc))
+    assert _laid_out(tmp_path, "again", _cache_at(tmp_path), known) == plain
+    assert _laid_out(tmp_path, "warm", _cache_at(tmp_path), known) == plain
+    assert stream.read_bytes() != foreign and "mac" in json.loads(record.read_bytes())  # stored again
+
+
+@pytest.mark.parametrize("proven", ["", "other"])
+def test_with_a_key_a_stream_read_back_wrong_is_neither_stored_nor_signed(
+    tmp_path: Path, known: dict[str, str], proven: str
+) -> None:
+    """``store`` signs a stream as this build's own deflate: the spool's bytes read back must be
+    the stream proven as written (``proven``), or without a proof inflate to the key. Here the
+    bytes read back are damaged (the disk, a bug): no entry at all (with a key an unsigned record
+    is never used), else a signed wrong stream had failed every later build's self-check."""
+    data = (tmp_path / "staged/bin/b.dll").read_bytes()
+    good = stdzlib.compressobj(6, stdzlib.DEFLATED, -15)
+    stream = bytearray(good.compress(data) + good.flush())
+    stream[len(stream) // 2] ^= 0xFF
+    spool = tmp_path / "spool"
+    spool.write_bytes(b"header" + bytes(stream))
+    cache = _cache_at(tmp_path)
+    cache.store(
+        known["bin/b.dll"],
+        level=6,
+        chunk_size=CHUNK,
+        spool=spool,
+        offset=6,
+        length=len(stream),
+        method=8,
+        size=len(data),
+        crc32=stdzlib.crc32(data),
+        sha1=hashlib.sha1(data, usedforsecurity=False).hexdigest(),
+        proven=hashlib.sha256(b"what was written").hexdigest() if proven else "",
+    )
+    assert not list((tmp_path / "cache").glob("*/*"))

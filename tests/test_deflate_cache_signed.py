@@ -135,7 +135,7 @@ def test_staged_bytes_that_are_not_the_keys_never_use_a_signed_entry(
 
 
 @pytest.mark.parametrize("tamper", ["field", "other-key", "no-mac", "mac-not-text"])
-def test_a_record_not_signed_by_this_key_is_proven_not_trusted(
+def test_a_record_not_signed_by_this_key_is_not_used_but_stored_again_signed(
     tmp_path: Path, known: dict[str, str], monkeypatch: pytest.MonkeyPatch, tamper: str
 ) -> None:
     cache = _cache_at(tmp_path)
@@ -152,25 +152,26 @@ def test_a_record_not_signed_by_this_key_is_proven_not_trusted(
     else:
         record["mac"] = 7
     path.write_text(json.dumps(record))
-    entry = _entry(cache, tmp_path, known["bin/a.dll"])
-    assert entry is not None and not entry.signed
-    proofs = _count_proofs(monkeypatch)
+    assert _entry(cache, tmp_path, known["bin/a.dll"]) is None  # a miss: an inflate proves no deflate ours
+    proofs, deflates = _count_proofs(monkeypatch), count_deflates(monkeypatch)
     assert _laid_out(tmp_path, "warm", cache, known) == plain
-    assert proofs[0] == 1  # a.dll proven by an inflate (b.dll's signature still holds)
+    assert proofs[0] == 0 and deflates[0] > 1  # a.dll deflated (b.dll's signature still holds)
+    assert _entry(cache, tmp_path, known["bin/a.dll"]).signed  # type: ignore[union-attr]
 
 
-def test_an_unsigned_entry_is_proven_once_then_signed(
+def test_an_unsigned_entry_is_deflated_once_then_signed(
     tmp_path: Path, known: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plain = _laid_out(tmp_path, "plain", None, known)
     _laid_out(tmp_path, "cold", _cache_at(tmp_path, key=None), known)  # no key: nothing signed
     assert not any("mac" in r for r in _records(tmp_path).values())
     cache = _cache_at(tmp_path)
-    proofs = _count_proofs(monkeypatch)
+    proofs, deflates = _count_proofs(monkeypatch), count_deflates(monkeypatch)
     assert _laid_out(tmp_path, "first", cache, known) == plain
-    assert proofs[0] == 2 and all("mac" in r for r in _records(tmp_path).values())
+    assert proofs[0] == 0 and all("mac" in r for r in _records(tmp_path).values())
+    first = deflates[0]
     assert _laid_out(tmp_path, "second", _cache_at(tmp_path), known) == plain
-    assert proofs[0] == 2  # the second use trusts the signatures the first one made
+    assert proofs[0] == 0 and deflates[0] - first == 1  # trusted: engine.exe (no known digest) only
 
 
 def _write_key(path: Path, data: bytes, mode: int) -> Path:

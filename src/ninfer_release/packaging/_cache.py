@@ -32,17 +32,22 @@ Signed entries (the trusted fast path of a warm rebuild): with a key (:meth:`Def
 ``~/.local/state/ninfer-release/deflate-cache.key``: 32 random bytes made on first use, a regular
 file of this user with no group or other permissions, kept *outside* the cache directory, so
 that whoever can write the cache cannot sign for it: a key path under the cache root, as spelled
-or resolved, is no key), a record whose stream was proven — by the
-build that deflated it (``packaging/_compress.py`` ``_Reinflate``: the stream as written inflated
-back to exactly the staged bytes) or by a :class:`StreamProof` of a later use — carries an
-HMAC-SHA256 of its fields (``mac``). A record whose MAC verifies (:attr:`CacheEntry.signed`) is
-trusted for what it says about its stream: the staged file is still read and its SHA-256 must be
-the key (its SHA-1 and CRC-32 are the record's, which were computed from bytes of that SHA-256),
-the stream is copied without inflating it, and the self-check still hashes the copied bytes,
-which must have the record's stream SHA-256 (else the entry is deleted and the package built
-again without the cache). Any other record (no key, another user's key, a field changed, written by an
-older version) is proven as above and then signed. So every use re-verifies the entry: by its
-MAC and the self-check's hash of its bytes when signed, by a whole inflate otherwise.
+or resolved, is no key), the record of a stream that this build deflated and proved as it was
+written (``packaging/_compress.py`` ``_Reinflate``: it inflated back to exactly the staged bytes;
+the bytes stored must have its SHA-256) carries an HMAC-SHA256 of its fields (``mac``). A record
+whose MAC verifies (:attr:`CacheEntry.signed`) is trusted for what it says about its stream: the
+staged file is still read and its SHA-256 must be the key (its SHA-1 and CRC-32 are the record's,
+which were computed from bytes of that SHA-256), the stream is copied without inflating it, and
+the self-check still hashes the copied bytes, which must have the record's stream SHA-256 (else
+the entry is deleted and the package built again without the cache). With a key, any other
+record (another user's key, a field changed, written by an older version or by whoever writes
+the cache) is a miss: the member is deflated and stored again, signed. It is not proven by an
+inflate and used: an inflate proves that a stream gives the key's bytes, not that it is *this*
+deflate of them, and another valid deflate (zlib level 1, say, whatever its record claims)
+would change the set's bytes, and once signed every later set's
+(``tests/test_attack_signed_cache.py``). Without a key (``off``, or none can be made or trusted)
+every record is proven by an inflate on use, as above; whoever writes such a cache can then
+choose the deflate of a member (the set's bytes, never its content).
 
 A record is read bounded (at most :data:`MAX_RECORD` bytes, regular files only: a FIFO, a device
 or a 2 GB file in its place is a miss) and must name this very key, engine, level and piece size:
@@ -219,7 +224,9 @@ class DeflateCache:
         malformed record is a miss, and so is one for another size or that names another key,
         engine, level or piece size (an entry copied from another directory: its stream inflates
         to the key but is another deflate, so the set's bytes would differ), a method other than 0
-        or 8, or a stored stream whose length is not the size.
+        or 8, or a stored stream whose length is not the size. With a key (made here when there is
+        none yet) a record not signed with it is a miss too; without one, every record is
+        returned unsigned (and proven on use).
         """
         if not is_sha256_hex(sha256) or self._rejected:
             return None
@@ -250,12 +257,13 @@ class DeflateCache:
                 level=level,
                 chunk_size=chunk_size,
             )
-            key = self._key(create=False)
+            key = self._key(create=True)
+            if key is None:
+                return entry  # no key: proven by an inflate on use (module docstring)
             mac = record.get("mac")
-            if key is not None and isinstance(mac, str):
-                signed = hmac.compare_digest(mac, _record_mac(key, entry.record()))
-                return replace(entry, signed=signed)
-            return entry
+            if isinstance(mac, str) and hmac.compare_digest(mac, _record_mac(key, entry.record())):
+                return replace(entry, signed=True)
+            return None  # not signed with this key: an inflate cannot tell another deflate from ours
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -352,15 +360,18 @@ class DeflateCache:
     ) -> None:
         """Add the stream at ``spool[offset:offset+length]`` for content ``sha256``; evict to the bound.
 
-        ``proven``: the SHA-256 of a stream that was proven to inflate to that content (the
-        build's re-inflate as it was written); the record is signed when the bytes stored have
-        it (and there is a key), so later uses trust it without inflating it.
+        ``proven``: the SHA-256 of a stream of this build's own deflate that was proven to inflate
+        to that content (the build's re-inflate as it was written). With a key the record is
+        signed, so later uses trust it without inflating it, and it is stored only when the bytes
+        stored have that SHA-256 (without ``proven``: when they inflate to the key); with a key
+        an unsigned record is never used (:meth:`find`).
 
         Best effort: a cache that cannot be written (full disk, read-only home) is skipped silently,
         it never fails a build.
         """
         if not is_sha256_hex(sha256) or length > self.max_bytes:
             return
+        key = self._key(create=True)
         where = self._dir(level, chunk_size)
         try:
             where.mkdir(parents=True, exist_ok=True)
@@ -375,36 +386,30 @@ class DeflateCache:
                         out.write(block)
                         digest.update(block)
                         left -= len(block)
-                record = _record(
-                    sha256,
+                entry = CacheEntry(
+                    key=sha256,
+                    where=where,
+                    length=length,
+                    method=method,
                     size=size,
                     crc32=crc32,
                     sha1=sha1,
-                    method=method,
-                    length=length,
                     stream_sha256=digest.hexdigest(),
                     level=level,
                     chunk_size=chunk_size,
                 )
+                # Signed only as this build's own deflate, read back: the bytes proven as they were
+                # written, or (no proof: a small member) bytes with the SHA-256 read that inflate
+                # to the key; else not stored (with a key an unsigned record is never used).
+                if key is not None and not (proven == entry.stream_sha256 if proven else _proven(tmp, entry)):
+                    return
                 tmp.replace(where / f"{sha256}.bin")
             finally:
                 tmp.unlink(missing_ok=True)
-            key = self._key(create=True) if proven and proven == digest.hexdigest() else None
-            _write_record(where, sha256, record, key)  # commits the entry
+            _write_record(where, sha256, entry.record(), key)  # commits the entry
             self.evict()
         except OSError:
             return
-
-    def sign(self, entry: CacheEntry) -> None:
-        """Sign ``entry``'s record, whose stream was just proven (:class:`StreamProof`), so that
-        later uses trust it without inflating it. Best effort: never raises."""
-        if entry.signed:
-            return
-        key = self._key(create=True)
-        if key is None:
-            return
-        with contextlib.suppress(OSError):
-            _write_record(entry.where, entry.key, entry.record(), key)
 
     def evict(self) -> None:
         """Remove least recently used entries until the streams total at most ``max_bytes``.

@@ -576,7 +576,6 @@ class _Pipeline:
                 cache.reject(found)  # it does not inflate to the key's bytes
             return False
         cache.touch(found)
-        cache.sign(found)  # proven: later uses trust it without an inflate
         member = _cached_member(state, self.spool, self.position, found)
         self.done.append(dataclasses.replace(member, stream_sha256=stream_sha256))
         self.layout.writeback.wrote(self.out, found.length)
