@@ -146,3 +146,60 @@ def test_a_scan_failing_after_handing_on_leaves_no_members(
     assert f"{zip_name}: the disk went away" in report.failures
     # Without members no cross-check runs: no line about a member the SBOMs list.
     assert not [f for f in report.failures if "package member" in f or "not in the package" in f]
+
+
+def test_digests_do_not_wait_behind_a_streamed_member(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed member is finished once a few later members completed, also when those were
+    read in one call: the digests handed on in order never pile up behind it."""
+    files = {"big.bin": bytes(range(256)) * 1024}
+    files.update({f"licenses/f{i:03d}.txt": (b"%d " % i) * 50 for i in range(100)})
+    path = ours(tmp_path, files)
+    most = [0]
+    put = _zipread._InOrder.put
+
+    def counted(self: _zipread._InOrder, i: int, digest: packaging.MemberDigest) -> None:
+        put(self, i, digest)
+        most[0] = max(most[0], len(self.ready))
+
+    monkeypatch.setattr(_zipread._InOrder, "put", counted)
+    handed: list[packaging.MemberDigest] = []
+    scan_zip(path, sha1=False, each=handed.append)
+    assert [d.name for d in handed] == list(files)
+    assert most[0] <= _zipread._LAG + 1
+
+
+def test_consume_lets_the_index_go_as_the_scan_goes(tmp_path: Path) -> None:
+    files = {f"licenses/f{i:03d}.txt": (b"%d " % i) * 50 for i in range(40)}
+    path = ours(tmp_path, files)
+    index: list[Any] = list(read_zip_index(path))
+    expected = list(scan_zip(path, sha1=False).members)
+    gone_before: list[int] = []
+
+    def each(d: packaging.MemberDigest) -> None:
+        gone_before.append(sum(m is None for m in index))
+        handed.append(d)
+
+    handed: list[packaging.MemberDigest] = []
+    scan_zip(path, sha1=False, index=index, each=each, consume=True)
+    assert handed == expected
+    assert gone_before == list(range(len(files)))  # each entry let go once its member is handed on
+    assert index == [None] * len(files)
+    with pytest.raises(TypeError):
+        scan_zip(path, index=tuple(read_zip_index(path)), consume=True)
+
+
+def test_verify_gives_the_scan_its_index(monkeypatch: pytest.MonkeyPatch, golden_set: Path) -> None:
+    given: list[Any] = []
+    original = packaging.scan_zip
+
+    def scan(*args: Any, **kwargs: Any) -> packaging.ZipScan:
+        got = original(*args, **kwargs)
+        given.append((kwargs.get("consume"), kwargs["index"]))
+        return got
+
+    monkeypatch.setattr(packaging, "scan_zip", scan)
+    assert _verify.verify_set(golden_set).ok
+    [(consume, index)] = given
+    assert consume is True and index and all(m is None for m in index)

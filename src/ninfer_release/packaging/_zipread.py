@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, cast
 
 from ninfer_release.errors import IntegrityError, Problem
 from ninfer_release.packaging._zipformat import (
@@ -731,6 +731,14 @@ def _whole(m: ZipMember, data: memoryview, sha1: bool) -> MemberDigest | None:
     )
 
 
+def _live(members: list[ZipMember | None], i: int) -> ZipMember:
+    """Entry ``i`` of a scan's member list, which is let go only once handed on."""
+    m = members[i]
+    if m is None:
+        raise AssertionError(f"member {i} is read after it was handed on")  # a scan bug
+    return m
+
+
 class _InOrder:
     """The members' digests handed to ``each`` in central-directory order, each as soon as it
     and every one before it are known (members are read in data order: for a zip written in
@@ -739,17 +747,25 @@ class _InOrder:
 
     def __init__(
         self,
-        members: Sequence[ZipMember],
+        members: list[ZipMember | None],
         checks: list[list[str]],
         new_hasher: Callable[[], _Hasher],
         each: Callable[[MemberDigest], None],
+        let_go: bool = False,
     ) -> None:
         self.members = members
         self.checks = checks
         self.new_hasher = new_hasher
         self.each = each
+        self.let_go = let_go
         self.ready: dict[int, MemberDigest] = {}
         self.next = 0
+
+    def _hand_on(self, j: int, digest: MemberDigest) -> None:
+        self.each(digest)
+        if self.let_go:
+            self.members[j] = None  # read and handed on: nothing reads its entry again
+        self.next += 1
 
     def put(self, i: int, digest: MemberDigest) -> None:
         self.ready[i] = digest
@@ -759,9 +775,8 @@ class _InOrder:
             if got is None:
                 if not self.checks[j]:
                     return
-                got = _digest(self.members[j], self.new_hasher(), self.checks[j])
-            self.each(got)
-            self.next += 1
+                got = _digest(_live(self.members, j), self.new_hasher(), self.checks[j])
+            self._hand_on(j, got)
 
     def flush(self) -> None:
         """Hand on the members not read at the end of the member list."""
@@ -769,8 +784,7 @@ class _InOrder:
             j = self.next
             if j in self.ready or not self.checks[j]:
                 raise AssertionError(f"member {j} was read but not handed on")  # a scan bug
-            self.each(_digest(self.members[j], self.new_hasher(), self.checks[j]))
-            self.next += 1
+            self._hand_on(j, _digest(_live(self.members, j), self.new_hasher(), self.checks[j]))
 
 
 class _Finished:
@@ -778,23 +792,31 @@ class _Finished:
 
     A stream holds an inflater (~40 KiB of zlib state) and hash objects: keeping one per member
     until the end of the scan cost ~40 KiB per member (400 MiB at 10k members, issue 13). A
-    completed stream is finished once :data:`_LAG` later ones have completed, so the hash of its
-    last chunk still overlaps the next members' inflation; memory stays bounded by the lag.
+    completed stream is finished once :data:`_LAG` later members have completed (streamed or
+    read in one call, :meth:`passed`), so the hash of its last chunk still overlaps the next
+    members' inflation; memory stays bounded by the lag, and the digests handed on in order do
+    not wait behind it for long.
     """
 
     def __init__(self, out: _InOrder) -> None:
-        self.waiting: deque[tuple[int, _MemberStream]] = deque()
+        self.waiting: deque[tuple[int, _MemberStream, int]] = deque()
         self.out = out
+        self.completed = 0
 
     def add(self, i: int, stream: _MemberStream) -> None:
-        self.waiting.append((i, stream))
-        if len(self.waiting) > _LAG:
-            j, oldest = self.waiting.popleft()
+        self.waiting.append((i, stream, self.completed))
+        self.passed()
+
+    def passed(self) -> None:
+        """One more member completed: finish the streams :data:`_LAG` members have passed."""
+        self.completed += 1
+        while self.waiting and self.waiting[0][2] + _LAG < self.completed:
+            j, oldest, _ = self.waiting.popleft()
             self.out.put(j, oldest.finish())
 
     def flush(self) -> None:
         while self.waiting:
-            j, stream = self.waiting.popleft()
+            j, stream, _ = self.waiting.popleft()
             self.out.put(j, stream.finish())
 
 
@@ -808,7 +830,7 @@ class _Reading:
 
     def __init__(
         self,
-        members: Sequence[ZipMember],
+        members: list[ZipMember | None],
         readable: list[int],
         pool: ThreadPoolExecutor,
         sha1: bool,
@@ -831,7 +853,7 @@ class _Reading:
         members, readable, streams = self.members, self.readable, self.streams
         while self.k < len(readable):
             i = readable[self.k]
-            m = members[i]
+            m = _live(members, i)
             start, stop = m.data_offset, m.data_offset + m.compressed_size
             if start >= end and stop > start:
                 return
@@ -841,6 +863,7 @@ class _Reading:
                     digest = _whole(m, view[start - pos : stop - pos], self.sha1)
                     if digest is not None:
                         self.out.put(i, digest)
+                        self.done.passed()
                         self.k += 1
                         continue
                 stream = streams[i] = _new_stream(m, self.pool, self.sha1, self.proven)
@@ -857,11 +880,11 @@ class _Reading:
         are reported so."""
         for i in self.readable[self.k :]:
             stream = self.streams.setdefault(
-                i, _new_stream(self.members[i], self.pool, self.sha1, self.proven)
+                i, _new_stream(_live(self.members, i), self.pool, self.sha1, self.proven)
             )
             stream.error = stream.error or "cannot be read: archive ends inside the member data"
         self.done.flush()
-        for i in sorted(self.streams, key=lambda i: self.members[i].data_offset):
+        for i in sorted(self.streams, key=lambda i: _live(self.members, i).data_offset):
             self.out.put(i, self.streams[i].finish())
         self.out.flush()
 
@@ -876,6 +899,7 @@ def scan_zip(
     index: Sequence[ZipMember] | None = None,
     proven: Mapping[str, ProvenStream] | None = None,
     each: Callable[[MemberDigest], None] | None = None,
+    consume: bool = False,
 ) -> ZipScan:
     """Read the zip at ``path`` once, front to back: its own SHA-256 and every member's digests.
 
@@ -894,17 +918,25 @@ def scan_zip(
     that stream (else a problem); ``sha1`` is then ``""`` for it. ``each``: every member's
     digests are handed to it, in central-directory order, as soon as they and those before them
     are known, instead of being kept (the scan's ``members`` is then empty; issue 13: memory at
-    many members).
+    many members). ``consume``: ``index`` is a list the caller gives up (it holds no member of it
+    apart from the list): each entry is set to ``None`` once its member is handed on, so the
+    index's memory goes as the scan goes (~0.4 KiB per member).
 
     Raises:
         IntegrityError: the archive structure is unsafe (see :func:`read_zip_index`).
         OSError: the file cannot be read.
     """
-    members = list(index) if index is not None else read_zip_index(path)
-    checks = _archive_checks(members, max_ratio=max_ratio, max_total=max_total)
+    if consume and not isinstance(index, list):
+        raise TypeError("consume=True needs the index as a list")
+    if consume and isinstance(index, list):
+        full = index
+    else:
+        full = list(index) if index is not None else read_zip_index(path)
+    checks = _archive_checks(full, max_ratio=max_ratio, max_total=max_total)
     readable = sorted(
-        (i for i, problems in enumerate(checks) if not problems), key=lambda i: members[i].data_offset
+        (i for i, problems in enumerate(checks) if not problems), key=lambda i: full[i].data_offset
     )
+    members = cast("list[ZipMember | None]", full)  # the very list: its entries are let go
     kept: list[MemberDigest] = []
     with (
         path.open("rb", buffering=0) as f,
@@ -912,7 +944,7 @@ def scan_zip(
     ):
         before = FileIdentity.of(os.fstat(f.fileno()))
         whole = _Hasher(pool, sha1=False, crc=False)
-        out = _InOrder(members, checks, lambda: _Hasher(pool, sha1=sha1), each or kept.append)
+        out = _InOrder(members, checks, lambda: _Hasher(pool, sha1=sha1), each or kept.append, consume)
         reading = _Reading(members, readable, pool, sha1, proven or {}, out)
         pos = 0
         while block := f.read(_STEP):

@@ -198,7 +198,8 @@ class _SetFiles:
     size, the zip members' SHA-256 by name, and the SBOMs' schema problems."""
 
     zip_path: Path
-    #: The zip's index read once (:func:`_zip_index`); ``None``: unreadable, each reader reports why.
+    #: The entries of the zip's index read once (:func:`_zip_index`) that are read again
+    #: (:func:`_read_later`); ``None``: unreadable, each reader reports why.
     index: list[packaging.ZipMember] | None = None
     small: dict[str, bytes] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)
@@ -233,11 +234,14 @@ class _ZipScan:
         files: _SetFiles,
         known: str | None = None,
         given: packaging.ZipScan | None = None,
+        index: list[packaging.ZipMember] | None = None,
     ) -> None:
         self.zip_path = zip_path
         self.files = files
         self.known = known
         self.given = given
+        #: The whole index, given up to the scan (``files.index`` keeps the entries still read).
+        self.index = index
         self.errors: list[str] = []
         self.digest: list[str] = []
         self.thread: threading.Thread | None = None
@@ -245,15 +249,18 @@ class _ZipScan:
     def _run(self) -> None:
         try:
             given = self.given if self.given is not None and self.given.describes(self.zip_path) else None
-            # Each member's digests are taken as the scan hands them on, not kept as records
-            # (100k members: ~30 MB; issue 13).
+            index, self.index = self.index, None
+            # Each member's digests are taken as the scan hands them on, not kept as records,
+            # and the index it is given goes as it goes (100k members: ~30 + ~35 MB; issue 13).
             scan = given or packaging.scan_zip(
                 self.zip_path,
                 sha1=False,
                 archive_sha256=self.known,
-                index=self.files.index,
+                index=index,
                 each=self._member,
+                consume=index is not None,
             )
+            del index
         except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
             # What was handed on before the failure is not the zip's member list.
             self.files.members.clear()
@@ -454,8 +461,9 @@ def _read_set(
     while the other entries are read and the SBOMs validated; a digest in ``known`` is taken as it
     is (the zip is still read for its members)."""
     zip_path = run.directory / names.zip
-    files = _SetFiles(zip_path=zip_path, index=_zip_index(zip_path))
-    run.bounds = _entry_bounds(names, files.index)
+    index = _zip_index(zip_path)
+    files = _SetFiles(zip_path=zip_path, index=_read_later(names, index))
+    run.bounds = _entry_bounds(names, index)
     # An entry that cannot be opened is an environment fault (exit 4), not a verdict on the set;
     # it is found before the zip's worker starts so no thread is left behind.
     for n in names.all:
@@ -463,7 +471,8 @@ def _read_set(
         if p.is_file() and not p.is_symlink():
             _check_readable(p)
     prewarm = sbom.prewarm_validators()  # their imports (~0.5 s of CPU) overlap the hashing below
-    scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan)
+    scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan, index)
+    del index  # the scan's to let go of
     scan.start()
     _read_small(run, names, files, progress, known, prewarm)
     # The SBOMs were validated as read, while the other thread inflates the zip's members
@@ -783,15 +792,22 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
     return records
 
 
+def _read_later(
+    names: AssetNames, index: list[packaging.ZipMember] | None
+) -> list[packaging.ZipMember] | None:
+    """The entries of the zip's index that are read again after the scan (the config and the
+    SPDX copy: every entry of those names, as ``read_member`` still refuses one listed twice);
+    the rest of the index is the scan's alone (issue 13: memory)."""
+    if index is None:
+        return None
+    wanted = {ZIP_CONFIG_PATH, zip_spdx_path(names.stem)}
+    return [m for m in index if m.name in wanted]
+
+
 def _let_go_of_sboms(names: AssetNames, files: _SetFiles) -> None:
-    """Drop what only the SBOM checks read: the SBOMs' file maps and the zip index but for the
-    members still to be read (the config and the SPDX copy), so that the records parsed next reuse
-    that memory instead of adding to the peak (100k files: ~100 MB; issue 13)."""
+    """Drop what only the SBOM checks read: the SBOMs' file maps, so that the records parsed next
+    reuse that memory instead of adding to the peak (100k files: ~100 MB; issue 13)."""
     files.spdx = files.cdx = None
-    if files.index is not None:
-        wanted = {ZIP_CONFIG_PATH, zip_spdx_path(names.stem)}
-        # Every entry of a wanted name is kept: read_member still refuses one listed twice.
-        files.index = [m for m in files.index if m.name in wanted]
 
 
 def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
