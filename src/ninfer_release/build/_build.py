@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import containers, manifests, packaging, sbom, strictjson
+from ninfer_release import containers, manifests, packaging, strictjson
 from ninfer_release.atomic import check_target, staged_directory, write_bytes
 from ninfer_release.build._inputs import check_release_inputs
 from ninfer_release.build._native import build_native_set, read_native_inputs, verify_native_set
@@ -299,9 +299,6 @@ def _one_lane(
     if lane.mode == "carry":
         entry, verified = _carry(release, lane, registry=opts.registry, offline=opts.offline)
     elif lane.kind == "windows-zip":
-        # The SBOM libraries' imports and validators (~0.4 s of CPU) load while the package is
-        # compressed (deflate, hashing and the deflate cache's copies release the GIL).
-        sbom.prewarm_validators()
         built = build_native_set(
             plan,
             out=out,
