@@ -27,6 +27,12 @@ def dumps_stable(obj: Any) -> bytes:
     return dumps_indented_bytes(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False, end="\n")
 
 
+def dump_stable_into(obj: Any, sink: BinaryIO) -> None:
+    """:func:`dumps_stable` written into the seekable binary file ``sink`` as it is rendered
+    (:func:`dump_indented_into`; :class:`LazyArray` values are written as arrays)."""
+    dump_indented_into(obj, sink, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False, end="\n")
+
+
 class LazyArray:
     """A JSON array whose elements are made as they are written (issue 13: an SBOM's 100k file
     entries are never all alive at once): ``parts`` are sequences written one after the other.

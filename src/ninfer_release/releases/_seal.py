@@ -8,13 +8,16 @@ build stage (``build/_native.py``) plans and builds the package; this module onl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, overload
 
 from ninfer_release import packaging
 from ninfer_release.checksums import render_sha256sums
 from ninfer_release.hashing import sha256_bytes, sha256_file
+from ninfer_release.jsonbytes import LazyArray, dump_stable_into
 from ninfer_release.manifests import ConfigHash, Lane, NativeLaneEntry, Release, Rollback
 from ninfer_release.profiles import (
     PathBudget,
@@ -35,6 +38,8 @@ from ninfer_release.releases._receipts import Binding, LoadedReceipt, bind_recei
 from ninfer_release.releases._records import (
     FileRef,
     LaneFacts,
+    ProvenanceStatement,
+    ResolvedDependency,
     component_manifest,
     model_record,
     profile_asset_record,
@@ -230,20 +235,69 @@ def _binding(inputs: SealInputs, package: BuiltPackage) -> Binding:
     )
 
 
-def _provenance(sealing: _Sealing) -> bytes:
+def _provenance(sealing: _Sealing, staged_inputs: Mapping[str, str]) -> ProvenanceStatement:
     """Entry 8: the in-toto statement over entries 1–7 and every input (issue 14)."""
     inputs, names = sealing.inputs, sealing.names
     return provenance_statement(
         inputs.facts,
         subjects=[sealing.ref(n) for n in names.provenance_subjects],
-        staged_inputs=sealing.package.staged_inputs,
+        staged_inputs=staged_inputs,
         definition_sha256=inputs.definition_sha256,
         config_bytes_sha256=inputs.rendered.bytes_sha256,
         model_sha256=inputs.release.model.sha256,
         deflate_engine=packaging.DEFLATE_ENGINE,
         build_inputs=inputs.build_inputs,
         tool=[(d.name, d.version) for d in resolved_dependencies()],
-    ).to_bytes()
+    )
+
+
+class _StagedDependencies(Sequence[dict[str, Any]]):
+    """The JSON of the statement's ``resolvedDependencies`` entry of each staged input
+    (``staged`` sorted by path), made by the record itself (``ResolvedDependency.to_json``) each
+    time it is read."""
+
+    def __init__(self, staged: Sequence[tuple[str, str]]) -> None:
+        self.staged = staged
+
+    def __len__(self) -> int:
+        return len(self.staged)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [_staged_dependency(p, d) for p, d in self.staged[i]]
+        return _staged_dependency(*self.staged[i])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return itertools.starmap(_staged_dependency, self.staged)
+
+
+def _staged_dependency(path: str, sha256: str) -> dict[str, Any]:
+    return ResolvedDependency(name=f"staged/{path}", digest={"sha256": sha256}).to_json()
+
+
+def _write_provenance(sealing: _Sealing, path: Path) -> FileRef:
+    """Entry 8 (:func:`_provenance`) written to ``path`` as it is rendered: the statement's bytes,
+    with each staged input's resolved dependency made as it is written (issue 13: at 100k files
+    the typed entries, their JSON and the 20 MB of bytes were held at once).
+
+    ``provenance_statement`` lists ``engine-source``, then the staged inputs sorted by path, then
+    the build inputs and the tool; the statement without staged inputs has the others in that
+    order, so the staged ones go after its first entry (``tests/test_bld_provenance.py``
+    compares the bytes with ``to_bytes()``).
+    """
+    doc = _provenance(sealing, {}).to_json()
+    definition = doc["predicate"]["buildDefinition"]
+    others = definition["resolvedDependencies"]
+    staged = _StagedDependencies(sorted(sealing.package.staged_inputs.items()))
+    definition["resolvedDependencies"] = LazyArray(others[:1], staged, others[1:])
+    with path.open("wb") as sink:
+        dump_stable_into(doc, sink)
+    inputs = sealing.inputs
+    return _written_ref(inputs.release, inputs.lane, path)
 
 
 def _route(sealing: _Sealing, *, budget: PathBudget, instance: str) -> bytes:
@@ -323,7 +377,7 @@ def seal_native_set(
         ).to_bytes(),
     }
     sealing = _Sealing(inputs=inputs, package=package, files=files, blobs=blobs)
-    blobs[names.provenance] = _provenance(sealing)
+    files[names.provenance] = _write_provenance(sealing, stage / names.provenance)
     blobs[names.route] = _route(sealing, budget=budget, instance=instance)
     blobs[names.manifest] = _component_manifest(
         sealing, budget=budget, instance=instance, status=qualification.status
