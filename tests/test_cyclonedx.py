@@ -478,6 +478,15 @@ def test_prewarm_validators_loads_them_in_a_daemon_thread() -> None:
     assert validate_cyclonedx_bytes(make()) == []
 
 
+def test_one_prewarm_thread_per_process() -> None:
+    """A second prewarm (fetch starts one for its downloads, its verify asks again) is the first
+    thread: two prewarm threads importing the same packages at once race in the import system."""
+    first = prewarm_validators()
+    assert prewarm_validators() is first
+    first.join(timeout=300)
+    assert prewarm_validators() is first  # done, still the one: the imports are not repeated
+
+
 def _engine_with(n: int) -> list[DependencyRecord]:
     files = tuple(ShippedFile(path=f"bin/extra/f{i:05d}.bin", sha256=sha(str(i))) for i in range(n))
     return [dataclasses.replace(ENGINE, files=ENGINE.files + files), *DEPS[1:]]

@@ -1036,9 +1036,17 @@ def prewarm_validators() -> threading.Thread:
     Loading the CycloneDX 1.6 validator (jsonschema, referencing, the schema files; see
     :func:`_strict_validator`) and spdx-tools' parser, validators and licence list take about half
     a second of CPU; a verifier that
-    hashes large files first can overlap that work (hashlib releases the GIL). Joining the thread
-    is optional: the validators wait for the import lock if they are needed earlier.
+    hashes large files first can overlap that work (hashlib releases the GIL).
+
+    One thread per process: a later call returns the first one (alive or done). The caller must
+    join it before its own thread imports spdx-tools, jsonschema or cyclonedx modules: two threads
+    importing one package's modules at once can fail in CPython 3.11's import system
+    (``KeyError: 'spdx_tools.spdx.model'``, seen in builds that loaded them on this thread while
+    writing the SPDX document), and two prewarm threads would race each other the same way.
     """
+    with _PREWARM_LOCK:
+        if _PREWARM:
+            return _PREWARM[0]
 
     def load() -> None:
         # The imports are the work: spdx-tools' parser, licence list and the element validators
@@ -1059,9 +1067,17 @@ def prewarm_validators() -> threading.Thread:
         with contextlib.suppress(BaseException):
             load()
 
-    thread = threading.Thread(target=quiet_load, name="ninfer-sbom-prewarm", daemon=True)
-    thread.start()
-    return thread
+    with _PREWARM_LOCK:
+        if not _PREWARM:
+            thread = threading.Thread(target=quiet_load, name="ninfer-sbom-prewarm", daemon=True)
+            thread.start()
+            _PREWARM.append(thread)
+        return _PREWARM[0]
+
+
+#: The process's prewarm thread, once started (:func:`prewarm_validators`).
+_PREWARM: list[threading.Thread] = []
+_PREWARM_LOCK = threading.Lock()
 
 
 def validate_cyclonedx_bytes(data: bytes) -> list[str]:
