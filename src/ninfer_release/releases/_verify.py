@@ -805,9 +805,11 @@ def _read_later(
 
 
 def _let_go_of_sboms(names: AssetNames, files: _SetFiles) -> None:
-    """Drop what only the SBOM checks read: the SBOMs' file maps, so that the records parsed next
-    reuse that memory instead of adding to the peak (100k files: ~100 MB; issue 13)."""
+    """Drop what only the SBOM checks read: the SBOMs' file maps and any index entry but the
+    config's and the SPDX copy's (:func:`_read_later`; the scan had the rest), so that the
+    records parsed next reuse that memory instead of adding to the peak (issue 13)."""
     files.spdx = files.cdx = None
+    files.index = _read_later(names, files.index)
 
 
 def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
