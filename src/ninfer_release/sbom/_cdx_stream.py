@@ -23,6 +23,7 @@ message of such a document is the one it always was.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,15 @@ from typing import Any
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.sbom._cdx_fast import occurrence_is_clean
-from ninfer_release.sbom._spdx_stream import _NotStreamed, _Window, read_window
+from ninfer_release.sbom._spdx_stream import _S, _W, _Fast, _key, _NotStreamed, _Window, read_window
+
+#: A later occurrence as our writer spells it (keys sorted) and the comma after it: a clean one
+#: (module docstring) but for its bom-ref naming its location and the location being new, which
+#: :meth:`_Reader.occurrence_match` checks; one that does not match is decoded (issue 13: CPU).
+_OCCURRENCE = re.compile(
+    r"[ \t\n\r]*\{" + _key("additionalContext") + '"sha256:([0-9a-f]{64})"' + _W + ","
+    + _key("bom-ref") + '"file:' + _S[1:] + _W + "," + _key("location") + _S + _W + r"\}" + _W + ","
+)  # fmt: skip
 
 #: The members descended into, outermost first; the last one is the streamed array.
 _PATH = ("metadata", "component", "evidence", "occurrences")
@@ -56,6 +65,7 @@ class _Reader:
     def __init__(self, window: _Window) -> None:
         self.w = window
         self.rest: dict[str, str] = {}
+        self.fast = _Fast(_OCCURRENCE, self.occurrence_match)
 
     def value(self, depth: int) -> Any:
         """The next value, nested in ``depth`` containers; refused if the whole would be too deep
@@ -114,11 +124,21 @@ class _Reader:
                 return [first]
             if nxt != ",":
                 raise _NotStreamed
+            w.pos = self.fast.run(w.buf, w.pos)
             done = w.batch(self.occurrence) if batched else 0
             if done < 0:
                 batched = False
             if done <= 0:
                 self.occurrence(w.value())
+
+    def occurrence_match(self, m: re.Match[str]) -> None:
+        """:meth:`occurrence` of one :data:`_OCCURRENCE` matched: its keys, their types and the
+        ``sha256:`` context hold by the expression; what is left is the bom-ref naming the
+        location, and the location being new."""
+        sha, ref, location = m.groups()
+        if ref != location or location in self.rest:
+            raise _NotStreamed
+        self.rest[location] = sha
 
     def occurrence(self, o: Any) -> None:
         """A later occurrence: clean (see the module docstring) and kept as its hash entry."""
