@@ -6,6 +6,7 @@ occurrences take it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def _with(occ: str) -> bytes:
     return (data[:at] + ",\n" + occ + data[at:]).encode()
 
 
-_MUTATIONS = {
+_MUTATIONS: dict[str, Callable[[str], str]] = {
     "as written": lambda o: o,
     "a bom-ref for another location": lambda o: o.replace("file:extra/x", "file:extra/y"),
     "the location listed before": lambda o: o.replace("extra/x.txt", "bin/ninfer-server.exe"),

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from ninfer_release import sbom, strictjson
+from ninfer_release.errors import InputError
 from ninfer_release.releases import _verify
 from ninfer_release.releases._records import ProvenanceStatement
 
@@ -142,7 +144,7 @@ class _Steps:
 def test_the_statement_is_read_before_the_sboms(monkeypatch: pytest.MonkeyPatch, golden_set: Path) -> None:
     """Its read's transient memory (about twice its bytes) comes before the SBOMs' maps exist."""
     order: list[str] = []
-    read_regular, check_spdx_file = _verify.strictjson.read_regular, _verify.sbom.check_spdx_file
+    read_regular, check_spdx_file = strictjson.read_regular, sbom.check_spdx_file
 
     def read(path: Path, **kwargs: Any) -> bytes:
         order.append((path.name.split(".")[-2:])[0])
@@ -152,8 +154,8 @@ def test_the_statement_is_read_before_the_sboms(monkeypatch: pytest.MonkeyPatch,
         order.append("spdx")
         return check_spdx_file(path, **kwargs)
 
-    monkeypatch.setattr(_verify.strictjson, "read_regular", read)
-    monkeypatch.setattr(_verify.sbom, "check_spdx_file", spdx)
+    monkeypatch.setattr(strictjson, "read_regular", read)
+    monkeypatch.setattr(sbom, "check_spdx_file", spdx)
     assert _verify.verify_set(golden_set).ok
     assert order.index("provenance") < order.index("spdx")
 
@@ -162,17 +164,17 @@ def test_an_early_read_error_is_raised_where_the_entry_is_read(
     monkeypatch: pytest.MonkeyPatch, golden_set: Path
 ) -> None:
     """The entries before the statement are read (and counted) first, as when it was read in order."""
-    read_regular = _verify.strictjson.read_regular
-    failure = _verify.InputError(problems=[])
+    read_regular = strictjson.read_regular
+    failure = InputError(problems=[])
 
     def read(path: Path, **kwargs: Any) -> bytes:
         if path.name.endswith(".provenance.json"):
             raise failure
         return read_regular(path, **kwargs)
 
-    monkeypatch.setattr(_verify.strictjson, "read_regular", read)
+    monkeypatch.setattr(strictjson, "read_regular", read)
     steps = _Steps()
-    with pytest.raises(_verify.InputError) as raised:
+    with pytest.raises(InputError) as raised:
         _verify.verify_set(golden_set, progress=steps)
     assert raised.value is failure
     names = sorted(p.name for p in golden_set.iterdir())
