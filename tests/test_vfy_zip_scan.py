@@ -203,3 +203,35 @@ def test_verify_gives_the_scan_its_index(monkeypatch: pytest.MonkeyPatch, golden
     assert _verify.verify_set(golden_set).ok
     [(consume, index)] = given
     assert consume is True and index and all(m is None for m in index)
+
+
+def test_index_fields_are_in_place(tmp_path: Path) -> None:
+    """Entries built without keywords still have each value in its field (zipfile's view)."""
+    path = foreign(tmp_path, {"a.txt": b"a" * 300, "dir/b.bin": bytes(range(256))})
+    for m, info in zip(read_zip_index(path), zipfile.ZipFile(path).infolist(), strict=True):
+        assert (m.name, m.flags, m.method, m.crc32, m.compressed_size, m.size, m.header_offset) == (
+            info.filename,
+            info.flag_bits,
+            info.compress_type,
+            info.CRC,
+            info.compress_size,
+            info.file_size,
+            info.header_offset,
+        )
+        assert (m.external_attr, m.create_system, m.version_made_by >> 8, m.date_time) == (
+            info.external_attr,
+            info.create_system,
+            info.create_system,
+            info.date_time,
+        )
+        assert m.version_needed == info.extract_version and m.central_extra == info.extra
+
+
+def test_overlap_is_found_in_any_order(tmp_path: Path) -> None:
+    path = foreign(tmp_path, {"a.txt": b"a" * 100, "b.txt": b"b" * 100}, method=zipfile.ZIP_STORED)
+    first, second = read_zip_index(path)
+    _zipread._check_no_overlap(path, [second, first])  # out of order, apart: no overlap
+    wide = first._replace(compressed_size=second.header_offset - first.data_offset + 10)
+    for members in ([wide, second], [second, wide]):
+        with pytest.raises(Exception, match=r"members 'a\.txt' and 'b\.txt' overlap"):
+            _zipread._check_no_overlap(path, members)

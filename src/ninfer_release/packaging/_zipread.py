@@ -245,6 +245,8 @@ def _members(f: BinaryIO, path: Path, cd: _CentralDirectory) -> list[ZipMember]:
     unpack_local, local_size = LOCAL_FMT.unpack_from, LOCAL_FMT.size
     headers = _Headers(f.fileno())
     times: dict[tuple[int, int], tuple[int, int, int, int, int, int]] = {}
+    shared: dict[int, int] = {}
+    make = ZipMember._make
     out: list[ZipMember] = []
     for n in range(cd.count):
         if i + central_size > len(data):
@@ -283,30 +285,25 @@ def _members(f: BinaryIO, path: Path, cd: _CentralDirectory) -> list[ZipMember]:
         date_time = times.get((ddate, dtime))
         if date_time is None:
             date_time = times[(ddate, dtime)] = _dos(ddate, dtime)
-        out.append(
-            ZipMember(
-                name=name,
-                flags=flags,
-                method=method,
-                crc32=crc,
-                compressed_size=csize,
-                size=usize,
-                header_offset=offset,
-                data_offset=data_offset,
-                external_attr=eattr,
-                create_system=made_by >> 8,
-                version_made_by=made_by,
-                version_needed=needed,
-                date_time=date_time,
-                central_extra=bytes(extra),
-                local_extra=local[local_size + lnlen : end],
-            )
-        )
+        # In field order, without keywords (a keyword call of a 15-field named tuple was a third
+        # of an entry's time; issue 13); the attributes and version most members share: one int.
+        out.append(make((
+            name, flags, method, crc, csize, usize, offset, data_offset, shared.setdefault(eattr, eattr),
+            made_by >> 8, shared.setdefault(made_by, made_by), needed, date_time, bytes(extra),
+            local[local_size + lnlen : end],
+        )))  # fmt: skip
     return out
 
 
 def _check_no_overlap(path: Path, members: list[ZipMember]) -> None:
     """Raises: IntegrityError when two members' byte ranges (header to end of data) overlap."""
+    end = -1
+    for m in members:  # in order and apart (what a writer makes): nothing to sort (issue 13)
+        if m.header_offset < end:
+            break
+        end = m.data_offset + m.compressed_size
+    else:
+        return
     spans = sorted((m.header_offset, m.data_offset + m.compressed_size, m.name) for m in members)
     for (_, end_a, name_a), (start_b, _, name_b) in itertools.pairwise(spans):
         if start_b < end_a:
