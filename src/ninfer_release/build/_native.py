@@ -209,7 +209,7 @@ def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord], into: Path) -> Non
 
 def _cyclonedx(
     work: NativeWork,
-    members: Sequence[packaging.CompressedMember],
+    package_files: Sequence[sbom.ShippedFile],
     sha_of: Mapping[str, str],
     pe_infos: Mapping[str, sbom.PeInfo],
     zip_sha256: str,
@@ -231,7 +231,7 @@ def _cyclonedx(
         ),
         pe_infos=pe_infos,
         component_sha256=zip_sha256,
-        package_files=[sbom.ShippedFile(path=m.name, sha256=m.sha256) for m in members],
+        package_files=package_files,
         serial_identity=f"{release.asset_url(lane.component_tag, names.cdx)}#{zip_sha256}",
         epoch=release.source_date_epoch,
         tool_name="ninfer-release",
@@ -299,9 +299,10 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         spdx_entry, workdir=run.spool, workers=1, level=level, layout=run.layout
     )
     del spdx_entry
-    zres = packaging.finish_zip(run.layout, members, stage / names.zip, epoch=release.source_date_epoch)
-    # Its size, digest and scan only: its per-member entries are not held through the CycloneDX
-    # document (issue 13: memory at 100k members).
+    # Its size, digest and scan only: no per-member entries (issue 13: memory at 100k members).
+    zres = packaging.finish_zip(
+        run.layout, members, stage / names.zip, epoch=release.source_date_epoch, entries=False
+    )
     zip_size, zip_sha256, scan = zres.size, zres.sha256, zres.scan
     del zres
     # Refused before the set is sealed: the output directory appears only when complete.
@@ -312,8 +313,11 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         members=[(m.name, m.compressed_size) for m in members],
         definition=str(release.path),
     )
+    # What the CycloneDX document lists of each member; the member records go (issue 13).
+    package_files = [sbom.ShippedFile(path=m.name, sha256=m.sha256) for m in members]
+    del members
     pe_infos = {work.zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
-    _cyclonedx(work, members, sha_of, pe_infos, zip_sha256, stage / names.cdx)
+    _cyclonedx(work, package_files, sha_of, pe_infos, zip_sha256, stage / names.cdx)
     built = BuiltPackage(
         size=zip_size,
         sha256=zip_sha256,

@@ -423,7 +423,9 @@ def _finish_in_place(layout: ZipLayout, ordered: list[CompressedMember], *, epoc
     return _result(layout.path, size=layout.position + len(tail), sha256="", ordered=ordered)
 
 
-def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path, *, epoch: int) -> ZipResult:
+def finish_zip(
+    layout: ZipLayout, members: Iterable[CompressedMember], out: Path, *, epoch: int, entries: bool = True
+) -> ZipResult:
     """Turn ``layout`` into the zip of ``members`` at ``out`` (atomic replace): :func:`write_zip`'s bytes.
 
     When the layout holds the members in zip order (sorted by UTF-8 name, as
@@ -433,7 +435,9 @@ def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path
     is consumed either way. Then :func:`self_check` reads the archive back once: its SHA-256 and
     the proof that every member inflates to the bytes that were compressed (``ZipResult.scan``).
     The archive is checked in its temp file and renamed over ``out`` only once it passed, so a
-    failure leaves an existing ``out`` as it was.
+    failure leaves an existing ``out`` as it was. ``entries=False``: the result lists no
+    ``entries`` (for a caller that reads its size, digest and scan only: not held through the
+    self-check, issue 13: 100k records).
 
     Raises:
         as :func:`write_zip` and :func:`self_check`.
@@ -450,6 +454,8 @@ def finish_zip(layout: ZipLayout, members: Iterable[CompressedMember], out: Path
         # The headers are written: their rooms are not held through the self-check and after
         # (issue 13: ~20 MB at 100k members).
         layout.reserved.clear()
+        if not entries:
+            written = dataclasses.replace(written, entries=())
         checked = self_check(written, ordered)
     except BaseException:
         layout.discard()

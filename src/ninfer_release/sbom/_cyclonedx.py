@@ -766,14 +766,19 @@ class _HeldOccurrences:
 
     def __init__(self) -> None:
         self.first: dict[str, _Triple] = {}
-        self.rest: dict[str, list[_Triple]] = {}
+        self.rest: dict[str, list[ShippedFile]] = {}
 
-    def hold(self, triples: list[_Triple]) -> _Triple:
-        """Sort ``triples`` as the library does, hold all but the first; return the first."""
-        ordered = sorted(triples)
-        self.first[ordered[0][0]] = ordered[0]
-        self.rest[ordered[0][0]] = ordered[1:]
-        return ordered[0]
+    def hold(self, files: Sequence[ShippedFile]) -> _Triple:
+        """Sort ``files`` as the library sorts their occurrences, hold all but the first (as the
+        files: their strings are made when written, issue 13); return the first's triple.
+
+        The triples ``("file:" + path, path, "sha256:" + digest)`` sort as ``(path, digest)``
+        does: a common prefix, then the same location, then the same digest order."""
+        ordered = sorted(files, key=lambda f: (f.path, f.sha256))
+        first = _triple(ordered[0])
+        self.first[first[0]] = first
+        self.rest[first[0]] = ordered[1:]
+        return first
 
     def put_back(self, doc: dict[str, Any]) -> bool:
         """Append each held list to its first occurrence in the parsed library output ``doc``, in
@@ -799,14 +804,15 @@ class _HeldOccurrences:
 
 
 class _MadeOccurrences(Sequence[dict[str, str]]):
-    """Held occurrences as the dicts :meth:`_HeldOccurrences.put_back` writes, each made when read:
-    ``places`` are the keys in the library's order with each key's place in the triple."""
+    """Held occurrences as the dicts :meth:`_HeldOccurrences.put_back` writes, each made when read
+    from its file: ``places`` are the keys in the library's order with each key's place in the
+    triple (:func:`_triple`)."""
 
-    def __init__(self, triples: Sequence[_Triple], places: Sequence[tuple[str, int]]) -> None:
-        self.triples, self.places = triples, places
+    def __init__(self, files: Sequence[ShippedFile], places: Sequence[tuple[str, int]]) -> None:
+        self.files, self.places = files, places
 
     def __len__(self) -> int:
-        return len(self.triples)
+        return len(self.files)
 
     @overload
     def __getitem__(self, i: int) -> dict[str, str]: ...
@@ -814,14 +820,20 @@ class _MadeOccurrences(Sequence[dict[str, str]]):
     def __getitem__(self, i: slice) -> list[dict[str, str]]: ...
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
-            return [self._make(t) for t in self.triples[i]]
-        return self._make(self.triples[i])
+            return [self._make(f) for f in self.files[i]]
+        return self._make(self.files[i])
 
     def __iter__(self) -> Iterator[dict[str, str]]:
-        return map(self._make, self.triples)
+        return map(self._make, self.files)
 
-    def _make(self, triple: _Triple) -> dict[str, str]:
+    def _make(self, file: ShippedFile) -> dict[str, str]:
+        triple = _triple(file)
         return {k: triple[i] for k, i in self.places}
+
+
+def _triple(f: ShippedFile) -> _Triple:
+    """The occurrence of shipped file ``f``: bom-ref ``file:<path>``, its path, ``sha256:<hex>``."""
+    return (file_bom_ref(f.path), f.path, f"{SHA256_CONTEXT}{f.sha256}")
 
 
 def _evidence(files: Sequence[ShippedFile], held: _HeldOccurrences | None) -> Any:
@@ -831,9 +843,7 @@ def _evidence(files: Sequence[ShippedFile], held: _HeldOccurrences | None) -> An
 
     if not files:
         return None
-    triples = [(file_bom_ref(f.path), f.path, f"{SHA256_CONTEXT}{f.sha256}") for f in files]
-    if held is not None:
-        triples = [held.hold(triples)]
+    triples = [held.hold(files)] if held is not None else [_triple(f) for f in files]
     return ComponentEvidence(
         occurrences=[Occurrence(bom_ref=t[0], location=t[1], additional_context=t[2]) for t in triples]
     )
