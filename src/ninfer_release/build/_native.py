@@ -332,10 +332,11 @@ def _build_package(run: _Run, stage: Path) -> _Package:
 def _build_self_checked(run: _Run, stage: Path) -> _Package:
     """:func:`_build_package`, once more when its self-check found bad deflate-cache entries.
 
-    A cached stream is proven by the self-check's inflate of the zip (``packaging/_cache.py``):
-    one that does not inflate to its key (the staged bytes' SHA-256) is deleted from the cache and
-    the package is built again in a fresh layout, those members then deflated; so a bad entry
-    costs a rebuild, never a wrong set. Any other self-check failure fails the build (exit 5).
+    A cached stream is bound by the self-check to what was proven of it (``packaging/_cache.py``:
+    its stored bytes must have the proven or signed stream's SHA-256, else it is inflated): one
+    that fails is deleted from the cache and the package is built again in a fresh layout with no
+    more hits from the cache (``DeflateCache.reject_key``), every member then deflated; so a bad
+    entry costs a rebuild, never a wrong set. Any other self-check failure fails the build (exit 5).
     """
     try:
         return _build_package(run, stage)
