@@ -21,14 +21,9 @@ import pytest
 from flow_support import RELEASE, samples
 from ninfer_release.packaging import (
     DeflateCache,
-    PlanEntry,
-    ZipLayout,
     _cache,
-    _compress,
-    compress_members,
-    finish_zip,
 )
-from zip_support import stage_files
+from zip_support import laid_out, stage_files
 
 CHUNK = 64 << 10
 EPOCH = 315532800
@@ -58,15 +53,8 @@ def _cache_at(tmp_path: Path, *, max_bytes: int = 1 << 30, key: Path | None = No
 
 
 def _laid_out(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str]) -> bytes:
-    """The zip as ``build lane`` lays it out (streams in place), self-checked."""
-    work = tmp_path / label
-    work.mkdir()
-    entries = [PlanEntry(name=n, source=tmp_path / "staged" / n, staged_path=n) for n in NAMES]
-    layout = ZipLayout.create(work)
-    members = compress_members(
-        entries, workdir=work, chunk_size=CHUNK, cache=cache, known_sha256=known, layout=layout
-    )
-    return finish_zip(layout, members, work / "p.zip", epoch=EPOCH).path.read_bytes()
+    """The zip as ``build lane`` builds it (``zip_support.laid_out``)."""
+    return laid_out(tmp_path, label, cache, known, NAMES, chunk_size=CHUNK, epoch=EPOCH)
 
 
 def _files(tmp_path: Path, key: str) -> tuple[Path, Path]:
@@ -80,18 +68,6 @@ def _flip(stream: Path) -> None:
     mid = len(data) // 2
     data[mid : mid + 64] = bytes(b ^ 0xFF for b in data[mid : mid + 64])
     stream.write_bytes(bytes(data))
-
-
-def _count_proofs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    real = _cache.StreamProof
-
-    def counted(*args: Any, **kw: Any) -> _cache.StreamProof:
-        calls[0] += 1
-        return real(*args, **kw)
-
-    monkeypatch.setattr(_compress, "StreamProof", counted)
-    return calls
 
 
 # --- (b) the cache must never fail a build ----------------------------------------------------------

@@ -15,15 +15,14 @@ from ninfer_release.packaging import (
     DeflateCache,
     PlanEntry,
     SelfCheckError,
-    ZipLayout,
     compress_members,
-    finish_zip,
     write_zip,
 )
-from zip_support import count_deflates, stage_files
+from zip_support import count_deflates, laid_out, stage_files
 
 CHUNK = 64 << 10
 EPOCH = 315532800
+NAMES = ("bin/a.dll", "bin/b.dll", "bin/engine.exe")
 
 
 def _tree(tmp_path: Path) -> dict[str, bytes]:
@@ -173,18 +172,8 @@ def test_build_release_deflates_shared_dlls_once_and_output_is_identical(
 
 
 def _laid_out(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str]) -> bytes:
-    """The zip built as ``build lane`` builds it: streams laid out in place (``ZipLayout``)."""
-    work = tmp_path / label
-    work.mkdir()
-    entries = [
-        PlanEntry(name=name, source=tmp_path / "staged" / name, staged_path=name)
-        for name in ("bin/a.dll", "bin/b.dll", "bin/engine.exe")
-    ]
-    layout = ZipLayout.create(work)
-    members = compress_members(
-        entries, workdir=work, chunk_size=CHUNK, cache=cache, known_sha256=known, layout=layout
-    )
-    return finish_zip(layout, members, work / "p.zip", epoch=EPOCH).path.read_bytes()
+    """The zip as ``build lane`` builds it (``zip_support.laid_out``)."""
+    return laid_out(tmp_path, label, cache, known, NAMES, chunk_size=CHUNK, epoch=EPOCH)
 
 
 def test_a_warm_layout_build_copies_hits_once_and_stores_nothing_again(

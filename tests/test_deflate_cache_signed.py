@@ -19,15 +19,10 @@ import pytest
 
 from ninfer_release.packaging import (
     DeflateCache,
-    PlanEntry,
     SelfCheckError,
-    ZipLayout,
     _cache,
-    _compress,
-    compress_members,
-    finish_zip,
 )
-from zip_support import count_deflates, stage_files
+from zip_support import count_deflates, count_proofs, laid_out, stage_files
 
 CHUNK = 64 << 10
 EPOCH = 315532800
@@ -52,31 +47,12 @@ def _cache_at(tmp_path: Path, key: str | None = "key") -> DeflateCache:
 
 
 def _laid_out(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str]) -> bytes:
-    """The zip as ``build lane`` builds it (streams laid out in place), self-checked."""
-    work = tmp_path / label
-    work.mkdir()
-    entries = [PlanEntry(name=n, source=tmp_path / "staged" / n, staged_path=n) for n in NAMES]
-    layout = ZipLayout.create(work)
-    members = compress_members(
-        entries, workdir=work, chunk_size=CHUNK, cache=cache, known_sha256=known, layout=layout
-    )
-    return finish_zip(layout, members, work / "p.zip", epoch=EPOCH).path.read_bytes()
+    """The zip as ``build lane`` builds it (``zip_support.laid_out``)."""
+    return laid_out(tmp_path, label, cache, known, NAMES, chunk_size=CHUNK, epoch=EPOCH)
 
 
 def _records(tmp_path: Path) -> dict[str, dict[str, Any]]:
     return {p.stem: json.loads(p.read_bytes()) for p in (tmp_path / "cache").glob("*/*.json")}
-
-
-def _count_proofs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    real = _cache.StreamProof
-
-    def counted(*args: Any, **kw: Any) -> _cache.StreamProof:
-        calls[0] += 1
-        return real(*args, **kw)
-
-    monkeypatch.setattr(_compress, "StreamProof", counted)
-    return calls
 
 
 def _entry(cache: DeflateCache, tmp_path: Path, key: str) -> _cache.CacheEntry | None:
@@ -98,7 +74,7 @@ def test_a_cold_build_signs_what_it_proved_and_a_warm_one_neither_inflates_nor_d
     assert set(records) == set(known.values()) and all("mac" in r for r in records.values())
     key = (tmp_path / "state" / "key").stat()
     assert key.st_size == _cache.KEY_BYTES and key.st_mode & 0o777 == 0o600
-    proofs, deflates = _count_proofs(monkeypatch), count_deflates(monkeypatch)
+    proofs, deflates = count_proofs(monkeypatch), count_deflates(monkeypatch)
     assert _laid_out(tmp_path, "warm", cache, known) == plain
     assert proofs[0] == 0  # trusted by its signature: no inflate
     assert deflates[0] == 1  # engine.exe only (no known digest)
@@ -153,7 +129,7 @@ def test_a_record_not_signed_by_this_key_is_not_used_but_stored_again_signed(
         record["mac"] = 7
     path.write_text(json.dumps(record))
     assert _entry(cache, tmp_path, known["bin/a.dll"]) is None  # a miss: an inflate proves no deflate ours
-    proofs, deflates = _count_proofs(monkeypatch), count_deflates(monkeypatch)
+    proofs, deflates = count_proofs(monkeypatch), count_deflates(monkeypatch)
     assert _laid_out(tmp_path, "warm", cache, known) == plain
     assert proofs[0] == 0 and deflates[0] > 1  # a.dll deflated (b.dll's signature still holds)
     assert _entry(cache, tmp_path, known["bin/a.dll"]).signed  # type: ignore[union-attr]
@@ -166,7 +142,7 @@ def test_an_unsigned_entry_is_deflated_once_then_signed(
     _laid_out(tmp_path, "cold", _cache_at(tmp_path, key=None), known)  # no key: nothing signed
     assert not any("mac" in r for r in _records(tmp_path).values())
     cache = _cache_at(tmp_path)
-    proofs, deflates = _count_proofs(monkeypatch), count_deflates(monkeypatch)
+    proofs, deflates = count_proofs(monkeypatch), count_deflates(monkeypatch)
     assert _laid_out(tmp_path, "first", cache, known) == plain
     assert proofs[0] == 0 and all("mac" in r for r in _records(tmp_path).values())
     first = deflates[0]
@@ -206,7 +182,7 @@ def test_a_key_that_is_not_private_signs_and_trusts_nothing(
     assert _laid_out(tmp_path, "cold", cache, known) == plain
     assert not any("mac" in r for r in _records(tmp_path).values())
     assert (tmp_path / "state" / "key").read_bytes() == b"k" * 32  # never replaced
-    proofs = _count_proofs(monkeypatch)
+    proofs = count_proofs(monkeypatch)
     assert _laid_out(tmp_path, "warm", _cache_at(tmp_path), known) == plain
     assert proofs[0] == 2
 

@@ -7,7 +7,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ninfer_release.packaging import PlanEntry, compress_members, write_zip
+from ninfer_release.packaging import (
+    DeflateCache,
+    PlanEntry,
+    ZipLayout,
+    compress_members,
+    finish_zip,
+    write_zip,
+)
 from ninfer_release.packaging._zipformat import CENTRAL_FMT
 
 #: The source-date epoch of the archives built by :func:`ours`.
@@ -19,6 +26,44 @@ def stage_files(root: Path, files: dict[str, bytes]) -> None:
     for name, content in files.items():
         (root / "staged" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "staged" / name).write_bytes(content)
+
+
+def laid_out(
+    tmp_path: Path,
+    label: str,
+    cache: DeflateCache | None,
+    known: dict[str, str],
+    names: tuple[str, ...],
+    *,
+    chunk_size: int,
+    epoch: int,
+) -> bytes:
+    """The zip of the staged ``names`` as ``build lane`` builds it (streams laid out in place,
+    ``ZipLayout``), self-checked, in ``tmp_path / label``; ``known``: the lock's digests."""
+    work = tmp_path / label
+    work.mkdir()
+    entries = [PlanEntry(name=n, source=tmp_path / "staged" / n, staged_path=n) for n in names]
+    layout = ZipLayout.create(work)
+    members = compress_members(
+        entries, workdir=work, chunk_size=chunk_size, cache=cache, known_sha256=known, layout=layout
+    )
+    return finish_zip(layout, members, work / "p.zip", epoch=epoch).path.read_bytes()
+
+
+def count_proofs(monkeypatch: Any) -> list[int]:
+    """Count the deflate-cache hits proven by an inflate (``_cache.StreamProof`` made): ``[n]``."""
+    import ninfer_release.packaging._cache as cache
+    import ninfer_release.packaging._compress as compress
+
+    calls = [0]
+    real = cache.StreamProof
+
+    def counted(*args: Any, **kw: Any) -> cache.StreamProof:
+        calls[0] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(compress, "StreamProof", counted)
+    return calls
 
 
 def ours(tmp_path: Path, files: dict[str, bytes]) -> Path:
