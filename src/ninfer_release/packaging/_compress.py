@@ -924,20 +924,17 @@ def _read_and_sha256(
 
 
 def _signed_member(entry: PlanEntry, spool: Path, offset: int, found: CacheEntry) -> CompressedMember:
-    """The member whose bytes have ``found``'s key, its stream the signed entry's at ``spool[offset:]``."""
-    return CompressedMember(
-        name=entry.name,
-        staged_path=entry.staged_path,
+    """The member whose bytes have ``found``'s key, its stream the signed entry's at ``spool[offset:]``
+    (its content digests the record's; the self-check hashes the stream against the record's)."""
+    return _hit_member(
+        entry,
+        spool,
+        offset,
+        found,
         size=found.size,
         crc32=found.crc32,
         sha256=found.key,
         sha1=found.sha1,
-        method=found.method,
-        compressed_size=found.size if found.method == STORED else found.length,
-        spool=spool,
-        spool_offset=offset,
-        spool_length=found.length,
-        from_cache=True,
         stream_sha256=found.stream_sha256,
     )
 
@@ -954,19 +951,46 @@ def _matches(state: _State, found: CacheEntry, known: Mapping[str, str]) -> bool
 
 def _cached_member(state: _State, spool: Path, offset: int, found: CacheEntry) -> CompressedMember:
     """The member whose bytes were read into ``state``, its stream ``found``'s at ``spool[offset:]``."""
-    return CompressedMember(
-        name=state.entry.name,
-        staged_path=state.entry.staged_path,
+    return _hit_member(
+        state.entry,
+        spool,
+        offset,
+        found,
         size=state.size,
         crc32=state.crc,
         sha256=state.sha256.hexdigest(),
         sha1=state.sha1.hexdigest(),
+    )
+
+
+def _hit_member(
+    entry: PlanEntry,
+    spool: Path,
+    offset: int,
+    found: CacheEntry,
+    *,
+    size: int,
+    crc32: int,
+    sha256: str,
+    sha1: str,
+    stream_sha256: str = "",
+) -> CompressedMember:
+    """A deflate-cache hit's member: content ``size``/``crc32``/``sha256``/``sha1``, stream ``found``'s
+    (``stream_sha256``: a stream already vouched for, see ``CompressedMember``)."""
+    return CompressedMember(
+        name=entry.name,
+        staged_path=entry.staged_path,
+        size=size,
+        crc32=crc32,
+        sha256=sha256,
+        sha1=sha1,
         method=found.method,
-        compressed_size=state.size if found.method == STORED else found.length,
+        compressed_size=size if found.method == STORED else found.length,
         spool=spool,
         spool_offset=offset,
         spool_length=found.length,
         from_cache=True,
+        stream_sha256=stream_sha256,
     )
 
 
