@@ -43,7 +43,7 @@ def test_the_written_statement_is_the_typed_statements_bytes(
 
 def test_staged_dependencies_read_as_the_records_json() -> None:
     staged = [("a/b.dll", "1" * 64), ("c.txt", "2" * 64), ("é.bin", "3" * 64)]
-    made = seal._StagedDependencies(staged)
+    made = seal._staged_dependencies(staged)
     expected = [ResolvedDependency(name=f"staged/{p}", digest={"sha256": d}).to_json() for p, d in staged]
     assert len(made) == 3 and list(made) == expected
     assert made[1] == expected[1] and made[-1] == expected[-1] and made[1:] == expected[1:]

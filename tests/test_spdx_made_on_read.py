@@ -1,14 +1,15 @@
-"""The SPDX writer's made-on-read sequences (``sbom._spdx._MadeOnRead``): a list's reads, fresh dicts."""
+"""The SBOM writers' made-on-read sequences (``jsonbytes.MadeOnRead``): a list's reads, fresh dicts."""
 
 from __future__ import annotations
 
 import pytest
 
-from ninfer_release.sbom._spdx import _contains, _MadeOnRead
+from ninfer_release.jsonbytes import MadeOnRead
+from ninfer_release.sbom._spdx import _contains
 
 
-def _made(n: int) -> _MadeOnRead:
-    return _MadeOnRead(n, lambda i: _contains("SPDXRef-Package", f"SPDXRef-File-{i}"))
+def _made(n: int) -> MadeOnRead[int]:
+    return MadeOnRead(range(n), lambda i: _contains("SPDXRef-Package", f"SPDXRef-File-{i}"))
 
 
 @pytest.mark.parametrize("n", [0, 1, 5])

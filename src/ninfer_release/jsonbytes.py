@@ -17,9 +17,9 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring, encode_basestring_ascii
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Generic, TypeVar, overload
 
 
 def dumps_stable(obj: Any) -> bytes:
@@ -47,6 +47,33 @@ class LazyArray:
     def __iter__(self) -> Iterator[Any]:
         for part in self.parts:
             yield from part
+
+
+_T = TypeVar("_T")
+
+
+class MadeOnRead(Sequence[Any], Generic[_T]):
+    """A read-only sequence whose ``i``-th element is ``make(items[i])``, made anew on each read
+    (issue 13: 100k SBOM entries, occurrences or provenance dependencies are never all alive at
+    once); a part of a :class:`LazyArray`, or a sequence of its own."""
+
+    def __init__(self, items: Sequence[_T], make: Callable[[_T], Any]) -> None:
+        self.items, self.make = items, make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self.make(x) for x in self.items[i]]
+        return self.make(self.items[i])
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.make, self.items)
 
 
 def _plain(obj: Any) -> Any:

@@ -8,16 +8,15 @@ build stage (``build/_native.py``) plans and builds the package; this module onl
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from ninfer_release import packaging
 from ninfer_release.checksums import render_sha256sums
 from ninfer_release.hashing import sha256_bytes, sha256_file
-from ninfer_release.jsonbytes import LazyArray, dump_stable_into
+from ninfer_release.jsonbytes import LazyArray, MadeOnRead, dump_stable_into
 from ninfer_release.manifests import ConfigHash, Lane, NativeLaneEntry, Release, Rollback
 from ninfer_release.profiles import (
     PathBudget,
@@ -251,28 +250,11 @@ def _provenance(sealing: _Sealing, staged_inputs: Mapping[str, str]) -> Provenan
     )
 
 
-class _StagedDependencies(Sequence[dict[str, Any]]):
-    """The JSON of the statement's ``resolvedDependencies`` entry of each staged input
-    (``staged`` sorted by path), made by the record itself (``ResolvedDependency.to_json``) each
-    time it is read."""
-
-    def __init__(self, staged: Sequence[tuple[str, str]]) -> None:
-        self.staged = staged
-
-    def __len__(self) -> int:
-        return len(self.staged)
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [_staged_dependency(p, d) for p, d in self.staged[i]]
-        return _staged_dependency(*self.staged[i])
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return itertools.starmap(_staged_dependency, self.staged)
+def _staged_dependencies(staged: Sequence[tuple[str, str]]) -> MadeOnRead[tuple[str, str]]:
+    """The JSON of the statement's ``resolvedDependencies`` entry of each staged input (``staged``:
+    (path, SHA-256) sorted by path), made by the record itself (``ResolvedDependency.to_json``)
+    each time it is read."""
+    return MadeOnRead(staged, lambda entry: _staged_dependency(*entry))
 
 
 def _staged_dependency(path: str, sha256: str) -> dict[str, Any]:
@@ -292,7 +274,7 @@ def _write_provenance(sealing: _Sealing, path: Path) -> FileRef:
     doc = _provenance(sealing, {}).to_json()
     definition = doc["predicate"]["buildDefinition"]
     others = definition["resolvedDependencies"]
-    staged = _StagedDependencies(sorted(sealing.package.staged_inputs.items()))
+    staged = _staged_dependencies(sorted(sealing.package.staged_inputs.items()))
     definition["resolvedDependencies"] = LazyArray(others[:1], staged, others[1:])
     with path.open("wb") as sink:
         dump_stable_into(doc, sink)

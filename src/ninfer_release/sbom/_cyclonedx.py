@@ -38,15 +38,15 @@ import posixpath
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.jsonbytes import LazyArray, dump_indented_into, dumps_indented_bytes
+from ninfer_release.jsonbytes import LazyArray, MadeOnRead, dump_indented_into, dumps_indented_bytes
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._cdx_fast import schema_is_clean
 from ninfer_release.sbom._ids import uuid5_url
@@ -798,37 +798,19 @@ class _HeldOccurrences:
             # made as they are written (issue 13: 100k occurrence dicts never all alive).
             places = [(k, _TRIPLE_KEYS.index(k)) for k in keys]
             evidence = component["evidence"]
-            evidence["occurrences"] = LazyArray(occurrences, _MadeOccurrences(self.rest[ref], places))
+            evidence["occurrences"] = LazyArray(
+                occurrences, MadeOnRead(self.rest[ref], functools.partial(_occurrence, places=places))
+            )
             found += 1
         return found == len(self.first)
 
 
-class _MadeOccurrences(Sequence[dict[str, str]]):
-    """Held occurrences as the dicts :meth:`_HeldOccurrences.put_back` writes, each made when read
-    from its file: ``places`` are the keys in the library's order with each key's place in the
-    triple (:func:`_triple`)."""
-
-    def __init__(self, files: Sequence[ShippedFile], places: Sequence[tuple[str, int]]) -> None:
-        self.files, self.places = files, places
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, str]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, str]]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self._make(f) for f in self.files[i]]
-        return self._make(self.files[i])
-
-    def __iter__(self) -> Iterator[dict[str, str]]:
-        return map(self._make, self.files)
-
-    def _make(self, file: ShippedFile) -> dict[str, str]:
-        triple = _triple(file)
-        return {k: triple[i] for k, i in self.places}
+def _occurrence(file: ShippedFile, places: Sequence[tuple[str, int]]) -> dict[str, str]:
+    """A held occurrence as the dict :meth:`_HeldOccurrences.put_back` writes, made from its file:
+    ``places`` are the keys in the library's order with each key's place in the triple
+    (:func:`_triple`)."""
+    triple = _triple(file)
+    return {k: triple[i] for k, i in places}
 
 
 def _triple(f: ShippedFile) -> _Triple:

@@ -12,15 +12,15 @@ import functools
 import hashlib
 import io
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from ninfer_release import strictjson
 from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
-from ninfer_release.jsonbytes import LazyArray, dump_indented_into, dumps_indented_bytes
+from ninfer_release.jsonbytes import LazyArray, MadeOnRead, dump_indented_into, dumps_indented_bytes
 from ninfer_release.reproducible import datetime_utc
 from ninfer_release.sbom._ids import (
     SPDX_ID_RE,
@@ -501,7 +501,7 @@ def _file_entries(kept: Sequence[FileRecord], license_of: _LicenseParser, packag
     writes the File and Relationship :func:`_with_file_models` builds (same keys in the same
     order, same values; ``FileConverter`` / ``RelationshipConverter`` of spdx-tools 0.8.5), with
     each licence text's parse for the validator. The entries are made from the records each time
-    they are read (:class:`_MadeOnRead`; issue 13: 100k dicts were ~250 MB).
+    they are read (:class:`~ninfer_release.jsonbytes.MadeOnRead`; issue 13: 100k dicts were ~250 MB).
 
     Raises:
         IntegrityError: two paths would share an SPDXID.
@@ -516,36 +516,13 @@ def _file_entries(kept: Sequence[FileRecord], license_of: _LicenseParser, packag
             texts[record.license] = str(expression)
             parsed[str(expression)] = expression
         ids.append(claim_file_id(claimed, record.path, where=SPDX_WHERE))
-    entries = _MadeOnRead(len(kept), lambda i: _file_entry(kept[i], ids[i], texts))
-    relationships = _MadeOnRead(len(ids), lambda i: _contains(package_id, ids[i]))
+    entries = MadeOnRead(range(len(kept)), lambda i: _file_entry(kept[i], ids[i], texts))
+    relationships = MadeOnRead(ids, lambda spdx_id: _contains(package_id, spdx_id))
 
     def model(i: int) -> Any:  # an unclean entry is validated as the File model of its record
         return _file_model(kept[i], ids[i], license_of)
 
     return CanonicalFiles(entries=entries, relationships=relationships, licenses=parsed, file_model=model)
-
-
-class _MadeOnRead(Sequence[dict[str, Any]]):
-    """A read-only sequence of ``length`` dicts whose ``i``-th is ``make(i)``, made anew on each
-    read (issue 13: 100k SPDX file entries and relationships are never all alive at once)."""
-
-    def __init__(self, length: int, make: Callable[[int], dict[str, Any]]) -> None:
-        self.length, self.make = length, make
-
-    def __len__(self) -> int:
-        return self.length
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self.make(k) for k in range(*i.indices(self.length))]
-        return self.make(range(self.length)[i])
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return map(self.make, range(self.length))
 
 
 def _file_entry(record: FileRecord, spdx_id: str, texts: Mapping[str | None, str]) -> dict[str, Any]:
