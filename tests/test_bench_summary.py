@@ -63,6 +63,27 @@ def test_linear_row_needs_two_file_count_points() -> None:
     assert linear.met is True
 
 
+def test_linear_row_leaves_out_points_within_the_base_points_noise() -> None:
+    # The run of 2026-12-02 04:30: the base build's CPU spread 0.124 s; 1k extra files added 3 ms.
+    base = {"build_vs_zip": {**_pairs([1.0]), "ours_cpu_s": {"min": 0.779, "median": 0.886, "max": 0.903}}}
+
+    def at(ms: float) -> dict[str, Any]:
+        return {
+            "build_vs_zip": {**_pairs([1.0]), "ours_extra_cpu_ms_per_file": ms},
+            "verify_vs_checksums": _pairs([1.0]),
+        }
+
+    files = {"0": base, "1000": at(0.003), "10000": at(0.095), "100000": at(0.167)}
+    linear = _row(summary_rows({"curves": {"files": files}}), "linear in file count")
+    assert linear.ratio == {"min": 1.758, "median": 1.758, "max": 1.758}
+    assert linear.met is False
+    assert linear.where == "2 file-count points (left out: 1,000 files)"
+    # Only one point above the noise: no ratio, and the row says why.
+    files = {"0": base, "1000": at(0.003), "10000": at(0.095)}
+    alone = _row(summary_rows({"curves": {"files": files}}), "linear in file count")
+    assert (alone.ratio, alone.note) == (None, "needs two file-count points above the noise")
+
+
 def test_fetch_goal_on_the_full_set_and_the_small_set_for_information() -> None:
     def runs(ours: float, theirs: float) -> dict[str, Any]:
         return {"fetch": [{"wall_s": ours}], "curl_sha256sum": [{"wall_s": theirs}], "runs": 1}
