@@ -40,6 +40,7 @@ from ninfer_release.sbom._spdx_fast import (
     split_checked,
     validate_canonical,
 )
+from ninfer_release.sbom._spdx_skeleton import clean_skeleton
 from ninfer_release.sbom._spdx_validate import _license_texts, validate_full_document
 
 if TYPE_CHECKING:
@@ -917,7 +918,8 @@ def check_spdx_file(path: Path, *, limit: int) -> tuple[SpdxCheck, str] | None:
 def _check_streamed(streamed: Streamed) -> list[str] | None:
     """:func:`validate_spdx_bytes`'s messages for a clean streamed document (``None``: its
     skeleton or a licence text does not parse). Its file entries give no message of their own
-    (``_spdx_stream._Reader.file``); what is left to check is the skeleton (spdx-tools' rules, with
+    (``_spdx_stream._Reader.file``); what is left to check is the skeleton (clean without
+    spdx-tools when ``sbom._spdx_skeleton.clean_skeleton`` says so, else spdx-tools' rules, with
     the files and the ``CONTAINS`` tail as :class:`_StreamedExtra`), the verification codes and
     the final LF.
 
@@ -930,6 +932,37 @@ def _check_streamed(streamed: Streamed) -> list[str] | None:
         return None
     skeleton_raw = split[0]
     skeleton_raw["relationships"] = relationships
+    packages: Sequence[Any] | None = clean_skeleton(
+        skeleton_raw, streamed.file_ids, streamed.licenses, streamed.contains_from
+    )
+    if packages is not None:
+        out: list[str] = []  # spdx-tools certainly gives no message (sbom._spdx_skeleton)
+    else:
+        checked = _library_check_streamed(streamed, skeleton_raw)
+        if checked is None:
+            return None
+        out, packages = checked
+    files = streamed.files
+
+    def sha1s_without(excluded: frozenset[str]) -> list[str]:
+        # Every fileName is "./" + its path (``_Reader.file``).
+        paths = {e[2:] for e in excluded if e.startswith("./")}
+        return [v[0] for p, v in files.items() if p not in paths]
+
+    out.extend(_verification_code_problems(packages, sha1s_without))
+    if not streamed.tail.endswith(b"\n") or streamed.tail.endswith(b"\n\n"):
+        out.append("document must end with exactly one LF")
+    return out
+
+
+def _library_check_streamed(streamed: Streamed, skeleton_raw: dict[str, Any]) -> tuple[list[str], Any] | None:
+    """spdx-tools' messages for a streamed document's skeleton (with the files and the tail as
+    :class:`_StreamedExtra`) and its packages, or ``None`` when the skeleton or a licence text does
+    not parse.
+
+    Raises:
+        NotClean: a licence text or a tail relationship's source would give a message.
+    """
     licenses = _parse_licenses(streamed.licenses)
     if licenses is None:
         return None
@@ -938,17 +971,7 @@ def _check_streamed(streamed: Streamed) -> list[str] | None:
         return None
     extra = _StreamedExtra(streamed, licenses)
     out = [m.validation_message for m in validate_full_document(skeleton, "SPDX-2.3", extra=extra)]
-    files = streamed.files
-
-    def sha1s_without(excluded: frozenset[str]) -> list[str]:
-        # Every fileName is "./" + its path (``_Reader.file``).
-        paths = {e[2:] for e in excluded if e.startswith("./")}
-        return [v[0] for p, v in files.items() if p not in paths]
-
-    out.extend(_verification_code_problems(skeleton.packages, sha1s_without))
-    if not streamed.tail.endswith(b"\n") or streamed.tail.endswith(b"\n\n"):
-        out.append("document must end with exactly one LF")
-    return out
+    return out, skeleton.packages
 
 
 class _StreamedExtra:

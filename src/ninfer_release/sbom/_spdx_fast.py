@@ -33,6 +33,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ninfer_release.sbom._spdx_skeleton import FILE_TYPES
 from ninfer_release.sbom._spdx_validate import (
     _Index,
     _license_texts,
@@ -201,10 +202,9 @@ def split_canonical(raw: dict[str, Any]) -> tuple[dict[str, Any], Sequence[Any],
 
 
 def file_types() -> frozenset[str]:
-    """spdx-tools' FileType names (what a canonical entry's ``fileTypes`` may hold)."""
-    from spdx_tools.spdx.model.file import FileType
-
-    return frozenset(FileType.__members__)
+    """spdx-tools' FileType names (what a canonical entry's ``fileTypes`` may hold): the copy
+    ``sbom._spdx_skeleton.FILE_TYPES``, compared with the library's enum in the tests."""
+    return FILE_TYPES
 
 
 def is_canonical_file(entry: Any, types: frozenset[str]) -> bool:

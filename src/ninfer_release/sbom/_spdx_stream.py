@@ -39,6 +39,7 @@ from ninfer_release import strictjson
 from ninfer_release.sbom._ids import SPDX_ID_RE
 from ninfer_release.sbom._spdx import zip_path_problem
 from ninfer_release.sbom._spdx_fast import file_types, is_canonical_file
+from ninfer_release.sbom._spdx_skeleton import SHA1_DIGITS, SHA256_DIGITS
 
 #: Bytes read per piece (a value larger than the window doubles it, so the work stays linear).
 CHUNK = 1 << 20
@@ -175,15 +176,10 @@ class _Window:
 
 
 def _hex_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """spdx-tools' ``validate_checksum`` expressions for SHA1 and SHA256 (``algorithm_length``),
-    used with ``fullmatch`` (stricter than the library's ``match``, which lets a final LF pass)."""
-    from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
-    from spdx_tools.spdx.validation.checksum_validator import algorithm_length
-
-    def pattern(name: str) -> re.Pattern[str]:
-        return re.compile("[0-9a-f]{" + algorithm_length[ChecksumAlgorithm[name]] + "}")
-
-    return pattern("SHA1"), pattern("SHA256")
+    """spdx-tools' ``validate_checksum`` expressions for SHA1 and SHA256 (``algorithm_length``,
+    copied as ``sbom._spdx_skeleton.SHA1_DIGITS`` / ``SHA256_DIGITS``), used with ``fullmatch``
+    (stricter than the library's ``match``, which lets a final LF pass)."""
+    return re.compile(f"[0-9a-f]{{{SHA1_DIGITS}}}"), re.compile(f"[0-9a-f]{{{SHA256_DIGITS}}}")
 
 
 #: JSON whitespace (RFC 8259 §2) and a JSON string without escapes or control characters: such
@@ -228,11 +224,10 @@ def _file_pattern() -> re.Pattern[str]:
     wants, optional comment and copyrightText, fileName ``./``-relative, optional fileTypes (at
     least one name; each is checked against spdx-tools' FileType names) and licenseConcluded;
     then the comma after the entry."""
-    from spdx_tools.spdx.model.checksum import ChecksumAlgorithm
-    from spdx_tools.spdx.validation.checksum_validator import algorithm_length
+    lengths = {"SHA1": SHA1_DIGITS, "SHA256": SHA256_DIGITS}
 
     def checksum(name: str) -> str:
-        digits = str(algorithm_length[ChecksumAlgorithm[name]])
+        digits = str(lengths[name])
         value = '"([0-9a-f]{' + digits + '})"'
         return f'{_W}\\{{{_key("algorithm")}"{name}"{_W},{_key("checksumValue")}{value}{_W}\\}}{_W}'
 
@@ -297,12 +292,9 @@ class _Reader:
     """The top-level object of one document, member by member."""
 
     def __init__(self, window: _Window) -> None:
-        from spdx_tools.spdx.validation.spdx_id_validators import is_valid_internal_spdx_id
-
         self.w = window
         self.types = file_types()
         self.sha1_hex, self.sha256_hex = _hex_patterns()
-        self.library_id_ok = is_valid_internal_spdx_id
         #: Each SPDXID -> itself: a tail relationship's target is kept as this very string.
         self.ids: dict[str, str] = {}
         self.type_lists: dict[str, bool] = {}
@@ -322,7 +314,7 @@ class _Reader:
         Clean: canonical shape; exactly ``[SHA1, SHA256]`` (either order) with lowercase hex
         values of their length (spdx-tools' ``validate_checksum`` gives no message, our map has
         both); the SPDXID matches :data:`~ninfer_release.sbom._ids.SPDX_ID_RE` whole (implies
-        spdx-tools' ``validate_spdx_id`` without a colon; checked with the library's too) and is
+        spdx-tools' ``validate_spdx_id`` without a colon) and is
         new; ``fileName`` is ``./`` + a clean zip path (``zip_path_problem``) not listed before.
         """
         if not is_canonical_file(entry, self.types):
@@ -343,7 +335,6 @@ class _Reader:
             self.sha1_hex.fullmatch(sha1)
             and self.sha256_hex.fullmatch(sha256)
             and SPDX_ID_RE.fullmatch(spdx_id)
-            and self.library_id_ok(spdx_id)
             and spdx_id not in self.ids
             and name.startswith("./")
             and zip_path_problem(path) is None
