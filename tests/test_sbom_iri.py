@@ -93,12 +93,19 @@ def test_an_unknown_property_fails_the_strict_schema() -> None:
 
 
 def test_validation_does_not_load_lark() -> None:
-    """A fresh process validates a CycloneDX document without importing rfc3987_syntax/lark."""
+    """A fresh process validates a CycloneDX document without importing rfc3987_syntax/lark: a
+    valid one without jsonschema either (``sbom._cdx_schema``), an invalid one with jsonschema."""
     code = (
-        "import sys\n"
+        "import json, sys\n"
         "from ninfer_release.sbom import validate_cyclonedx_bytes\n"
-        "assert validate_cyclonedx_bytes(sys.stdin.buffer.read()) == []\n"
-        "print(sorted(m for m in ('lark', 'rfc3987_syntax', 'jsonschema') if m in sys.modules))\n"
+        "data = sys.stdin.buffer.read()\n"
+        "names = ('lark', 'rfc3987_syntax', 'jsonschema')\n"
+        "assert validate_cyclonedx_bytes(data) == []\n"
+        "print(sorted(m for m in names if m in sys.modules))\n"
+        "doc = json.loads(data)\n"
+        "doc['components'][0]['colour'] = 'blue'\n"
+        "assert validate_cyclonedx_bytes((json.dumps(doc) + '\\n').encode()) != []\n"
+        "print(sorted(m for m in names if m in sys.modules))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -106,7 +113,7 @@ def test_validation_does_not_load_lark() -> None:
         capture_output=True,
         check=True,
     )
-    assert out.stdout.decode().strip() == "['jsonschema']"
+    assert out.stdout.decode().split("\n")[:2] == ["[]", "['jsonschema']"]
 
 
 def test_date_time_format_is_still_checked() -> None:

@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         package_bom_ref,
         parse_cyclonedx_hashes,
         prewarm_validators,
+        started_prewarm,
         validate_cyclonedx_bytes,
         vendored_bom_ref,
     )
@@ -129,6 +130,7 @@ _EXPORTS = {
         "package_bom_ref",
         "parse_cyclonedx_hashes",
         "prewarm_validators",
+        "started_prewarm",
         "validate_cyclonedx_bytes",
         "vendored_bom_ref",
     ),
@@ -262,6 +264,7 @@ __all__ = [
     "spdx_namespace",
     "spdx_package_id",
     "stand_in_marker",
+    "started_prewarm",
     "uri_part",
     "uuid5_url",
     "validate_cyclonedx_bytes",

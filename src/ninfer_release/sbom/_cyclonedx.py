@@ -48,7 +48,7 @@ from ninfer_release.digests import is_sha256_hex
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.jsonbytes import LazyArray, MadeOnRead, dump_indented_into, dumps_indented_bytes
 from ninfer_release.reproducible import datetime_utc
-from ninfer_release.sbom._cdx_fast import schema_is_clean
+from ninfer_release.sbom._cdx_fast import schema_is_clean, schema_is_clean_own
 from ninfer_release.sbom._ids import uuid5_url
 from ninfer_release.sbom._iri import import_jsonschema_lean, is_iri, is_iri_reference
 from ninfer_release.sbom._license import combine_licenses, normalize_license_expression
@@ -1067,6 +1067,13 @@ def prewarm_validators() -> threading.Thread:
         return _PREWARM[0]
 
 
+def started_prewarm() -> threading.Thread | None:
+    """The process's prewarm thread if one was started (:func:`prewarm_validators`), else ``None``:
+    a reader that may import the libraries joins it first, without starting one."""
+    with _PREWARM_LOCK:
+        return _PREWARM[0] if _PREWARM else None
+
+
 #: The process's prewarm thread, once started (:func:`prewarm_validators`).
 _PREWARM: list[threading.Thread] = []
 _PREWARM_LOCK = threading.Lock()
@@ -1110,9 +1117,12 @@ def _validate_parsed(raw: Any, data: bytes) -> list[str]:
 def _schema_message(raw: Any) -> list[str]:
     """The first strict-schema error as ``schema: <json path>: <message>`` (at most 500 chars), or none.
 
-    A document the schema certainly accepts is told apart without descending into every evidence
+    A document the schema certainly accepts is told apart without jsonschema
+    (``sbom._cdx_fast.schema_is_clean_own``) or without descending into every evidence
     occurrence (``sbom._cdx_fast.schema_is_clean``); any other is validated whole by jsonschema.
     """
+    if schema_is_clean_own(raw):
+        return []  # the strict schema certainly reports nothing (sbom._cdx_schema): no jsonschema
     validator = _strict_validator()
     if schema_is_clean(raw, validator):
         return []
@@ -1319,7 +1329,7 @@ def check_cyclonedx_file(path: Path, *, limit: int) -> tuple[CdxCheck, str] | No
         return None
     raw, rest = streamed.skeleton, streamed.rest
     try:
-        if not schema_is_clean(raw, _strict_validator()):
+        if not (schema_is_clean_own(raw) or schema_is_clean(raw, _strict_validator())):
             return None  # the whole path reports jsonschema's own first error
         hashes = _hashes_of(raw)
         bom_refs = _bom_refs(raw)
