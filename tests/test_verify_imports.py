@@ -68,6 +68,41 @@ def test_verify_of_a_directory_loads_no_publisher_http_client_or_templates(
     assert loaded == []
 
 
+#: The SBOM libraries a verify of a set our builder wrote has no use for: its SPDX skeleton and
+#: CycloneDX document are judged clean without them (sbom._spdx_skeleton, sbom._cdx_schema).
+SBOM_LIBRARIES = ("spdx_tools", "beartype", "jsonschema", "referencing", "license_expression", "uritools")
+
+
+def test_verify_of_a_canonical_set_imports_no_sbom_library(tmp_path_factory: pytest.TempPathFactory) -> None:
+    set_dir = release_out(tmp_path_factory) / LANE
+    modules = _modules_of("verify", str(set_dir))
+    assert "ninfer_release.sbom._spdx_skeleton" in modules  # the fast path really ran
+    assert "ninfer_release.sbom._cdx_schema" in modules
+    loaded = sorted(m for m in modules if m.split(".")[0] in SBOM_LIBRARIES)
+    assert loaded == []
+
+
+def test_verify_of_a_set_off_the_fast_path_imports_the_library(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The fallback is real: a valid SPDX document outside the canonical shape is judged by
+    spdx-tools (and still verifies only if it is the set's own bytes: here it fails the digest)."""
+    import shutil
+
+    set_dir = tmp_path / LANE
+    shutil.copytree(release_out(tmp_path_factory) / LANE, set_dir)
+    spdx = next(set_dir.glob("*.spdx.json"))
+    raw = json.loads(spdx.read_bytes())
+    raw["packages"][0]["licenseDeclared"] = "(Apache-2.0 OR MIT)"
+    spdx.write_bytes((json.dumps(raw, indent=2) + "\n").encode())
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, "verify", str(set_dir)], capture_output=True, text=True, check=False
+    )
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("MODULES "))
+    assert proc.returncode != 0  # SHA256SUMS no longer holds
+    assert "spdx_tools" in set(json.loads(line.removeprefix("MODULES ")))
+
+
 #: Modules a native lane's build has no use for (each was imported by it before issue 13's
 #: start-up work): the container lane's executor and image SBOMs, the container builder.
 NOT_FOR_NATIVE_BUILD = (

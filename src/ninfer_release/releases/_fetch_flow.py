@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ninfer_release import atomic, hashing, sbom, strictjson
+from ninfer_release import atomic, hashing, strictjson
 from ninfer_release.checksums import parse_sha256sums, sums_bound
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.releases._contract import ENTRY_SUFFIXES, SUMS_NAME, AssetNames, stem_from_names
@@ -194,8 +194,6 @@ def fetch_set(
     partials = out / PARTIALS_DIR
     added: list[Path] = []
     with HttpFetcher(policy, progress=progress) as http:
-        # The SBOM validators' imports (~0.5 s of CPU) overlap the downloads, not the verification.
-        sbom.prewarm_validators()
         sums = _read_sums(http, base, expected_sums_sha256)
         names, listed = _plan(base, sums.data)
         manifest = _read_manifest(http, base, names, listed)

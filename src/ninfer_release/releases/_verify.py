@@ -470,7 +470,10 @@ def _read_set(
         p = run.directory / n
         if p.is_file() and not p.is_symlink():
             _check_readable(p)
-    prewarm = sbom.prewarm_validators()  # their imports (~0.5 s of CPU) overlap the hashing below
+    # No prewarm of the SBOM validators: a set our builder wrote is judged without spdx-tools or
+    # jsonschema (sbom._spdx_skeleton, sbom._cdx_schema), and any other imports them when it needs
+    # them. A prewarm thread another caller started is joined before the SBOMs are read.
+    prewarm = sbom.started_prewarm()
     scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan, index)
     del index  # the scan's to let go of
     scan.start()

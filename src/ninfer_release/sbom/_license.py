@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from license_expression import ExpressionError
-
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.sbom._records import NormalizedLicense
 
@@ -144,6 +142,7 @@ def _spell_id(
 
 
 def _check_structure(expression: str, fail: Callable[[str], InputError]) -> None:
+    from license_expression import ExpressionError
     from spdx_tools.common.spdx_licensing import spdx_licensing
 
     try:
