@@ -141,3 +141,42 @@ def test_union_fields_decode_and_name_their_problem(
     with pytest.raises(IntegrityError) as exc:
         Unions.parse(dumps_stable(doc), source="u.json")
     assert sorted((p.field, p.message) for p in exc.value.problems) == sorted(problems)
+
+
+def _all_record_classes() -> list[type]:
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import ninfer_release
+
+    for module in pkgutil.walk_packages(ninfer_release.__path__, "ninfer_release."):
+        if module.name.endswith("__main__"):
+            continue
+        importlib.import_module(module.name)
+    found: list[type] = []
+    todo: list[type] = [JsonRecord]
+    while todo:
+        cls = todo.pop()
+        sub: type
+        for sub in cls.__subclasses__():
+            todo.append(sub)
+            if dataclasses.is_dataclass(sub):
+                found.append(sub)
+    return found
+
+
+def test_field_hints_are_get_type_hints_for_every_record_class() -> None:
+    """``jsonrecord.field_hints`` (the lean resolution ``_json_fields`` uses) equals
+    ``typing.get_type_hints`` on each field of every record class of the project."""
+    import dataclasses
+    import typing
+
+    from ninfer_release.jsonrecord import field_hints
+
+    classes = _all_record_classes()
+    assert len(classes) >= 50
+    for cls in classes:
+        names = {f.name for f in dataclasses.fields(cls)}
+        want = {n: t for n, t in typing.get_type_hints(cls).items() if n in names}
+        assert field_hints(cls) == want, cls

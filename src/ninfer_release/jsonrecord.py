@@ -23,6 +23,8 @@ codec with :func:`codec`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -261,6 +263,43 @@ class _Field:
     encode: Encoder | None
 
 
+def _has_forward_ref(hint: Any) -> bool:
+    """Whether a type still holds a string or ``ForwardRef`` somewhere (a nested quoted name)."""
+    if isinstance(hint, str | typing.ForwardRef):
+        return True
+    return any(_has_forward_ref(a) for a in typing.get_args(hint))
+
+
+def field_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)`` restricted to ``cls``'s dataclass fields, evaluating only
+    their annotations (issue 13: ``get_type_hints`` evaluates every annotation of every base
+    again for each record class, ``ClassVar`` ones included, through one ``ForwardRef`` each).
+
+    Same resolution as ``get_type_hints`` on a class in CPython 3.11: the annotation of the most
+    derived class that declares the name, evaluated with that class's module globals first, then
+    its class namespace, then builtins (``get_type_hints`` swaps the two namespaces for a class),
+    ``None`` read as ``NoneType``. A result that still holds a quoted name, or an ``Annotated``
+    one, is left to ``get_type_hints`` itself (``tests/test_jsonrecord.py`` holds the two equal for
+    every record class of the project). Raises what ``get_type_hints`` raises for a bad name.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    hints: dict[str, Any] = {}
+    for base in cls.__mro__:
+        annotations = inspect.get_annotations(base)
+        module = getattr(sys.modules.get(base.__module__), "__dict__", {})
+        for name in names - hints.keys():
+            if name not in annotations:
+                continue
+            value = annotations[name]
+            if isinstance(value, str):
+                value = eval(value, dict(vars(base)), module)  # noqa: S307 - a class's own annotation
+            hint = type(None) if value is None else value
+            if _has_forward_ref(hint) or typing.get_origin(hint) is typing.Annotated:
+                return {n: t for n, t in typing.get_type_hints(cls).items() if n in names}
+            hints[name] = hint
+    return hints
+
+
 class JsonRecord:
     """Base of a frozen record dataclass whose fields are its JSON keys (module docstring)."""
 
@@ -272,7 +311,7 @@ class JsonRecord:
     def _json_fields(cls) -> tuple[_Field, ...]:
         cached = JsonRecord._fields_cache.get(cls)
         if cached is None:
-            hints = typing.get_type_hints(cls)
+            hints = field_hints(cls)
             cached = tuple(
                 _Field(
                     name=f.name,
