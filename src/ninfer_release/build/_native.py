@@ -10,6 +10,7 @@ zip and checks its budget, then hands the package to
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import itertools
@@ -141,7 +142,8 @@ def _read_pe_headers(work: NativeWork) -> dict[str, sbom.PeInfo]:
         IntegrityError: a version resource contradicts the file's stand-in claim (exit 5).
     """
     staged = work.source.staged
-    source_of = {f.path: f.source for f in staged.files}
+    wanted = set(work.pe_paths)
+    source_of = {f.path: f.source for f in staged.files if f.path in wanted}
     pe_by_staged = {path: sbom.read_pe(source_of[path]) for path in work.pe_paths}
     packaging.check_stand_in_claims(
         staged,
@@ -170,16 +172,37 @@ def _file_records(
     ]
 
 
+class _ShippedSources(Mapping[str, Path]):
+    """Zip name → the staged file shipped under it (``entries``: a plan's, in zip order), found
+    when asked: no map and no ``Path`` per member (issue 13: 100k members)."""
+
+    def __init__(self, entries: Sequence[packaging.PlanEntry]) -> None:
+        self.entries = entries
+
+    def __getitem__(self, name: str) -> Path:
+        entries = self.entries
+        i = bisect.bisect_left(entries, name.encode("utf-8"), key=lambda e: e.name.encode("utf-8"))
+        source = entries[i].source if i < len(entries) and entries[i].name == name else None
+        if source is None:
+            raise KeyError(name)
+        return source
+
+    def __iter__(self) -> Iterator[str]:
+        return (e.name for e in self.entries if e.source_file is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for e in self.entries if e.source_file is not None)
+
+
 def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord], into: Path) -> None:
     """Entry 2 (also inside the zip): the SPDX 2.3 inventory of the package's files, written to
     ``into`` as it is rendered (with 100k files ~93 MB, never held whole: issue 13, memory)."""
     release, lane, names = work.source.release, work.source.lane, work.names
-    staged = work.source.staged
     notices = sorted({f.copyright for f in files if f.copyright})
     extracted = sbom.load_license_texts(
         sbom.license_refs_of([f.license for f in files]),
         licenses_dir=release.repo_root / "sbom" / "licenses",
-        shipped={work.zip_name_of[f.path]: f.source for f in staged.files if f.path in work.zip_name_of},
+        shipped=_ShippedSources(work.package.entries),
     )
     sbom.spdx_file_inventory(
         package_name=names.stem,
@@ -262,6 +285,15 @@ class _Package:
     scan: packaging.ZipScan | None
 
 
+def _staged_digests(
+    staged: packaging.StagedTree, members: Sequence[packaging.CompressedMember]
+) -> dict[str, str]:
+    """Staged path → SHA-256 of each shipped staged file, in the staged tree's order (the
+    provenance's staged inputs; one map for the lock check, the SBOMs and the seal: issue 13)."""
+    by_member = {m.staged_path: m.sha256 for m in members if m.staged_path is not None}
+    return {f.path: by_member[f.path] for f in staged.files if f.path in by_member}
+
+
 def _build_package(run: _Run, stage: Path) -> _Package:
     """Compress, check and zip the package into ``stage`` (self-checked); render both SBOMs into
     their files there (``<stage>/<names.spdx>``, ``<stage>/<names.cdx>``), each let go once written.
@@ -278,7 +310,7 @@ def _build_package(run: _Run, stage: Path) -> _Package:
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pe-headers") as pe_pool:
         pe_headers = pe_pool.submit(_read_pe_headers, work)
         members = _compress_ready(run)
-        sha_of = {m.staged_path: m.sha256 for m in members if m.staged_path is not None}
+        sha_of = _staged_digests(staged, members)
         packaging.check_lock_digests(staged, sha_of)
         pe_by_staged = pe_headers.result()
     # Entry 2 is rendered into its file, and its member deflated from that file (the same
@@ -287,7 +319,7 @@ def _build_package(run: _Run, stage: Path) -> _Package:
     _spdx(work, _file_records(work, members, pe_by_staged), spdx_path)
     member_names, level = work.package.names, work.package.deflate_level
     spdx_entry = [
-        dataclasses.replace(e, source=spdx_path)
+        packaging.PlanEntry(name=e.name, source=spdx_path)
         for e in work.package.generated_entries
         if e.name == work.spdx_member
     ]
@@ -322,7 +354,7 @@ def _build_package(run: _Run, stage: Path) -> _Package:
         size=zip_size,
         sha256=zip_sha256,
         member_names=member_names,
-        staged_inputs={f.path: sha_of[f.path] for f in staged.files if f.path in sha_of},
+        staged_inputs=sha_of,
         stand_ins=tuple(_stand_in_paths(staged, work.zip_name_of)),
         cuda_runtime_version=_cuda_runtime(pe_infos),
     )

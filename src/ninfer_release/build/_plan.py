@@ -9,7 +9,8 @@ plans (:class:`BuildPlan`), so what it shows is what the build does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -57,7 +58,7 @@ CHECKS: Mapping[str, str] = MappingProxyType(
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PlannedMember:
     """One input a lane's build consumes: a package member (native) or a staged file (image).
 
@@ -211,6 +212,33 @@ def plan_carried_lane(lane: manifests.Lane) -> LanePlan:
     )
 
 
+class _ZipNames(Mapping[str, str]):
+    """Staged path → zip name of each staged member of a package plan (in zip order), found when
+    asked in its staged entries sorted by staged path: a list, not a map, per staged file
+    (issue 13: memory at 100k files)."""
+
+    def __init__(self, package: packaging.PackagePlan) -> None:
+        self._entries = package.entries
+        self._by_path = sorted((e for e in package.entries if e.staged_path is not None), key=_staged_path)
+
+    def __getitem__(self, path: str) -> str:
+        by_path = self._by_path
+        i = bisect.bisect_left(by_path, path, key=_staged_path)
+        if i < len(by_path) and by_path[i].staged_path == path:
+            return by_path[i].name
+        raise KeyError(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return (e.staged_path for e in self._entries if e.staged_path is not None)
+
+    def __len__(self) -> int:
+        return len(self._by_path)
+
+
+def _staged_path(entry: packaging.PlanEntry) -> str:
+    return entry.staged_path or ""
+
+
 def plan_native_lane(source: NativeInputs, *, verify: bool = True) -> LanePlan:
     """Plan a native lane: its package members, the 11 files of its set and its lane result, and
     the checks its build makes. Pure: reads nothing beyond ``source``.
@@ -232,7 +260,7 @@ def plan_native_lane(source: NativeInputs, *, verify: bool = True) -> LanePlan:
         for e in package.entries
     )
     names = names_for_tag(lane.component_tag)
-    zip_name_of = {e.staged_path: e.name for e in package.staged_entries if e.staged_path is not None}
+    zip_name_of = _ZipNames(package)
     work = NativeWork(
         source=source,
         package=package,
@@ -243,7 +271,7 @@ def plan_native_lane(source: NativeInputs, *, verify: bool = True) -> LanePlan:
         pe_paths=tuple(
             f.path
             for f in staged.files
-            if f.path in zip_name_of and f.path.lower().endswith((".dll", ".exe"))
+            if f.path.lower().endswith((".dll", ".exe")) and f.path in zip_name_of
         ),
         known_sha256={r.file: r.sha256 for r in staged.lock.redistributables},
         root_purl=sbom.canonical_purl(

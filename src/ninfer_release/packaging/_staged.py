@@ -23,7 +23,7 @@ from ninfer_release.digests import SHA256_HEX
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.jsonfields import FieldReader
-from ninfer_release.reproducible import sorted_walk_relative
+from ninfer_release.reproducible import sorted_walk_names
 
 BUILD_INFO = "build-info.json"
 LOCK = "dependencies.lock.json"
@@ -111,19 +111,81 @@ class DependencyLock:
         return None
 
 
-@dataclass(frozen=True, kw_only=True)
 class StagedFile:
-    """One regular file of the staged tree.
+    """One regular file of the staged tree (immutable).
 
     ``path`` is relative, ``/``-separated, NFC; ``source`` is the absolute file whose bytes are
-    shipped (for a symlink inside the tree: the resolved target, C23); ``size`` is from ``stat``
-    in bytes; ``link_target`` is the symlink's relative target path, or ``None``.
+    shipped (for a symlink inside the tree: the resolved target, C23), a :class:`~pathlib.Path`
+    made when asked, and ``source_file`` the same name as a ``str`` (what the build opens);
+    ``size`` is from ``stat`` in bytes; ``link_target`` is the symlink's relative target path, or
+    ``None``. Built as ``StagedFile(path=, source=, size=, link_target=)`` (``source`` a path or
+    ``str``); equal, with the same hash, when those four are.
+
+    One is kept per staged file through the build (issue 13: memory at 100k files): it has slots,
+    holds no ``Path``, and a file whose name in the tree is ``<root>/<path>`` (not a symlink, no
+    NFC change) keeps no name of its own: its ``source_file`` is made when asked from the tree's
+    root, one string shared by the tree's files (about 0.6 KiB per file before, under 0.2 KiB now with
+    its ``path`` and ``size``).
     """
 
+    __slots__ = ("_root", "_source", "link_target", "path", "size")
     path: str
-    source: Path
     size: int
-    link_target: str | None = None
+    link_target: str | None
+    _root: str  # the tree's root and a separator, when ``_source`` is None
+    _source: str | None
+
+    def __init__(
+        self, *, path: str, source: str | os.PathLike[str], size: int, link_target: str | None = None
+    ) -> None:
+        self._set(path, size, link_target, "", os.fspath(source))
+
+    @classmethod
+    def in_tree(cls, root: str, path: str, size: int) -> StagedFile:
+        """The regular file at ``root + path`` (``root``: the tree's absolute root ending in ``/``,
+        the same string for each of its files)."""
+        new = cls.__new__(cls)
+        new._set(path, size, None, root, None)
+        return new
+
+    def _set(self, path: str, size: int, link_target: str | None, root: str, source: str | None) -> None:
+        setter = object.__setattr__
+        setter(self, "path", path)
+        setter(self, "size", size)
+        setter(self, "link_target", link_target)
+        setter(self, "_root", root)
+        setter(self, "_source", source)
+
+    @property
+    def source_file(self) -> str:
+        """The absolute file whose bytes are shipped, as a ``str``."""
+        return self._root + self.path if self._source is None else self._source
+
+    @property
+    def source(self) -> Path:
+        """The absolute file whose bytes are shipped (``source_file`` as a path)."""
+        return Path(self.source_file)
+
+    def _key(self) -> tuple[str, str, int, str | None]:
+        return (self.path, self.source_file, self.size, self.link_target)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._key() == other._key()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        path, source, size, link_target = self._key()
+        return f"StagedFile(path={path!r}, source={source!r}, size={size!r}, link_target={link_target!r})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,19 +352,58 @@ def _parse_lock(data: Mapping[str, Any], doc: _Doc) -> DependencyLock:
     return DependencyLock(vendored=tuple(vendored), redistributables=tuple(redist))
 
 
+def _resolve_link(
+    root: Path, real_root: Path, rel: str, name: str, problems: list[Problem]
+) -> tuple[str, os.stat_result, str] | None:
+    """The symlink ``name`` (staged path ``rel``) resolved inside the tree (C23): its target's
+    absolute name, ``stat`` and the link's own target text; ``None`` (a problem recorded) when it
+    leaves the tree (DESIGN §6), dangles or names a folder."""
+    link_target = str(Path(name).readlink())
+    resolved = Path(os.path.realpath(name))
+    if resolved != real_root and real_root not in resolved.parents:
+        why = f"symlink to {link_target!r} leaves the staged tree; refused (DESIGN §6)"
+        problems.append(Problem(file=str(root), field=rel, message=why))
+        return None
+    try:
+        st = resolved.stat()
+    except FileNotFoundError:
+        problems.append(Problem(file=str(root), field=rel, message=f"dangling symlink to {link_target!r}"))
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        why = f"symlink to folder {link_target!r}; only file symlinks are resolved (C23)"
+        problems.append(Problem(file=str(root), field=rel, message=why))
+        return None
+    return str(resolved), st, link_target
+
+
+def _staged_file(top: str, rel: str, source: str, size: int, link_target: str | None) -> StagedFile:
+    """The staged file ``rel`` read from ``source``; without a name of its own when that is
+    ``top + rel`` (:meth:`StagedFile.in_tree`, ``top``: the tree's root and ``/``)."""
+    if (
+        link_target is None
+        and len(source) == len(top) + len(rel)
+        and source.startswith(top)
+        and source.endswith(rel)
+    ):
+        return StagedFile.in_tree(top, rel, size)
+    return StagedFile(path=rel, source=source, size=size, link_target=link_target)
+
+
 def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
-    """Regular files under ``root`` in sorted order; in-tree symlinks resolved (C23), others refused."""
+    """Regular files under ``root`` (absolute) in sorted order; in-tree symlinks resolved (C23),
+    others refused."""
     real_root = root.resolve()
     files: list[StagedFile] = []
     by_nfc: dict[str, str] = {}
     unlisted: list[OSError] = []
-    walked = sorted_walk_relative(root, errors=unlisted)
+    walked = sorted_walk_names(root, errors=unlisted)
+    top = os.fspath(root) + "/"  # one string shared by every file named ``top + path``
     for exc in unlisted:
         where = Path(exc.filename).relative_to(root).as_posix() if exc.filename else ""
         problems.append(
             Problem(file=str(root), field=where, message=f"cannot list directory: {exc.strerror or exc}")
         )
-    for rel_raw, path in walked:
+    for rel_raw, name in walked:
         try:
             rel_raw.encode("utf-8")
         except UnicodeEncodeError:
@@ -311,38 +412,14 @@ def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
             )
             continue
         rel = unicodedata.normalize("NFC", rel_raw)
-        st = path.lstat()
+        st = os.lstat(name)
         link_target: str | None = None
-        source = path
+        source = name  # absolute: the walk's names are joined to the absolute ``root``
         if stat.S_ISLNK(st.st_mode):
-            link_target = str(path.readlink())
-            resolved = Path(os.path.realpath(path))
-            if resolved != real_root and real_root not in resolved.parents:
-                problems.append(
-                    Problem(
-                        file=str(root),
-                        field=rel,
-                        message=f"symlink to {link_target!r} leaves the staged tree; refused (DESIGN §6)",
-                    )
-                )
+            link = _resolve_link(root, real_root, rel, name, problems)
+            if link is None:
                 continue
-            try:
-                st = resolved.stat()
-            except FileNotFoundError:
-                problems.append(
-                    Problem(file=str(root), field=rel, message=f"dangling symlink to {link_target!r}")
-                )
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                problems.append(
-                    Problem(
-                        file=str(root),
-                        field=rel,
-                        message=f"symlink to folder {link_target!r}; only file symlinks are resolved (C23)",
-                    )
-                )
-                continue
-            source = resolved
+            source, st, link_target = link
         if stat.S_ISDIR(st.st_mode):
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -362,7 +439,7 @@ def _list_files(root: Path, problems: list[Problem]) -> list[StagedFile]:
                 )
             )
             continue
-        files.append(StagedFile(path=rel, source=source.absolute(), size=st.st_size, link_target=link_target))
+        files.append(_staged_file(top, rel, source, st.st_size, link_target))
     files.sort(key=lambda f: f.path.encode("utf-8"))
     return files
 
@@ -381,7 +458,7 @@ def read_build_info(path: Path) -> BuildInfo:
     return info
 
 
-def _unreadable(path: Path) -> str:
+def _unreadable(path: str) -> str:
     """The OS reason ``path`` cannot be opened for reading, or ``""`` (no content is read)."""
     try:
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))

@@ -477,14 +477,18 @@ def _archive_checks(members: list[ZipMember], *, max_ratio: float, max_total: in
     """Per member (central-directory order), why it must not be inflated: unsafe, duplicate, bomb."""
     out: list[list[str]] = []
     total = 0
+    # Names in strictly increasing order (what a writer sorting them makes) cannot repeat: no set
+    # of every name then (issue 13: 4 MiB at 100k members, while the whole index is alive).
+    ordered = all(a.name < b.name for a, b in itertools.pairwise(members))
     seen: set[str] = set()
     for m in members:
         problems = _member_checks(m, max_ratio=max_ratio) or _NO_PROBLEMS
-        if m.name in seen:
-            problems = [*problems]
-            # Two entries with one name: extractors disagree on which one wins.
-            problems.append("member name appears more than once in the archive")
-        seen.add(m.name)
+        if not ordered:
+            if m.name in seen:
+                problems = [*problems]
+                # Two entries with one name: extractors disagree on which one wins.
+                problems.append("member name appears more than once in the archive")
+            seen.add(m.name)
         total += m.size
         if total > max_total:
             problems = [*problems]
@@ -567,7 +571,9 @@ class FileIdentity:
 class ZipScan:
     """One read of a zip: its size in bytes and SHA-256, and every member's digests.
 
-    ``members`` is in central-directory order, exactly what :func:`iter_member_digests` yields.
+    ``members`` is in central-directory order, exactly what :func:`iter_member_digests` yields
+    (a tuple from :func:`scan_zip`; the build's self-check keeps a sequence that makes them when
+    read, ``packaging.finish_zip``).
     ``identity``: the file read, as it was before and after the read (``None`` when it changed
     during the read): a caller reusing the scan for ``path`` (the build's verify) must first see
     :meth:`describes` it, else the bytes there are not the ones that were scanned.
@@ -575,7 +581,7 @@ class ZipScan:
 
     size: int
     sha256: str
-    members: tuple[MemberDigest, ...]
+    members: Sequence[MemberDigest]
     identity: FileIdentity | None = None
 
     def describes(self, path: Path) -> bool:
@@ -841,7 +847,7 @@ class _Reading:
     def __init__(
         self,
         members: list[ZipMember | None],
-        readable: list[int],
+        readable: Sequence[int],
         pool: ThreadPoolExecutor,
         sha1: bool,
         proven: Mapping[str, ProvenStream],
@@ -899,6 +905,22 @@ class _Reading:
         self.out.flush()
 
 
+def _readable(members: Sequence[ZipMember], checks: Sequence[Sequence[str]]) -> Sequence[int]:
+    """The indexes of the members to read (no problem in ``checks``), in data order: all of them
+    as a ``range`` when they are all readable and lie in order (what a writer makes: no int and
+    no sort per member, issue 13), else sorted by data offset."""
+    end = -1
+    for m, problems in zip(members, checks, strict=True):
+        if problems or m.data_offset < end:
+            break
+        end = m.data_offset
+    else:
+        return range(len(members))
+    return sorted(
+        (i for i, problems in enumerate(checks) if not problems), key=lambda i: members[i].data_offset
+    )
+
+
 def scan_zip(
     path: Path,
     *,
@@ -944,9 +966,7 @@ def scan_zip(
     else:
         full = list(index) if index is not None else read_zip_index(path)
     checks = _archive_checks(full, max_ratio=max_ratio, max_total=max_total)
-    readable = sorted(
-        (i for i, problems in enumerate(checks) if not problems), key=lambda i: full[i].data_offset
-    )
+    readable = _readable(full, checks)
     members = cast("list[ZipMember | None]", full)  # the very list: its entries are let go
     kept: list[MemberDigest] = []
     with (

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ninfer_release.errors import InputError, IntegrityError, Problem
+from ninfer_release.jsonbytes import MadeOnRead
 from ninfer_release.packaging._compress import (
     WRITEBACK_EVERY,
     CompressedMember,
-    HeaderRoom,
     WriteBack,
     ZipLayout,
 )
@@ -35,7 +35,7 @@ from ninfer_release.packaging._zipformat import (
     local_header,
     needs_zip64,
 )
-from ninfer_release.packaging._zipread import MemberDigest, ProvenStream, ZipScan, scan_zip
+from ninfer_release.packaging._zipread import MemberDigest, ProvenStream, ZipScan, read_zip_index, scan_zip
 from ninfer_release.packaging._zlib import engine as zlib
 
 _COPY = 1 << 20  # 1 MiB
@@ -300,7 +300,8 @@ def _commit(written: ZipResult, out: Path) -> ZipResult:
 
 
 def _in_place(layout: ZipLayout, ordered: list[CompressedMember]) -> bool:
-    """True when the layout holds ``ordered`` exactly in zip order, each after its header's room."""
+    """True when the layout holds ``ordered`` exactly in zip order, each right after its header's
+    room, which starts where the one before ends and is exactly the header's length."""
     position = 0
     for m in ordered:
         room = layout.reserved.get(m.name)
@@ -316,7 +317,7 @@ def _in_place(layout: ZipLayout, ordered: list[CompressedMember]) -> bool:
             )
         )
         if (
-            room != HeaderRoom(offset=position, length=header)
+            room != position
             or m.spool != layout.path
             or m.spool_offset != position + header
             or m.spool_length != m.compressed_size
@@ -330,20 +331,63 @@ def _fill_local_headers(layout: ZipLayout, ordered: list[CompressedMember], *, e
     """Write each member's local header into its reserved room; return the headers' offsets."""
     offsets: list[int] = []
     for m in ordered:
-        offset = layout.reserved[m.name].offset
+        offset = layout.reserved[m.name]
         offsets.append(offset)
         os.pwrite(layout.file.fileno(), _local_header_at(m, offset=offset, epoch=epoch), offset)
     return offsets
 
 
-def _member_problems(ordered: list[CompressedMember], scan: ZipScan) -> list[Problem]:
-    """Where the archive's members, as read back, differ from the members that were compressed."""
-    if [d.name for d in scan.members] != [m.name for m in ordered]:
-        return [Problem(file="zip", message="the archive does not list the members that were compressed")]
-    problems: list[Problem] = []
-    for m, d in zip(ordered, scan.members, strict=True):
-        problems += _member_mismatch(m, d)
-    return problems
+class _ReadBack:
+    """The self-check's comparison, member by member as :func:`scan_zip` hands them on: each
+    member of ``ordered`` against its digests as read back, in zip order.
+
+    The scan is given the index to let go as it goes (``consume``), and what is kept of the
+    members is what the final verify reads (:attr:`ZipScan.members`, :meth:`digests`): columns of
+    the compressed members' own name, size, SHA-256, CRC-32 and method objects, made into
+    :class:`MemberDigest` rows when read — not a tuple and equal copies of the strings per member
+    (issue 13: ~15 MB at 100k members, held through the final verify). Only members that read back
+    as compressed are kept: any other fails the self-check.
+    """
+
+    def __init__(self, ordered: list[CompressedMember]) -> None:
+        self.ordered = ordered
+        self.count = 0
+        self.same_names = True
+        self.mismatches: list[Problem] = []
+        self.columns: tuple[list[str], list[int], list[str], list[int], list[int]] = ([], [], [], [], [])
+
+    def take(self, d: MemberDigest) -> None:
+        """The next member's digests as read back (central-directory order)."""
+        i, self.count = self.count, self.count + 1
+        if i >= len(self.ordered) or d.name != self.ordered[i].name:
+            self.same_names = False
+            return
+        m = self.ordered[i]
+        problems = _member_mismatch(m, d)
+        if problems:
+            self.mismatches += problems
+            return
+        names, sizes, sha256s, crcs, methods = self.columns
+        names.append(m.name)
+        sizes.append(m.size)
+        sha256s.append(m.sha256)
+        crcs.append(m.crc32)
+        methods.append(m.method)
+
+    def problems(self) -> list[Problem]:
+        """Where the archive's members, as read back, differ from the members that were compressed."""
+        if not self.same_names or self.count != len(self.ordered):
+            return [Problem(file="zip", message="the archive does not list the members that were compressed")]
+        return self.mismatches
+
+    def digests(self) -> MadeOnRead[int]:
+        """The members' digests as the scan gave them (SHA-1 not taken: ``""``), once every member
+        read back as compressed (:meth:`problems` empty)."""
+        names, sizes, sha256s, crcs, methods = self.columns
+        return MadeOnRead(
+            range(len(names)),
+            lambda i: MemberDigest._make((names[i], sizes[i], sha256s[i], "", crcs[i], methods[i], ())),
+        )
 
 
 def _member_mismatch(m: CompressedMember, d: MemberDigest) -> list[Problem]:
@@ -380,7 +424,10 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
     the bytes that were compressed (the staged bytes as read). A member whose stream was already
     proven to inflate to those bytes (``CompressedMember.stream_sha256``: a deflate-cache hit, or a
     member of at least 256 KiB re-inflated as it was written) is not inflated again: its stored
-    bytes must have that stream's SHA-256. The result carries the scan.
+    bytes must have that stream's SHA-256. Each member is compared as the scan hands it on, the
+    zip index let go as the scan goes; the result carries the scan, whose ``members`` (SHA-1 not
+    taken: ``""``) are made when read from the compressed members' own strings (issue 13: memory
+    at 100k members).
 
     Raises:
         SelfCheckError: a member differs, cannot be inflated, or the archive does not list exactly
@@ -388,10 +435,17 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
     """
     ordered = _zip_order(members)
     try:
+        back = _ReadBack(ordered)
         scan = scan_zip(
-            result.path, sha1=False, archive_sha256=result.sha256 or None, proven=_proven_streams(ordered)
+            result.path,
+            sha1=False,
+            archive_sha256=result.sha256 or None,
+            proven=_proven_streams(ordered),
+            index=read_zip_index(result.path),
+            each=back.take,
+            consume=True,
         )
-        problems = _member_problems(ordered, scan)
+        problems = back.problems()
         if scan.size != result.size:
             problems.append(Problem(file="zip", message=f"{scan.size} bytes on disk, {result.size} written"))
         if problems:
@@ -402,7 +456,9 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
     except BaseException:
         result.path.unlink(missing_ok=True)
         raise
-    return dataclasses.replace(result, sha256=scan.sha256, scan=scan)
+    return dataclasses.replace(
+        result, sha256=scan.sha256, scan=dataclasses.replace(scan, members=back.digests())
+    )
 
 
 def _finish_in_place(layout: ZipLayout, ordered: list[CompressedMember], *, epoch: int) -> ZipResult:

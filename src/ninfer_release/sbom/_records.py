@@ -14,7 +14,7 @@ DEPENDENCY_KINDS: tuple[str, ...] = ("vendored", "redistributable", "engine")
 REDIST_GROUPS: tuple[str, ...] = ("cuda", "crt", "directstorage", "other")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FileRecord:
     """One file inside the package, as the SPDX inventory lists it.
 
@@ -33,7 +33,7 @@ class FileRecord:
     comment: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ShippedFile:
     """A file of a dependency as shipped in the package: zip path and lowercase SHA-256."""
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import itertools
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,8 +107,12 @@ def _file_type(path: str) -> str:
 
 
 def _content_identity(files: Sequence[FileRecord]) -> str:
-    lines = "".join(f"{f.sha256}  {f.path}\n" for f in sorted(files, key=lambda f: f.path))
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+    """SHA-256 (hex) of the ``<sha256>  <path>`` lines of ``files`` sorted by path, hashed line by
+    line (issue 13: the 10 MB of lines at 100k files are never joined)."""
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f.path):
+        digest.update(f"{f.sha256}  {f.path}\n".encode())
+    return digest.hexdigest()
 
 
 def spdx_namespace(
@@ -168,11 +173,15 @@ def _normalize_all(
     expressions: dict[str, str] = {}
     refs: set[str] = set()
     problems: list[Problem] = []
-    wanted = [(f"files[{f.path}]", f.license) for f in files]
-    wanted += [("declared_license", declared_license), ("concluded_license", concluded_license)]
-    for field, text in wanted:
+    # Each field's name is made only for a text not seen before (100k files share a few).
+    wanted: Iterator[tuple[FileRecord | str, str | None]] = itertools.chain(
+        ((f, f.license) for f in files),
+        (("declared_license", declared_license), ("concluded_license", concluded_license)),
+    )
+    for where, text in wanted:
         if text is None or text in expressions:
             continue
+        field = where if isinstance(where, str) else f"files[{where.path}]"
         try:
             normalized = normalize_license_expression(text, where=SPDX_WHERE, field=field)
         except InputError as exc:
