@@ -255,6 +255,12 @@ def _header_is_clean(raw: Mapping[str, Any]) -> bool:
     )
 
 
+def _is_name(value: Any, names: frozenset[str]) -> bool:
+    """``value`` is a string of ``names`` (an unhashable JSON value answers ``False``, not
+    ``TypeError``: :func:`clean_skeleton` raises nothing)."""
+    return type(value) is str and value in names
+
+
 def _location_is_clean(value: Any, check: Callable[[str], bool]) -> bool:
     """``NOASSERTION`` / ``NONE`` or a string the library's URL expressions accept (``check``)."""
     if type(value) is not str:
@@ -303,7 +309,7 @@ def _package_values_are_clean(package: dict[str, Any], refs: Collection[str]) ->
         and ("homepage" not in package or _location_is_clean(package["homepage"], is_url))
         and (supplier == "NOASSERTION" or is_actor(supplier, ("Organization",)))
         and ("builtDate" not in package or is_date(package["builtDate"]))
-        and get("primaryPackagePurpose", "OTHER") in PACKAGE_PURPOSES
+        and _is_name(get("primaryPackagePurpose", "OTHER"), PACKAGE_PURPOSES)
         and ("externalRefs" not in package or _refs_are_clean(package["externalRefs"]))
         and all(is_clean_license(get(k, "NONE"), refs) for k in ("licenseConcluded", "licenseDeclared"))
     )
@@ -328,7 +334,7 @@ def _relationships_are_clean(relationships: Any, ids: Collection[str]) -> bool:
         if not (
             type(r) is dict
             and r.keys() == _RELATIONSHIP_KEYS
-            and r["relationshipType"] in RELATIONSHIP_TYPES
+            and _is_name(r["relationshipType"], RELATIONSHIP_TYPES)
             and type(r["spdxElementId"]) is str
             and type(r["relatedSpdxElement"]) is str
             and r["spdxElementId"] in ids
