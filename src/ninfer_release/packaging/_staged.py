@@ -23,6 +23,7 @@ from ninfer_release.digests import SHA256_HEX
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.jsonfields import FieldReader
+from ninfer_release.packaging._frozen import FrozenKeyed
 from ninfer_release.reproducible import sorted_walk_names
 
 BUILD_INFO = "build-info.json"
@@ -111,7 +112,7 @@ class DependencyLock:
         return None
 
 
-class StagedFile:
+class StagedFile(FrozenKeyed):
     """One regular file of the staged tree (immutable).
 
     ``path`` is relative, ``/``-separated, NFC; ``source`` is the absolute file whose bytes are
@@ -128,6 +129,7 @@ class StagedFile:
     its ``path`` and ``size``).
     """
 
+    _FIELDS = ("path", "source", "size", "link_target")
     __slots__ = ("_root", "_source", "link_target", "path", "size")
     path: str
     size: int
@@ -168,24 +170,6 @@ class StagedFile:
 
     def _key(self) -> tuple[str, str, int, str | None]:
         return (self.path, self.source_file, self.size, self.link_target)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._key() == other._key()
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        path, source, size, link_target = self._key()
-        return f"StagedFile(path={path!r}, source={source!r}, size={size!r}, link_target={link_target!r})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
