@@ -505,3 +505,62 @@ def test_a_resealed_set_with_an_sbom_the_library_rejects_fails(copy_set: Path, n
     assert res.code == 5, res.text
     lines = [line for line in res.err.splitlines() if f"{_STEM}.{kind}.json: {says}" in line]
     assert lines, res.err
+
+
+# ---------------------------------------------------------------- hostile shapes
+
+
+def _at(path: tuple[str | int, ...], value: Any) -> Callable[[Raw], None]:
+    def edit(raw: Raw) -> None:
+        node: Any = raw
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return edit
+
+
+# Each used to end verify as "internal error: TypeError/AttributeError" (exit 1): the walks after
+# the schema (bom-refs, dependencies, compositions, hashes) took the schema's shape for granted.
+_WRONG_SHAPES: dict[str, Callable[[Raw], None]] = {
+    "components true": _at(("components",), True),
+    "components 7": _at(("components",), 7),
+    "metadata a string": _at(("metadata",), "x"),
+    "metadata a list": _at(("metadata",), [1]),
+    "dependencies a string": _at(("dependencies",), "x"),
+    "dependencies an object": _at(("dependencies",), {"a": 1}),
+    "dependency a number": _at(("dependencies", 0), 7),
+    "dependency null": _at(("dependencies", 0), None),
+    "dependsOn an object": _at(("dependencies", 0, "dependsOn"), {"a": 1}),
+    "dependsOn holds a list": _at(("dependencies", 0, "dependsOn"), [[1]]),
+    "compositions 7": _at(("compositions",), 7),
+    "root hashes a string": _at(("metadata", "component", "hashes"), "x"),
+    "properties an object": _at(("components", 0, "properties"), {"a": 1}),
+}
+
+
+@pytest.mark.parametrize("name", list(_WRONG_SHAPES))
+def test_a_cyclonedx_document_of_the_wrong_shape_is_reported_not_raised(name: str) -> None:
+    from ninfer_release.sbom._cyclonedx import check_cyclonedx_bytes
+
+    raw = _golden("cdx")
+    _WRONG_SHAPES[name](raw)
+    check = check_cyclonedx_bytes(_dumped(raw, "cdx"))
+    assert check.messages, name
+    assert not isinstance(check.hashes.error, (TypeError, AttributeError)), check.hashes.error
+    assert not isinstance(check.root_sha256.error, (TypeError, AttributeError)), check.root_sha256.error
+
+
+@pytest.mark.parametrize(
+    "name", ["components true", "metadata a string", "dependencies a string", "compositions 7"]
+)
+def test_a_resealed_set_with_a_cyclonedx_document_of_the_wrong_shape_fails_naming_it(
+    copy_set: Path, name: str
+) -> None:
+    raw = _sbom(copy_set, "cdx")
+    _WRONG_SHAPES[name](raw)
+    _resealed(copy_set, "cdx", _dumped(raw, "cdx"))
+    res = cli("verify", copy_set)
+    assert res.code == 5, res.text
+    assert "internal error" not in res.err, res.err
+    assert f"{_STEM}.cdx.json" in res.err, res.err

@@ -1159,10 +1159,10 @@ def _bom_refs(raw: Mapping[str, Any]) -> _BomRefs:
     """The bom-refs of the parsed document ``raw``."""
     refs: list[str] = []
     out: list[str] = []
-    metadata = raw.get("metadata") or {}
+    metadata = _object(raw.get("metadata"))
     if isinstance(metadata.get("component"), dict) and "bom-ref" in metadata["component"]:
         refs.append(str(metadata["component"]["bom-ref"]))
-    for c in _walk_components(raw.get("components") or []):
+    for c in _walk_components(raw.get("components")):
         if "bom-ref" in c:
             refs.append(str(c["bom-ref"]))
         else:
@@ -1172,8 +1172,8 @@ def _bom_refs(raw: Mapping[str, Any]) -> _BomRefs:
 
 def _occurrence_refs(raw: Mapping[str, Any]) -> list[str]:
     """The bom-refs of every evidence occurrence (``metadata.component``'s, then the components')."""
-    metadata = raw.get("metadata") or {}
-    owners = [metadata.get("component"), *_walk_components(raw.get("components") or [])]
+    metadata = _object(raw.get("metadata"))
+    owners = [metadata.get("component"), *_walk_components(raw.get("components"))]
     out: list[str] = []
     for owner in owners:
         evidence = owner.get("evidence") if isinstance(owner, dict) else None
@@ -1187,34 +1187,56 @@ def _occurrence_refs(raw: Mapping[str, Any]) -> list[str]:
 def _dangling_refs(raw: Mapping[str, Any], known: set[str]) -> list[str]:
     """One message per ``dependencies`` / ``compositions`` target that names no known bom-ref."""
     out: list[str] = []
-    for dep in raw.get("dependencies") or []:
-        for target in [dep.get("ref"), *(dep.get("dependsOn") or [])]:
-            if target not in known:
+    for dep in _objects(raw.get("dependencies")):
+        for target in [dep.get("ref"), *_items(dep.get("dependsOn"))]:
+            if _unknown(target, known):
                 out.append(f"dependency names unknown bom-ref {target!r}")
-    for composition in raw.get("compositions") or []:
-        if not isinstance(composition, dict):
-            continue
-        for target in [*(composition.get("assemblies") or []), *(composition.get("dependencies") or [])]:
-            if target not in known:
+    for composition in _objects(raw.get("compositions")):
+        for target in [*_items(composition.get("assemblies")), *_items(composition.get("dependencies"))]:
+            if _unknown(target, known):
                 out.append(f"composition names unknown bom-ref {target!r}")
     return out
 
 
-def _walk_components(components: list[Any]) -> list[dict[str, Any]]:
+def _walk_components(components: Any) -> list[dict[str, Any]]:
+    """Every component object in ``components`` and their nested ``components``, depth first.
+
+    Any JSON value is taken: what is not a list of objects holds none (the strict schema reports
+    it), so a hostile document's shape never raises here.
+    """
     found: list[dict[str, Any]] = []
-    for c in components:
-        if isinstance(c, dict):
-            found.append(c)
-            found.extend(_walk_components(c.get("components") or []))
+    for c in _objects(components):
+        found.append(c)
+        found.extend(_walk_components(c.get("components")))
     return found
+
+
+def _items(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else no items (the strict schema reports the shape)."""
+    return value if isinstance(value, list) else []
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects in ``value`` if it is an array, else none (the strict schema reports it)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (the strict schema reports the shape)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _unknown(target: Any, known: set[str]) -> bool:
+    """A ``dependsOn``/``assemblies`` target that names no bom-ref (an array or object names none)."""
+    return not isinstance(target, str) or target not in known
 
 
 def _occurrences(component: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     """(location, SHA-256 or ``None``) of each evidence occurrence of ``component``."""
     evidence = component.get("evidence")
     found: list[tuple[str, str | None]] = []
-    for o in (evidence.get("occurrences") or []) if isinstance(evidence, dict) else []:
-        if not isinstance(o, dict) or not isinstance(o.get("location"), str):
+    for o in _objects(evidence.get("occurrences")) if isinstance(evidence, dict) else []:
+        if not isinstance(o.get("location"), str):
             continue
         context = str(o.get("additionalContext") or "")
         sha = context.removeprefix(SHA256_CONTEXT).lower() if context.startswith(SHA256_CONTEXT) else None
@@ -1240,7 +1262,7 @@ def _hashes_of(raw: Any) -> dict[str, str]:
     """:func:`parse_cyclonedx_hashes` of the strictly parsed document ``raw``."""
     out: dict[str, str] = {}
     problems: list[Problem] = []
-    components = _walk_components(raw.get("components") or [] if isinstance(raw, dict) else [])
+    components = _walk_components(raw.get("components") if isinstance(raw, dict) else None)
     metadata = raw.get("metadata") if isinstance(raw, dict) else None
     if isinstance(metadata, dict) and isinstance(metadata.get("component"), dict):
         components.append(metadata["component"])
@@ -1248,10 +1270,8 @@ def _hashes_of(raw: Any) -> dict[str, str]:
         listed = list(_occurrences(c))
         path = _props(c).get(PROP_PATH)
         if path is not None:
-            sha = next(
-                (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"),
-                None,
-            )
+            hashes = _objects(c.get("hashes"))
+            sha = next((str(h.get("content")).lower() for h in hashes if h.get("alg") == "SHA-256"), None)
             listed.append((path, sha))
         for key, sha in listed:
             if sha is None or not is_sha256_hex(sha):
@@ -1276,11 +1296,11 @@ def cyclonedx_root_sha256(data: bytes) -> str | None:
 
 def _root_sha256_of(raw: Any) -> str | None:
     """:func:`cyclonedx_root_sha256` of the parsed document ``raw``."""
-    component = (raw.get("metadata") or {}).get("component") if isinstance(raw, dict) else None
+    component = _object(raw.get("metadata")).get("component") if isinstance(raw, dict) else None
     if not isinstance(component, dict):
         return None
-    for h in component.get("hashes") or []:
-        if isinstance(h, dict) and h.get("alg") == "SHA-256":
+    for h in _objects(component.get("hashes")):
+        if h.get("alg") == "SHA-256":
             return str(h.get("content")).lower()
     return None
 
@@ -1356,11 +1376,7 @@ def check_cyclonedx_file(path: Path, *, limit: int) -> tuple[CdxCheck, str] | No
 
 
 def _props(component: Mapping[str, Any]) -> dict[str, str]:
-    return {
-        str(p.get("name")): str(p.get("value"))
-        for p in component.get("properties") or []
-        if isinstance(p, dict)
-    }
+    return {str(p.get("name")): str(p.get("value")) for p in _objects(component.get("properties"))}
 
 
 def cross_check_cyclonedx(
