@@ -19,7 +19,7 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ninfer_release import __version__
 from ninfer_release.jsonrecord import ABSENT_WHEN_NONE, JsonRecord, json_key
@@ -116,8 +116,8 @@ class ModelRecord(_Record):
 
     RECORD_KIND = "a model record"
 
-    schema: int
-    binding: str
+    schema: Literal[1]  # a set of another schema is not one this verifier reads
+    binding: Literal["components.model"]
     repository: str
     revision: str
     artifact: str
@@ -228,7 +228,7 @@ class QualificationRecord(_Record):
 
     RECORD_KIND = "a qualification record"
 
-    schema: int
+    schema: Literal[2]
     lane: str
     component_tag: str
     status: str
@@ -529,13 +529,13 @@ class RouteModel(_Record):
 
     RECORD_KIND = "a route's model block"
 
-    binding: str
+    binding: Literal["components.model"]
     url: str
     size: int
     sha256: str
     revision: str
     store_as: str
-    resume_onto_older_version: bool
+    resume_onto_older_version: Literal[False]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -545,7 +545,7 @@ class Hardware(_Record):
     RECORD_KIND = "a hardware block"
 
     gpu: str
-    gpu_binding: str
+    gpu_binding: Literal["uuid"]
     cuda_arch: str
     cuda_version: str
     cuda_runtime_version: str | None
@@ -561,7 +561,7 @@ class Install(_Record):
     RECORD_KIND = "an install block"
 
     program_root: str
-    program_root_writable: bool
+    program_root_writable: Literal[False]
     extract: str
     config: str
     config_bytes_sha256: str
@@ -572,7 +572,7 @@ class Install(_Record):
     cache_root: str
     cache_acl: AclRecord
     checkpoint_dir: str
-    checkpoint_schema: int
+    checkpoint_schema: Literal[3]
     path_budget: PathBudgetRecord
 
 
@@ -584,8 +584,8 @@ class RouteEndpoint(_Record):
 
     host: str
     port: int
-    auth: str
-    loopback_only: bool
+    auth: Literal["bearer"]
+    loopback_only: Literal[True]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -606,7 +606,7 @@ class BearerKey(_Record):
     trailing_newline: bool
     overwrite_existing: bool
     acl: AclRecord
-    stored_in_assets: bool
+    stored_in_assets: Literal[False]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -615,7 +615,7 @@ class RouteRecord(_Record):
 
     RECORD_KIND = "a route block"
 
-    schema: int
+    schema: Literal[2]
     release: str
     lane: str
     component_tag: str
@@ -719,12 +719,12 @@ class ComponentManifest(_Record):
 
     RECORD_KIND = "a component manifest"
 
-    schema: int
+    schema: Literal[1]
     release: str
     candidate_commit: str
     lane: str
     component_tag: str
-    kind: str
+    kind: Literal["windows-zip"]
     profile_id: str
     source_commit: str
     upstream_base: str | None

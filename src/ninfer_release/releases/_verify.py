@@ -13,10 +13,17 @@ Checks, each failure one line naming the file:
 5. the identity: the component manifest's component tag names this set, and its lane, profile,
    source commit, release, release-instance id (derived from the package digest) and
    qualification status are the ones the qualification, route, profile and provenance records
-   state -- so no single record can be relabelled (e.g. ``unqualified`` -> ``qualified``, which
-   decides whether a set may be published without ``--draft``) and re-sealed unnoticed;
+   state, and so are its CUDA arch, version and runtime (route ``hardware``, provenance
+   ``internalParameters`` with the epoch) -- so no single record can be relabelled (e.g.
+   ``unqualified`` -> ``qualified``, which decides whether a set may be published without
+   ``--draft``) and re-sealed unnoticed; the contract's constants (each record's ``schema``, the
+   manifest ``kind``, the model binding, a loopback bearer endpoint, a read-only program root,
+   checkpoint schema 3, no key in the assets, no resume onto an older model) are typed as
+   literals, so a record stating another value fails to parse;
 6. the install paths: every path the route block names (key, model, cache, checkpoints, config)
-   is where the config reads it, and no writable path is under ``C:\\Program Files``.
+   is where the config reads it, its endpoint host, port and auth are the config's ``[server]``
+   ones, its model URL and revision are the model entry's, and no writable path is under
+   ``C:\\Program Files``.
 
 The zip is never extracted to disk; what is read from it is bounded (unsafe names and bomb ratios
 are reported, not followed). Every byte of every file is hashed once.
@@ -990,7 +997,8 @@ def _check_route_package(
     if model is not None:
         rm = route.model
         run.expect(
-            rm.sha256 == model.sha256 and rm.size == model.size and rm.store_as == model.local_name,
+            (rm.sha256, rm.size, rm.store_as, rm.url, rm.revision)
+            == (model.sha256, model.size, model.local_name, model.url, model.revision),
             names.route,
             "model binding differs from the model entry",
             f"{names.route}: model = {names.model}",
@@ -1010,6 +1018,7 @@ def _check_route_paths(
     want = _config_paths(run, names, config, instance)
     if want is None:
         return
+    _check_route_endpoint(run, names, route, config)
     install = route.install
     for key, path in sorted(want.items()):
         got = getattr(install, key)
@@ -1024,8 +1033,22 @@ def _check_route_paths(
             run.fail(names.route, f"install.{key} {want[key]!r} is writable state under C:\\Program Files")
     if len(run.failures) == before:
         run.checked.append(
-            f"{names.route}: key, model, cache and checkpoint paths = where {names.config} reads"
+            f"{names.route}: endpoint, key, model, cache and checkpoint paths = where {names.config} reads"
         )
+
+
+def _check_route_endpoint(run: _Run, names: AssetNames, route: RouteRecord, config: bytes) -> None:
+    """The route's endpoint is where the engine listens: the config's ``[server]`` host, port and auth.
+
+    ``config`` already parsed as UTF-8 TOML (:func:`_config_paths` reported it otherwise).
+    """
+    server = _get(tomllib.loads(config.decode("utf-8")), "server")
+    server = server if isinstance(server, dict) else {}
+    endpoint = route.endpoint
+    for key, got in (("host", endpoint.host), ("port", endpoint.port), ("auth", endpoint.auth)):
+        want = server.get(key)
+        if want != got or type(want) is not type(got):
+            run.fail(names.route, f"endpoint.{key} is {got!r}, but {names.config} [server] has {want!r}")
 
 
 def _config_paths(run: _Run, names: AssetNames, config: bytes, instance: str) -> dict[str, str] | None:
@@ -1051,6 +1074,7 @@ def _config_paths(run: _Run, names: AssetNames, config: bytes, instance: str) ->
 
 
 _EXTERNAL = "predicate.buildDefinition.externalParameters"
+_INTERNAL = "predicate.buildDefinition.internalParameters"
 
 
 def _identity_pairs(names: AssetNames, records: _Records) -> list[tuple[str, str, Any, str]]:
@@ -1080,11 +1104,21 @@ def _identity_pairs(names: AssetNames, records: _Records) -> list[tuple[str, str
             (names.profile, "profile_id", p.profile_id, "profile_id"),
             (names.profile, "lane", p.lane, "lane"),
         ]
+    if r is not None:
+        pairs += [
+            (names.route, f"hardware.{key}", getattr(r.hardware, key), key)
+            for key in ("cuda_arch", "cuda_version", "cuda_runtime_version")
+        ]
     if records.provenance is not None:
-        ext = records.provenance.predicate.buildDefinition.externalParameters
+        definition = records.provenance.predicate.buildDefinition
+        ext, internal = definition.externalParameters, definition.internalParameters
         pairs += [
             (names.provenance, f"{_EXTERNAL}.{key}", getattr(ext, key), key)
             for key in ("component_tag", "lane", "profile_id", "release")
+        ]
+        pairs += [
+            (names.provenance, f"{_INTERNAL}.{key}", getattr(internal, key), key)
+            for key in ("cuda_arch", "cuda_version", "source_date_epoch")
         ]
     return pairs
 
