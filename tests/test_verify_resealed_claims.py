@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -126,3 +128,24 @@ def test_a_resealed_set_with_a_false_claim_fails_naming_the_record(copy_set: Pat
     assert "internal error" not in res.err, res.err
     lines = [line for line in res.err.splitlines() if f"{_STEM}.{record}.json" in line and words in line]
     assert lines, res.err
+
+
+_STANDALONE = Path(__file__).parents[1] / "src/ninfer_release/releases/_standalone_verifier.py"
+
+
+@pytest.mark.parametrize("name", ["control", *_CASES])
+def test_the_standalone_verifier_gives_the_same_verdict(copy_set: Path, name: str) -> None:
+    """``export-verifier``'s stdlib-only file checks the same claims (its docstring promises it)."""
+    if name == "control":
+        _edited(copy_set, "route", _at("hardware", "exclusive", value="edited"))
+    else:
+        kind, edit, record, _ = _CASES[name]
+        _edited(copy_set, kind, edit)
+    res = subprocess.run(
+        [sys.executable, "-I", str(_STANDALONE), str(copy_set)], capture_output=True, text=True, timeout=120
+    )
+    if name == "control":
+        assert res.returncode == 0, res.stderr
+        return
+    assert res.returncode == 5, res.stderr
+    assert f"FAIL: {_STEM}.{record}.json" in res.stderr, res.stderr

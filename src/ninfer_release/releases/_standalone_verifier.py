@@ -22,10 +22,12 @@ member, inflated with zlib); the cross-bindings
 that need no SBOM library (config asset = zip copy = profile = manifest = qualification = route;
 SPDX asset = zip copy; SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; manifest
 sizes and digests = entries 1-9; provenance subjects = entries 1-7; route package = zip; route
-model = model entry) and the identity every record states (component tag, lane, profile, source,
-release, release-instance id, qualification). In place of the SBOM libraries it checks, for
-SPDX 2.3, the schema's and spdx-tools' validation's rules for every object shape ninfer-release
-writes (``SPDX_SHAPES``, :func:`spdx_problems`) and, for CycloneDX 1.6, the schema's rules
+model = model entry; route endpoint = the config's ``[server]``) and the identity every record
+states (component tag, lane, profile, source, release, release-instance id, qualification, CUDA
+arch/version/runtime, epoch) and the contract's constants (``_CONSTANTS``). In place of the
+SBOM libraries it checks, for SPDX 2.3, the schema's and spdx-tools' validation's rules for
+every object shape ninfer-release writes (``SPDX_SHAPES``, :func:`spdx_problems`) and, for
+CycloneDX 1.6, the schema's rules
 (``CDX_SHAPES``); it refuses any other field, so it is stricter than ``verify`` on an SPDX field
 spdx-tools' parser ignores. A licence expression's grammar, its ``LicenseRef-`` ids (declared)
 and its other ids are checked, the last against the SPDX licence list embedded here
@@ -1132,6 +1134,7 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
     _check_manifest_entries(run, names, files, records.manifest)
     _check_provenance(run, names, files, records.provenance)
     _identity(run, names, records, files.digests.get(names.zip))
+    _constants(run, names, records)
     if isinstance(records.route, dict) and records.config is not None and isinstance(records.manifest, dict):
         instance = records.manifest.get("release_instance_id")
         _route_paths(run, names.route, names.config, records.route, records.config, instance)
@@ -1372,7 +1375,9 @@ def _check_route(run: Run, names: Names, files: Files, records: Records) -> None
         run.expect(
             rm.get("sha256") == model.get("sha256")
             and rm.get("size") == model.get("size")
-            and rm.get("store_as") == model.get("local_name"),
+            and rm.get("store_as") == model.get("local_name")
+            and rm.get("url") == model.get("url")
+            and rm.get("revision") == model.get("revision"),
             names.route,
             "model binding differs from the model entry",
             "route model",
@@ -2216,6 +2221,20 @@ def _config_strings(config: bytes) -> dict[str, str] | None:
     return out
 
 
+_TOML_PORT = re.compile(r"^port = ([1-9][0-9]{0,4})$")
+
+
+def _server_port(config: bytes) -> int | None:
+    """``[server] port`` of our rendered config (a one-line decimal integer), or ``None``."""
+    table = ""
+    for line in config.decode("utf-8").split("\n"):
+        if line.startswith("[") and line.endswith("]"):
+            table = line[1:-1]
+        elif table == "server" and _TOML_PORT.match(line):
+            return int(line.split("=")[1])
+    return None
+
+
 def _route_paths(
     run: Run, n_route: str, n_config: str, route: dict[str, Any], config: bytes, instance: Any
 ) -> None:
@@ -2248,6 +2267,11 @@ def _route_paths(
             run.fail(n_route, f"install.{key} is not where {n_config} reads it ({path!r})")
     if _get(route, "bearer_key", "file") != want["key_file"]:
         run.fail(n_route, "bearer_key.file is not install.key_file")
+    server = {"host": cfg.get("server.host"), "auth": cfg.get("server.auth"), "port": _server_port(config)}
+    for key, value in sorted(server.items()):
+        got = _get(route, "endpoint", key)
+        if got != value or type(got) is not type(value):
+            run.fail(n_route, f"endpoint.{key} is {got!r}, but {n_config} [server] has {value!r}")
     program = install.get("program_root")
     if (
         not isinstance(program, str)
@@ -2261,6 +2285,7 @@ def _route_paths(
 
 #: Record field path -> the component manifest key it must equal, per record (``_identity``).
 _EXTERNAL = ("predicate", "buildDefinition", "externalParameters")
+_INTERNAL = ("predicate", "buildDefinition", "internalParameters")
 _IDENTITY_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "qualification": (
         (("component_tag",), "component_tag"),
@@ -2274,6 +2299,9 @@ _IDENTITY_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("lane",), "lane"),
         (("release",), "release"),
         (("release_instance_id",), "release_instance_id"),
+        (("hardware", "cuda_arch"), "cuda_arch"),
+        (("hardware", "cuda_version"), "cuda_version"),
+        (("hardware", "cuda_runtime_version"), "cuda_runtime_version"),
     ),
     "profile": ((("profile_id",), "profile_id"), (("lane",), "lane")),
     "provenance": (
@@ -2281,8 +2309,39 @@ _IDENTITY_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         ((*_EXTERNAL, "lane"), "lane"),
         ((*_EXTERNAL, "profile_id"), "profile_id"),
         ((*_EXTERNAL, "release"), "release"),
+        ((*_INTERNAL, "cuda_arch"), "cuda_arch"),
+        ((*_INTERNAL, "cuda_version"), "cuda_version"),
+        ((*_INTERNAL, "source_date_epoch"), "source_date_epoch"),
     ),
 }
+
+#: Record -> (field path, the contract's constant): any other value (or JSON type) fails, as the
+#: literal-typed records of ``ninfer-release verify`` do (releases/_records.py).
+_CONSTANTS: dict[str, tuple[tuple[tuple[str, ...], Any], ...]] = {
+    "manifest": ((("schema",), 1), (("kind",), "windows-zip")),
+    "model": ((("schema",), 1), (("binding",), "components.model")),
+    "route": (
+        (("schema",), 2),
+        (("model", "binding"), "components.model"),
+        (("model", "resume_onto_older_version"), False),
+        (("hardware", "gpu_binding"), "uuid"),
+        (("install", "program_root_writable"), False),
+        (("install", "checkpoint_schema"), 3),
+        (("endpoint", "auth"), "bearer"),
+        (("endpoint", "loopback_only"), True),
+        (("bearer_key", "stored_in_assets"), False),
+    ),
+}
+
+
+def _constants(run: Run, names: Names, records: Records) -> None:
+    """Every contract constant a record states is the contract's (:data:`_CONSTANTS`)."""
+    for record, fields in _CONSTANTS.items():
+        doc = getattr(records, record)
+        for path, want in fields if isinstance(doc, dict) else ():
+            got = _get(doc, *path)
+            if got != want or type(got) is not type(want):
+                run.fail(getattr(names, record), "{} is {!r}, not {!r}".format(".".join(path), got, want))
 
 
 def _identity(run: Run, names: Names, records: Records, zip_sha256: str | None) -> None:
