@@ -20,18 +20,14 @@ import pytest
 
 from flow_support import cli, release_out
 from test_attack_fast_sbom import _STEM, LANE, _resealed
+from test_attack_fast_sbom import _at as _at_path
 
 Raw = dict[str, Any]
 
 
 def _at(*path: str | int, value: Any) -> Callable[[Raw], None]:
-    def edit(raw: Raw) -> None:
-        node: Any = raw
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-
-    return edit
+    """The edit that sets the field at ``path`` to ``value``."""
+    return _at_path(path, value)
 
 
 _INTERNAL = ("predicate", "buildDefinition", "internalParameters")
