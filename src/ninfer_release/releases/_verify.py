@@ -1015,10 +1015,11 @@ def _check_route_paths(
     no writable path may sit under ``C:\\Program Files``.
     """
     before = len(run.failures)
-    want = _config_paths(run, names, config, instance)
-    if want is None:
+    cfg = _config_toml(run, names, config)
+    want = None if cfg is None else _config_paths(run, names, cfg, instance)
+    if cfg is None or want is None:
         return
-    _check_route_endpoint(run, names, route, config)
+    _check_route_endpoint(run, names, route, cfg)
     install = route.install
     for key, path in sorted(want.items()):
         got = getattr(install, key)
@@ -1037,12 +1038,10 @@ def _check_route_paths(
         )
 
 
-def _check_route_endpoint(run: _Run, names: AssetNames, route: RouteRecord, config: bytes) -> None:
-    """The route's endpoint is where the engine listens: the config's ``[server]`` host, port and auth.
-
-    ``config`` already parsed as UTF-8 TOML (:func:`_config_paths` reported it otherwise).
-    """
-    server = _get(tomllib.loads(config.decode("utf-8")), "server")
+def _check_route_endpoint(run: _Run, names: AssetNames, route: RouteRecord, cfg: dict[str, Any]) -> None:
+    """The route's endpoint is where the engine listens: the parsed config's ``[server]`` host,
+    port and auth."""
+    server = _get(cfg, "server")
     server = server if isinstance(server, dict) else {}
     endpoint = route.endpoint
     for key, got in (("host", endpoint.host), ("port", endpoint.port), ("auth", endpoint.auth)):
@@ -1051,13 +1050,17 @@ def _check_route_endpoint(run: _Run, names: AssetNames, route: RouteRecord, conf
             run.fail(names.route, f"endpoint.{key} is {got!r}, but {names.config} [server] has {want!r}")
 
 
-def _config_paths(run: _Run, names: AssetNames, config: bytes, instance: str) -> dict[str, str] | None:
-    """The absolute paths the config reads (install key -> path), or ``None`` (reported)."""
+def _config_toml(run: _Run, names: AssetNames, config: bytes) -> dict[str, Any] | None:
+    """The config parsed once as UTF-8 TOML, or ``None`` (reported)."""
     try:
-        cfg = tomllib.loads(config.decode("utf-8"))
+        return tomllib.loads(config.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         run.fail(names.config, f"is not UTF-8 TOML: {exc}")
         return None
+
+
+def _config_paths(run: _Run, names: AssetNames, cfg: dict[str, Any], instance: str) -> dict[str, str] | None:
+    """The absolute paths the parsed config reads (install key -> path), or ``None`` (reported)."""
     root = _get(cfg, "paths", "data_root")
     rels = {
         "key_file": _get(cfg, "server", "bearer_key_file"),
@@ -1098,16 +1101,15 @@ def _identity_pairs(names: AssetNames, records: _Records) -> list[tuple[str, str
             (names.route, "release", r.release, "release"),
             (names.route, "release_instance_id", r.release_instance_id, "release_instance_id"),
         ]
+        pairs += [
+            (names.route, f"hardware.{key}", getattr(r.hardware, key), key)
+            for key in ("cuda_arch", "cuda_version", "cuda_runtime_version")
+        ]
     p = records.profile
     if p is not None:
         pairs += [
             (names.profile, "profile_id", p.profile_id, "profile_id"),
             (names.profile, "lane", p.lane, "lane"),
-        ]
-    if r is not None:
-        pairs += [
-            (names.route, f"hardware.{key}", getattr(r.hardware, key), key)
-            for key in ("cuda_arch", "cuda_version", "cuda_runtime_version")
         ]
     if records.provenance is not None:
         definition = records.provenance.predicate.buildDefinition
