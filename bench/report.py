@@ -122,7 +122,19 @@ def _machine(results: dict[str, Any]) -> str:
         f"Machine: {m['nproc']} cores, {m['cpu']} ({', '.join(m['cpu_flags'])}); load average at start "
         f"{m['load_average']}; Linux {m['kernel']}; Python {m['python']}; {m['openssl']}; deflate engine "
         f"{m['deflate_engine']} (Python's zlib {m['python_zlib']}); {m['zip']}; {m['sha256sum']}; "
-        f"{m['docker']}."
+        f"{m['docker']}." + _steal(results)
+    )
+
+
+def _steal(results: dict[str, Any]) -> str:
+    """The CPU steal during each part (``run_all.run_parts``), as a sentence; ``""`` when not recorded."""
+    steal = {k: v for k, v in (results.get("steal_percent") or {}).items() if v is not None}
+    if not steal:
+        return ""
+    parts = ", ".join(f"{name} {value} %" for name, value in steal.items())
+    return (
+        " CPU steal (/proc/stat: the share of the cores' time the hypervisor gave to other guests,"
+        f" which slows both sides of a pair alike but not evenly) during each part: {parts}."
     )
 
 

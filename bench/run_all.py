@@ -53,6 +53,7 @@ import bench_memory  # noqa: E402
 import bench_registry  # noqa: E402
 import report  # noqa: E402
 from _common import REPO, load_average, machine_facts  # noqa: E402
+from _steal import read_cpu_counters, steal_percent  # noqa: E402
 from render import plot_goals, summary_rows  # noqa: E402
 
 PARTS = ("goals", "cache", "memory", "fetch", "registry", "image", "curves")
@@ -154,7 +155,7 @@ def run_parts(
     for name in names:
         results["loads"][name] = load_average()[0]
         print(f"== {name} (load {results['loads'][name]})", file=sys.stderr, flush=True)
-        started = time.perf_counter()
+        started, counters = time.perf_counter(), read_cpu_counters()
         try:
             with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout is the JSON alone
                 results[name] = parts[name]()
@@ -162,6 +163,7 @@ def run_parts(
             results[name] = {"failed": traceback.format_exc()[-3000:]}
             print(results[name]["failed"], file=sys.stderr)
         results["elapsed_per_part_s"][name] = round(time.perf_counter() - started, 1)
+        results.setdefault("steal_percent", {})[name] = steal_percent(counters, read_cpu_counters())
         (work / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
 
 
@@ -236,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         "pairs_note": profile.pairs_note(),
         "loads": {},
         "elapsed_per_part_s": {},
+        "steal_percent": {},
     }
     run_parts(names, _parts(profile, args.work, plots_dir), results, args.work)
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
