@@ -58,7 +58,7 @@ def test_same_bytes_without_cache_cold_and_warm_and_no_deflate_when_warm(
     cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
     plain = _build(tmp_path, "plain", None, known)
     cold = _build(tmp_path, "cold", cache, known)
-    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 2  # the two known members only
+    assert len(list((tmp_path / "cache").glob("zlib*/*.json"))) == 2  # the two known members only
     calls = count_deflates(monkeypatch)
     warm = _build(tmp_path, "warm", cache, known)
     assert plain == cold == warm
@@ -94,12 +94,12 @@ def test_bytes_that_are_not_the_keys_never_use_the_entry(tmp_path: Path, known: 
 def test_the_cache_stays_within_its_bound(tmp_path: Path, known: dict[str, str]) -> None:
     cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
     _build(tmp_path, "cold", cache, known)
-    sizes = sorted(p.stat().st_size for p in (tmp_path / "cache").glob("*/*.bin"))
+    sizes = sorted(p.stat().st_size for p in (tmp_path / "cache").glob("zlib*/*.bin"))
     small = DeflateCache(root=tmp_path / "cache", max_bytes=sizes[-1])
     small.evict()
-    left = [p.stat().st_size for p in (tmp_path / "cache").glob("*/*.bin")]
+    left = [p.stat().st_size for p in (tmp_path / "cache").glob("zlib*/*.bin")]
     assert sum(left) <= sizes[-1] and len(left) == 1
-    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 1  # no record without its stream
+    assert len(list((tmp_path / "cache").glob("zlib*/*.json"))) == 1  # no record without its stream
 
 
 def test_concurrent_stores_and_lookups_of_one_key(tmp_path: Path, known: dict[str, str]) -> None:
@@ -119,7 +119,7 @@ def test_concurrent_stores_and_lookups_of_one_key(tmp_path: Path, known: dict[st
     for t in threads:
         t.join()
     assert errors == []
-    for record in (tmp_path / "cache").glob("*/*.json"):
+    for record in (tmp_path / "cache").glob("zlib*/*.json"):
         doc = json.loads(record.read_bytes())
         assert hashlib.sha256(record.with_suffix(".bin").read_bytes()).hexdigest() == doc["stream_sha256"]
 
@@ -168,7 +168,7 @@ def test_build_release_deflates_shared_dlls_once_and_output_is_identical(
     # and an unchanged rebuild deflates no redistributable at all.
     assert deflated["off"] - deflated["cold"] == len(shared)
     assert deflated["off"] - deflated["warm"] == len(locks[0]) + len(locks[1])
-    assert {p.stem for p in cache.glob("*/*.json")} == first | {r["sha256"] for r in locks[1]}
+    assert {p.stem for p in cache.glob("zlib*/*.json")} == first | {r["sha256"] for r in locks[1]}
 
 
 def _laid_out(tmp_path: Path, label: str, cache: DeflateCache | None, known: dict[str, str]) -> bytes:
@@ -182,10 +182,10 @@ def test_a_warm_layout_build_copies_hits_once_and_stores_nothing_again(
     cache = DeflateCache(root=tmp_path / "cache", max_bytes=1 << 30)
     plain = _laid_out(tmp_path, "plain", None, known)
     assert _laid_out(tmp_path, "cold", cache, known) == plain
-    streams = {p: p.stat().st_ino for p in (tmp_path / "cache").glob("*/*.bin")}
+    streams = {p: p.stat().st_ino for p in (tmp_path / "cache").glob("zlib*/*.bin")}
     assert _laid_out(tmp_path, "warm", cache, known) == plain
     # A hit is not written into the cache again: the same files (inodes), nothing new.
-    assert {p: p.stat().st_ino for p in (tmp_path / "cache").glob("*/*.bin")} == streams
+    assert {p: p.stat().st_ino for p in (tmp_path / "cache").glob("zlib*/*.bin")} == streams
 
 
 @pytest.mark.parametrize("read", [None, 1000, 4096])
@@ -261,7 +261,7 @@ def test_a_build_with_a_corrupt_entry_rebuilds_without_it_and_gives_the_same_set
     outs = {}
     for label, setting in (("off", "off"), ("cold", str(cache)), ("damaged", str(cache))):
         if label == "damaged":
-            streams = sorted(cache.glob("*/*.bin"), key=lambda p: p.stat().st_size)
+            streams = sorted(cache.glob("zlib*/*.bin"), key=lambda p: p.stat().st_size)
             for victim in streams[-2:]:  # the two largest: flip a run of bytes, keep the length
                 data = bytearray(victim.read_bytes())
                 data[len(data) // 2 : len(data) // 2 + 64] = bytes(
@@ -272,7 +272,7 @@ def test_a_build_with_a_corrupt_entry_rebuilds_without_it_and_gives_the_same_set
         build_lane(RELEASE, "rtx4090", inputs=src, out=tmp_path / label, env=dict(os.environ), offline=True)
         outs[label] = {p.name: p.read_bytes() for p in (tmp_path / label / "rtx4090").iterdir()}
     assert outs["cold"] == outs["off"] and outs["damaged"] == outs["off"]
-    for record in cache.glob("*/*.json"):  # the bad entries were replaced by fresh deflates
+    for record in cache.glob("zlib*/*.json"):  # the bad entries were replaced by fresh deflates
         doc = json.loads(record.read_bytes())
         assert hashlib.sha256(record.with_suffix(".bin").read_bytes()).hexdigest() == doc["stream_sha256"]
 

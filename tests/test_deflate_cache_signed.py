@@ -52,7 +52,7 @@ def _laid_out(tmp_path: Path, label: str, cache: DeflateCache | None, known: dic
 
 
 def _records(tmp_path: Path) -> dict[str, dict[str, Any]]:
-    return {p.stem: json.loads(p.read_bytes()) for p in (tmp_path / "cache").glob("*/*.json")}
+    return {p.stem: json.loads(p.read_bytes()) for p in (tmp_path / "cache").glob("zlib*/*.json")}
 
 
 def _entry(cache: DeflateCache, tmp_path: Path, key: str) -> _cache.CacheEntry | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ninfer_release import __version__, manifests, packaging, profiles, sbom
 from ninfer_release.atomic import staged_directory
+from ninfer_release.build._documents import render_or_reuse
 from ninfer_release.build._inputs import SBOM_SUPPLIER, lane_staged_dir
 from ninfer_release.build._plan import LanePlan, NativeInputs, NativeWork, lane_phase
 from ninfer_release.errors import InputError, IntegrityError, Problem
@@ -194,9 +195,12 @@ class _ShippedSources(Mapping[str, Path]):
         return sum(1 for e in self.entries if e.source_file is not None)
 
 
-def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord], into: Path) -> None:
+def _spdx(
+    work: NativeWork, files: Sequence[sbom.FileRecord], into: Path, cache: packaging.DeflateCache | None
+) -> None:
     """Entry 2 (also inside the zip): the SPDX 2.3 inventory of the package's files, written to
-    ``into`` as it is rendered (with 100k files ~93 MB, never held whole: issue 13, memory)."""
+    ``into`` as it is rendered (with 100k files ~93 MB, never held whole: issue 13, memory), or
+    the bytes a build rendered from the same inputs (``cache``: ``build/_documents.py``)."""
     release, lane, names = work.source.release, work.source.lane, work.names
     notices = sorted({f.copyright for f in files if f.copyright})
     extracted = sbom.load_license_texts(
@@ -204,30 +208,30 @@ def _spdx(work: NativeWork, files: Sequence[sbom.FileRecord], into: Path) -> Non
         licenses_dir=release.repo_root / "sbom" / "licenses",
         shipped=_ShippedSources(work.package.entries),
     )
-    sbom.spdx_file_inventory(
-        package_name=names.stem,
-        package_version=lane.component_tag,
-        package_file_name=names.zip,
-        supplier=SBOM_SUPPLIER,
-        download_location=release.asset_url(lane.component_tag, names.zip),
-        files=files,
-        spdx_file_path=work.spdx_member,
-        namespace_base=f"{release.publication_base_url}/{lane.component_tag}/spdx",
-        document_name=names.stem,
-        epoch=release.source_date_epoch,
-        creator_tool=f"ninfer-release-{__version__}",
-        declared_license=None,
-        extracted_licenses=extracted,
-        release_id=f"{release.version}-{lane.id}",
-        package_purl=work.root_purl,
-        concluded_license=sbom.combine_licenses(
+    arguments = {
+        "package_name": names.stem,
+        "package_version": lane.component_tag,
+        "package_file_name": names.zip,
+        "supplier": SBOM_SUPPLIER,
+        "download_location": release.asset_url(lane.component_tag, names.zip),
+        "files": files,
+        "spdx_file_path": work.spdx_member,
+        "namespace_base": f"{release.publication_base_url}/{lane.component_tag}/spdx",
+        "document_name": names.stem,
+        "epoch": release.source_date_epoch,
+        "creator_tool": f"ninfer-release-{__version__}",
+        "declared_license": None,
+        "extracted_licenses": extracted,
+        "release_id": f"{release.version}-{lane.id}",
+        "package_purl": work.root_purl,
+        "concluded_license": sbom.combine_licenses(
             sbom.normalize_license_expression(f.license).expression for f in files if f.license
         ),
         # What the shipped files say of themselves (PE LegalCopyright); nothing is invented.
-        package_copyright="\n".join(notices) if notices else None,
-        document_comment=SPDX_SBOM_TYPE,
-        into=into,
-    )
+        "package_copyright": "\n".join(notices) if notices else None,
+        "document_comment": SPDX_SBOM_TYPE,
+    }
+    render_or_reuse(cache, "spdx", arguments, sbom.spdx_file_inventory, into)
 
 
 def _cyclonedx(
@@ -237,32 +241,34 @@ def _cyclonedx(
     pe_infos: Mapping[str, sbom.PeInfo],
     zip_sha256: str,
     into: Path,
+    cache: packaging.DeflateCache | None,
 ) -> None:
     """Entry 3: the CycloneDX 1.6 dependency inventory of the package (``pe_infos`` by zip path),
-    written to ``into`` and validated from it (never whole: issue 13, memory)."""
+    written to ``into`` and validated from it (never whole: issue 13, memory), or the bytes a
+    build rendered from the same inputs (``cache``: ``build/_documents.py``)."""
     release, lane, names, staged = work.source.release, work.source.lane, work.names, work.source.staged
-    sbom.cyclonedx_dependency_inventory(
-        component_name=names.stem,
-        component_version=lane.component_tag,
-        component_purl=work.root_purl,
-        supplier=SBOM_SUPPLIER,
-        dependencies=sbom.apply_catalog(
+    arguments = {
+        "component_name": names.stem,
+        "component_version": lane.component_tag,
+        "component_purl": work.root_purl,
+        "supplier": SBOM_SUPPLIER,
+        "dependencies": sbom.apply_catalog(
             _dependencies(staged, work.zip_name_of, sha_of, lane),
             sbom.load_catalog(release.repo_root / "sbom"),
             where=str(staged.root / packaging.LOCK),
             require_entry=False,
         ),
-        pe_infos=pe_infos,
-        component_sha256=zip_sha256,
-        package_files=package_files,
-        serial_identity=f"{release.asset_url(lane.component_tag, names.cdx)}#{zip_sha256}",
-        epoch=release.source_date_epoch,
-        tool_name="ninfer-release",
-        tool_version=__version__,
-        tool_vendor=SBOM_SUPPLIER,
-        component_authors=(SBOM_SUPPLIER,),
-        into=into,
-    )
+        "pe_infos": pe_infos,
+        "component_sha256": zip_sha256,
+        "package_files": package_files,
+        "serial_identity": f"{release.asset_url(lane.component_tag, names.cdx)}#{zip_sha256}",
+        "epoch": release.source_date_epoch,
+        "tool_name": "ninfer-release",
+        "tool_version": __version__,
+        "tool_vendor": SBOM_SUPPLIER,
+        "component_authors": (SBOM_SUPPLIER,),
+    }
+    render_or_reuse(cache, "cdx", arguments, sbom.cyclonedx_dependency_inventory, into)
 
 
 def _cuda_runtime(pe_infos: Mapping[str, sbom.PeInfo]) -> str | None:
@@ -316,7 +322,7 @@ def _build_package(run: _Run, stage: Path) -> _Package:
     # Entry 2 is rendered into its file, and its member deflated from that file (the same
     # pieces as from its bytes): its bytes are never whole (issue 13, memory); the seal hashes it.
     spdx_path = stage / names.spdx
-    _spdx(work, _file_records(work, members, pe_by_staged), spdx_path)
+    _spdx(work, _file_records(work, members, pe_by_staged), spdx_path, run.deflate_cache)
     member_names, level = work.package.names, work.package.deflate_level
     spdx_entry = [
         packaging.PlanEntry(name=e.name, source=spdx_path)
@@ -349,7 +355,7 @@ def _build_package(run: _Run, stage: Path) -> _Package:
     package_files = [sbom.ShippedFile(path=m.name, sha256=m.sha256) for m in members]
     del members
     pe_infos = {work.zip_name_of[path]: pe for path, pe in pe_by_staged.items()}
-    _cyclonedx(work, package_files, sha_of, pe_infos, zip_sha256, stage / names.cdx)
+    _cyclonedx(work, package_files, sha_of, pe_infos, zip_sha256, stage / names.cdx, run.deflate_cache)
     built = BuiltPackage(
         size=zip_size,
         sha256=zip_sha256,

@@ -61,6 +61,17 @@ most ``max_bytes``, and the debris of a store or an eviction killed half-way (te
 without a record, older than :data:`DEBRIS_AGE`) is removed. Output bytes never depend on the
 cache (``tests/test_deflate_cache.py``).
 
+Rendered documents (the unchanged rebuild's SBOMs, ``build/_documents.py``): with a key, the
+cache also keeps each SBOM document a build rendered and validated, under the SHA-256 of
+everything it was made from: ``<root>/documents-<kind>-v1/<inputs sha256>.{bin,json}`` (the
+document and its record: kind, inputs SHA-256, size, SHA-256, the warnings its rendering logged,
+and a MAC under its own domain, so a deflate record can never pass for a document record nor the
+reverse). :meth:`DeflateCache.reuse_document` copies the bytes only for a record this key signed,
+and only when they have the record's size and SHA-256 (read bounded: at most one byte more);
+without a key nothing is stored or reused, since only rendering again could show that a document
+is what the writer makes of its inputs. Documents count toward the same bound and are evicted
+with the streams.
+
 Location: ``$NINFER_DEFLATE_CACHE`` (a directory, or ``off``), else ``$NINFER_CACHE/deflate``, else
 ``$XDG_CACHE_HOME/ninfer-release/deflate``, else ``~/.cache/ninfer-release/deflate``; size bound
 ``$NINFER_DEFLATE_CACHE_MAX_MIB`` (default 2048 MiB).
@@ -100,6 +111,12 @@ DEBRIS_AGE = 3600
 KEY_BYTES = 32
 #: What a record's MAC is over, before its fields: no other use of the key can mean a record.
 _MAC_DOMAIN = b"ninfer-release deflate-cache record v1\n"
+#: What a rendered document's record MAC is over: never a deflate record's, nor the reverse.
+_DOCUMENT_MAC_DOMAIN = b"ninfer-release document-cache record v1\n"
+#: A document kind names its directory (``documents-<kind>-v1``).
+_DOCUMENT_KIND = re.compile(r"^[a-z0-9]{1,16}$")
+#: Warnings a document record may carry (its rendering's, repeated on reuse): at most this many.
+MAX_DOCUMENT_NOTES = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +129,16 @@ class CachedStream:
     size: int
     crc32: int
     sha1: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CachedDocument:
+    """A reused rendered document: ``size`` bytes of SHA-256 ``sha256``, and the warnings its
+    rendering logged (``notes``: logger name, level, message), to be logged again."""
+
+    size: int
+    sha256: str
+    notes: tuple[tuple[str, int, str], ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -407,6 +434,101 @@ class DeflateCache:
             finally:
                 tmp.unlink(missing_ok=True)
             _write_record(where, sha256, entry.record(), key)  # commits the entry
+            self.evict()
+        except OSError:
+            return
+
+    def _document_dir(self, kind: str) -> Path:
+        if not _DOCUMENT_KIND.match(kind):
+            raise ValueError(f"document kind {kind!r}")
+        return self.root / f"documents-{kind}-v1"
+
+    def reuse_document(self, kind: str, inputs_sha256: str, into: Path) -> CachedDocument | None:
+        """Write to ``into`` the document of ``kind`` this user's build rendered from inputs of
+        SHA-256 ``inputs_sha256``, and return what its record says; ``None`` on a miss.
+
+        Only a record signed with this user's key is used (without a key there are no document
+        hits: nothing short of rendering again can show that a document is what the writer makes
+        of those inputs), and only for the bytes it names: ``into`` gets exactly the record's
+        size, and they must have its SHA-256, else ``into`` is removed and the entry deleted. Also
+        a miss after :meth:`reject_key` (no more hits from this cache). Never raises for a
+        missing, partial, oversized or corrupt entry: that is a miss.
+        """
+        if not is_sha256_hex(inputs_sha256) or self._rejected:
+            return None
+        key = self._key(create=False)
+        where = self._document_dir(kind)
+        if key is None:
+            return None
+        try:
+            record = json.loads(_read_small(where / f"{inputs_sha256}.json", MAX_RECORD << 4))
+            entry = _document_entry(record, kind=kind, inputs_sha256=inputs_sha256)
+            mac = record.get("mac")
+            if entry is None or not (
+                isinstance(mac, str) and hmac.compare_digest(mac, _document_mac(key, record))
+            ):
+                return None
+            digest = hashlib.sha256()
+            with _open_regular(where / f"{inputs_sha256}.bin") as src, into.open("wb") as out:
+                # At most one byte more than the record's size (bounded), and that byte is hashed
+                # too: a longer or shorter file never has the record's SHA-256.
+                left = entry.size + 1
+                while left and (block := src.read(min(_READ, left))):
+                    out.write(block)
+                    digest.update(block)
+                    left -= len(block)
+            if digest.hexdigest() != entry.sha256:
+                into.unlink(missing_ok=True)
+                self._remove(where, inputs_sha256)
+                return None
+        except (OSError, ValueError, KeyError, TypeError):
+            into.unlink(missing_ok=True)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(where / f"{inputs_sha256}.json")
+        return entry
+
+    def store_document(
+        self, kind: str, inputs_sha256: str, path: Path, *, notes: tuple[tuple[str, int, str], ...] = ()
+    ) -> None:
+        """Keep the document at ``path`` (rendered and validated by this build from inputs of
+        SHA-256 ``inputs_sha256``) for :meth:`reuse_document`, with the warnings its rendering
+        logged (``notes``: logger name, level, message); evict to the bound.
+
+        Only with a key (the record is signed); best effort like :meth:`store`: never fails a build.
+        """
+        if not is_sha256_hex(inputs_sha256) or len(notes) > MAX_DOCUMENT_NOTES:
+            return
+        key = self._key(create=True)
+        if key is None:
+            return
+        where = self._document_dir(kind)
+        try:
+            if path.stat().st_size > self.max_bytes:
+                return
+            where.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
+            fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".bin", dir=where)
+            tmp = Path(tmp_name)
+            size = 0
+            try:
+                with os.fdopen(fd, "wb") as out, _open_regular(path) as src:
+                    while block := src.read(_READ):
+                        out.write(block)
+                        digest.update(block)
+                        size += len(block)
+                tmp.replace(where / f"{inputs_sha256}.bin")
+            finally:
+                tmp.unlink(missing_ok=True)
+            record = {
+                "kind": kind,
+                "inputs_sha256": inputs_sha256,
+                "size": size,
+                "sha256": digest.hexdigest(),
+                "notes": [list(n) for n in notes],
+            }
+            body = dict(record, mac=_document_mac(key, record))
+            _write_body(where, inputs_sha256, body)  # commits the entry
             self.evict()
         except OSError:
             return
@@ -772,6 +894,35 @@ def _record_mac(key: bytes, record: Mapping[str, object]) -> str:
     return hmac.new(key, _MAC_DOMAIN + body.encode(), hashlib.sha256).hexdigest()
 
 
+def _document_mac(key: bytes, record: Mapping[str, object]) -> str:
+    """HMAC-SHA256 (hex) with ``key`` of a document record's fields, after :data:`_DOCUMENT_MAC_DOMAIN`."""
+    body = json.dumps({k: v for k, v in record.items() if k != "mac"}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, _DOCUMENT_MAC_DOMAIN + body.encode(), hashlib.sha256).hexdigest()
+
+
+def _document_entry(record: object, *, kind: str, inputs_sha256: str) -> CachedDocument | None:
+    """What a document record says, when it is well formed and names ``kind`` and ``inputs_sha256``."""
+    if (
+        not isinstance(record, dict)
+        or record.get("kind") != kind
+        or record.get("inputs_sha256") != inputs_sha256
+    ):
+        return None
+    size, sha256, notes = record.get("size"), record.get("sha256"), record.get("notes")
+    if type(size) is not int or size < 0 or not isinstance(sha256, str) or not is_sha256_hex(sha256):
+        return None
+    if not isinstance(notes, list) or len(notes) > MAX_DOCUMENT_NOTES:
+        return None
+    kept: list[tuple[str, int, str]] = []
+    for note in notes:
+        if not (isinstance(note, list) and len(note) == 3 and isinstance(note[0], str)):
+            return None
+        if type(note[1]) is not int or not isinstance(note[2], str):
+            return None
+        kept.append((note[0], note[1], note[2]))
+    return CachedDocument(size=size, sha256=sha256, notes=tuple(kept))
+
+
 def _write_record(where: Path, sha256: str, record: Mapping[str, object], key: bytes | None) -> None:
     """Write ``record`` (signed with ``key`` when given) as ``<sha256>.json`` by rename.
 
@@ -781,6 +932,15 @@ def _write_record(where: Path, sha256: str, record: Mapping[str, object], key: b
     body = dict(record)
     if key is not None:
         body["mac"] = _record_mac(key, record)
+    _write_body(where, sha256, body)
+
+
+def _write_body(where: Path, sha256: str, body: Mapping[str, object]) -> None:
+    """Write the record ``body`` as ``<sha256>.json`` in ``where`` by rename.
+
+    Raises:
+        OSError: it cannot be written.
+    """
     fd, rec_name = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=where)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as rec:

@@ -97,6 +97,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     )
     from ninfer_release.releases._sign_flow import sign_local, sign_published
     from ninfer_release.releases._signing import load_signing_key, load_verifying_key
+    from ninfer_release.releases._toolchain import ResolvedDistribution, installed_toolchain
     from ninfer_release.releases._verify import VerifyReport, verify_set
 
 _EXPORTS = {
@@ -191,6 +192,7 @@ _EXPORTS = {
         "profile_asset",
         "seal_native_set",
     ),
+    "._toolchain": ("ResolvedDistribution", "installed_toolchain"),
     "._sign_flow": (
         "sign_local",
         "sign_published",
@@ -243,6 +245,7 @@ __all__ = [
     "Qualification",
     "Receipt",
     "ReleaseDiff",
+    "ResolvedDistribution",
     "Scratch",
     "SealInputs",
     "SealedSet",
@@ -254,6 +257,7 @@ __all__ = [
     "export_verifier",
     "fetch_route",
     "fetch_set",
+    "installed_toolchain",
     "is_prerelease",
     "lane_facts",
     "load_signing_key",

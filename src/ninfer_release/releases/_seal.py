@@ -47,7 +47,7 @@ from ninfer_release.releases._records import (
     release_instance_id,
     route_record,
 )
-from ninfer_release.releases._toolchain import resolved_dependencies
+from ninfer_release.releases._toolchain import installed_toolchain
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,7 +246,7 @@ def _provenance(sealing: _Sealing, staged_inputs: Mapping[str, str]) -> Provenan
         model_sha256=inputs.release.model.sha256,
         deflate_engine=packaging.DEFLATE_ENGINE,
         build_inputs=inputs.build_inputs,
-        tool=[(d.name, d.version) for d in resolved_dependencies()],
+        tool=[(d.name, d.version) for d in installed_toolchain()],
     )
 
 

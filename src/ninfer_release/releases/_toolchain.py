@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import email.message
 import email.parser
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,3 +107,10 @@ def resolved_dependencies(
             wanted_extras = frozenset(_normalize(e) for e in (match.group(2) or "").split(",") if e.strip())
             todo.append((match.group(1), wanted_extras))
     return tuple(sorted(found.values()))
+
+
+@functools.cache
+def installed_toolchain() -> tuple[ResolvedDistribution, ...]:
+    """:func:`resolved_dependencies` of ninfer-release as installed, walked once per process (the
+    provenance's ``tool`` and the SBOM document cache's key, ``build/_documents.py``)."""
+    return resolved_dependencies()
