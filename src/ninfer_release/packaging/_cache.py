@@ -465,19 +465,15 @@ class DeflateCache:
             entry = _document_entry(record, kind=kind, inputs_sha256=inputs_sha256)
             mac = record.get("mac")
             if entry is None or not (
-                isinstance(mac, str) and hmac.compare_digest(mac, _document_mac(key, record))
+                isinstance(mac, str)
+                and hmac.compare_digest(mac, _record_mac(key, record, _DOCUMENT_MAC_DOMAIN))
             ):
                 return None
-            digest = hashlib.sha256()
             with _open_regular(where / f"{inputs_sha256}.bin") as src, into.open("wb") as out:
                 # At most one byte more than the record's size (bounded), and that byte is hashed
                 # too: a longer or shorter file never has the record's SHA-256.
-                left = entry.size + 1
-                while left and (block := src.read(min(_READ, left))):
-                    out.write(block)
-                    digest.update(block)
-                    left -= len(block)
-            if digest.hexdigest() != entry.sha256:
+                _, sha256 = _copy_hashed(src, out, entry.size + 1)
+            if sha256 != entry.sha256:
                 into.unlink(missing_ok=True)
                 self._remove(where, inputs_sha256)
                 return None
@@ -507,16 +503,13 @@ class DeflateCache:
             if path.stat().st_size > self.max_bytes:
                 return
             where.mkdir(parents=True, exist_ok=True)
-            digest = hashlib.sha256()
             fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".bin", dir=where)
             tmp = Path(tmp_name)
-            size = 0
             try:
                 with os.fdopen(fd, "wb") as out, _open_regular(path) as src:
-                    while block := src.read(_READ):
-                        out.write(block)
-                        digest.update(block)
-                        size += len(block)
+                    size, sha256 = _copy_hashed(src, out, self.max_bytes + 1)
+                if size > self.max_bytes:
+                    return
                 tmp.replace(where / f"{inputs_sha256}.bin")
             finally:
                 tmp.unlink(missing_ok=True)
@@ -524,10 +517,10 @@ class DeflateCache:
                 "kind": kind,
                 "inputs_sha256": inputs_sha256,
                 "size": size,
-                "sha256": digest.hexdigest(),
+                "sha256": sha256,
                 "notes": [list(n) for n in notes],
             }
-            body = dict(record, mac=_document_mac(key, record))
+            body = dict(record, mac=_record_mac(key, record, _DOCUMENT_MAC_DOMAIN))
             _write_body(where, inputs_sha256, body)  # commits the entry
             self.evict()
         except OSError:
@@ -888,16 +881,26 @@ def _record(
     }
 
 
-def _record_mac(key: bytes, record: Mapping[str, object]) -> str:
-    """HMAC-SHA256 (hex) with ``key`` of ``record``'s fields, canonical JSON after :data:`_MAC_DOMAIN`."""
+def _record_mac(key: bytes, record: Mapping[str, object], domain: bytes = _MAC_DOMAIN) -> str:
+    """HMAC-SHA256 (hex) with ``key`` of ``record``'s fields, canonical JSON after ``domain``
+    (:data:`_MAC_DOMAIN` for a deflate record, :data:`_DOCUMENT_MAC_DOMAIN` for a document's)."""
     body = json.dumps({k: v for k, v in record.items() if k != "mac"}, sort_keys=True, separators=(",", ":"))
-    return hmac.new(key, _MAC_DOMAIN + body.encode(), hashlib.sha256).hexdigest()
+    return hmac.new(key, domain + body.encode(), hashlib.sha256).hexdigest()
 
 
-def _document_mac(key: bytes, record: Mapping[str, object]) -> str:
-    """HMAC-SHA256 (hex) with ``key`` of a document record's fields, after :data:`_DOCUMENT_MAC_DOMAIN`."""
-    body = json.dumps({k: v for k, v in record.items() if k != "mac"}, sort_keys=True, separators=(",", ":"))
-    return hmac.new(key, _DOCUMENT_MAC_DOMAIN + body.encode(), hashlib.sha256).hexdigest()
+def _copy_hashed(src: BinaryIO, out: BinaryIO, limit: int) -> tuple[int, str]:
+    """Copy at most ``limit`` bytes of ``src`` to ``out``; their count and SHA-256 (hex).
+
+    Raises:
+        OSError: a read or write failed.
+    """
+    digest = hashlib.sha256()
+    done = 0
+    while done < limit and (block := src.read(min(_READ, limit - done))):
+        out.write(block)
+        digest.update(block)
+        done += len(block)
+    return done, digest.hexdigest()
 
 
 def _document_entry(record: object, *, kind: str, inputs_sha256: str) -> CachedDocument | None:
