@@ -244,6 +244,10 @@ class DeflateCache:
         engine = re.sub(r"[^A-Za-z0-9.]+", "-", DEFLATE_ENGINE).strip("-")
         return self.root / f"{engine}-l{level}-c{chunk_size}"
 
+    def levels(self, chunk_size: int) -> list[int]:
+        """The deflate levels (0-9) this cache holds an entry directory of for ``chunk_size``."""
+        return [level for level in range(10) if self._dir(level, chunk_size).is_dir()]
+
     def find(self, sha256: str, *, size: int, level: int, chunk_size: int) -> CacheEntry | None:
         """The entry's record for content ``sha256`` of ``size`` bytes, unverified; ``None`` on a miss.
 

@@ -53,6 +53,7 @@ from typing import BinaryIO
 
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import Digests
+from ninfer_release.packaging import _ahead
 from ninfer_release.packaging._cache import CacheEntry, DeflateCache, StreamProof, copy_stream
 from ninfer_release.packaging._recipe import PackagePlan, PlanEntry
 from ninfer_release.packaging._zipformat import DEFLATED, LIMIT32, LOCAL_FMT, STORED, encode_name
@@ -137,6 +138,17 @@ class WriteBack:
         self._pending = self._pool.submit(os.fdatasync, f.fileno())
         self._unsynced = 0
 
+    def start_all(self, f: BinaryIO) -> None:
+        """Start writing back everything written to ``f`` so far, without waiting for it (after the
+        write-back in flight, on the same helper): :meth:`wait` then waits for both. The caller may
+        read the file meanwhile (``finish_zip``'s self-check runs while the archive reaches the disk,
+        issue 13)."""
+        f.flush()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zip-sync")
+        self._pending = self._pool.submit(_sync_after, self._pending, f.fileno())
+        self._unsynced = 0
+
     def wait(self) -> None:
         """Wait for the write-back in flight (its error surfaces here) and stop the helper."""
         try:
@@ -147,6 +159,14 @@ class WriteBack:
             if self._pool is not None:
                 self._pool.shutdown()
                 self._pool = None
+
+
+def _sync_after(earlier: Future[None] | None, fd: int) -> None:
+    """``fdatasync(fd)`` once ``earlier`` (run before it by the same one-thread helper) is done; its
+    error surfaces here."""
+    if earlier is not None:
+        earlier.result()
+    os.fdatasync(fd)
 
 
 @dataclass(kw_only=True)
@@ -596,7 +616,7 @@ class _Pipeline:
             self._start_member(_State(entry=entry))
             copy = self.hashers.prove.submit(_copied, src, self.out, found.length)
             try:
-                sha256, size = _read_and_sha256(entry, self.settings.chunk_size, self.progress, self.hashers)
+                sha256, size = _staged_sha256(entry, self.settings.chunk_size, self.progress, self.hashers)
             finally:
                 copied = copy.result()
         if not copied or (sha256, size) != ((self.known or {}).get(entry.staged_path or ""), found.size):
@@ -915,6 +935,19 @@ def _read_and_sha256(
         while hashing:
             hashing.popleft().result()
     return digest.hexdigest(), size
+
+
+def _staged_sha256(
+    entry: PlanEntry, chunk_size: int, progress: Progress, hashers: _Hashers
+) -> tuple[str, int]:
+    """The entry's SHA-256 (hex) and size in bytes: hashed ahead when the file is unchanged since
+    (``packaging._ahead``, started by the CLI's ``build``), else read here once."""
+    ahead = _ahead.current() if entry.source_file is not None and entry.data is None else None
+    claimed = ahead.claim(entry.source_file) if ahead is not None and entry.source_file else None
+    if claimed is not None:
+        progress.advance(claimed[1])
+        return claimed
+    return _read_and_sha256(entry, chunk_size, progress, hashers)
 
 
 def _signed_member(entry: PlanEntry, spool: Path, offset: int, found: CacheEntry) -> CompressedMember:
