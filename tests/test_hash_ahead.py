@@ -3,11 +3,15 @@ while the file is the one that was hashed (``packaging/_ahead.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,7 +97,7 @@ def test_a_file_not_started_is_left_to_the_build_and_never_read_ahead(
         p.write_bytes(b"q" * 100_000)
     read: list[str] = []
     real = _ahead._hash_file
-    gate = __import__("threading").Event()
+    gate = threading.Event()
 
     def slow(path: str, stopped: object) -> object:
         read.append(path)
@@ -110,16 +114,102 @@ def test_a_file_not_started_is_left_to_the_build_and_never_read_ahead(
     ahead.stop()
 
 
+def _gated_readv(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """``os.readv`` that signals its first call (``started``) and holds it until ``release``."""
+    started, release = threading.Event(), threading.Event()
+    real = os.readv
+
+    def gated(fd: int, buffers: list[bytearray]) -> int:
+        started.set()
+        release.wait(30)
+        return real(fd, buffers)
+
+    monkeypatch.setattr(os, "readv", gated)
+    return started, release
+
+
 def test_stop_ends_a_read_in_flight_without_a_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_ahead, "RACY_NS", 0)
     monkeypatch.setattr(_ahead, "_STEP", 4096)
     path = tmp_path / "big.dll"
     path.write_bytes(b"w" * (4096 * 64))
+    started, release = _gated_readv(monkeypatch)
     ahead = HashAhead([os.path.realpath(path)])
-    ahead.stop()
+    assert started.wait(30)
+    stopper = threading.Thread(target=ahead.stop)
+    stopper.start()
+    while not ahead._stopped.is_set():
+        time.sleep(0.001)
+    release.set()  # the read in flight returns; the next step sees the stop
+    stopper.join(30)
     assert not ahead._thread.is_alive()
-    claimed = ahead.claim(str(path))
-    assert claimed is None or claimed == (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size)
+    assert ahead.claim(str(path)) is None
+
+
+def test_a_file_changed_just_before_a_slow_read_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The racy window counts from the start of the read: a read that takes longer than the window
+    must not make a file written just before it look old."""
+    monkeypatch.setattr(_ahead, "RACY_NS", 300_000_000)
+    path = tmp_path / "fresh.dll"
+    path.write_bytes(b"r" * 100_000)
+    started, release = _gated_readv(monkeypatch)
+    ahead = HashAhead([os.path.realpath(path)])
+    started.wait(1)  # never called when the file is refused before its read
+    time.sleep(0.5)  # past the window, measured from the file's change
+    release.set()
+    ahead._thread.join(timeout=30)
+    assert ahead.claim(str(path)) is None
+    ahead.stop()
+
+
+@pytest.mark.parametrize("field", ["device", "inode", "mode", "size", "mtime_ns", "ctime_ns"])
+def test_every_field_of_the_identity_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    monkeypatch.setattr(_ahead, "RACY_NS", 0)
+    path, ahead = _hashed(tmp_path)
+    real = _ahead._identity_now
+
+    def moved(p: str) -> object:
+        now = real(p)
+        assert now is not None
+        return dataclasses.replace(now, **{field: getattr(now, field) + 1})
+
+    monkeypatch.setattr(_ahead, "_identity_now", moved)
+    assert ahead.claim(str(path)) is None
+    ahead.stop()
+
+
+def test_a_fifo_in_the_files_place_neither_hangs_nor_is_claimed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_ahead, "RACY_NS", 0)
+    fifo = tmp_path / "swapped.dll"
+    os.mkfifo(fifo)  # no writer: a blocking open would wait forever
+    ahead = HashAhead([os.path.realpath(fifo)])
+    ahead._thread.join(timeout=10)
+    assert not ahead._thread.is_alive()
+    assert ahead.claim(str(fifo)) is None
+    ahead.stop()
+
+
+def test_an_error_inside_the_helper_is_a_miss_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_ahead, "RACY_NS", 0)
+    path = tmp_path / "big.dll"
+    path.write_bytes(b"m" * 1000)
+
+    def broken(path: str, stopped: object) -> object:
+        raise MemoryError("no 16 MiB buffer")
+
+    monkeypatch.setattr(_ahead, "_hash_file", broken)
+    ahead = HashAhead([os.path.realpath(path)])  # pytest turns a thread's traceback into a failure
+    ahead._thread.join(timeout=10)
+    assert ahead.claim(str(path)) is None
+    ahead.stop()
 
 
 # --- through the CLI ------------------------------------------------------------------------------
@@ -208,3 +298,90 @@ def test_a_staged_file_changed_after_its_hash_is_read_by_the_build(
     assert warm.code == off.code != 0
     assert warm.text.replace(str(tmp_path / "warm"), "OUT") == off.text.replace(str(tmp_path / "off"), "OUT")
     assert not (tmp_path / "warm" / "rtx4090").exists()
+
+
+def _lock_edit(src: Path, edit: object) -> None:
+    lock = src / "rtx4090" / "dependencies.lock.json"
+    document = json.loads(lock.read_bytes())
+    edit(document)  # type: ignore[operator]
+    lock.write_text(json.dumps(document))
+
+
+def test_start_reads_ahead_only_listed_files_inside_the_lanes_tree_once(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = _lane_tree(tmp_path_factory, tmp_path, monkeypatch)
+    cache = tmp_path / "cache"
+    _build(src, tmp_path / "cold", str(cache))
+    env = {
+        "NINFER_DEFLATE_CACHE": str(cache),
+        **{k: v for k, v in os.environ.items() if k != "NINFER_DEFLATE_CACHE"},
+    }
+    lane = src / "rtx4090"
+    ahead = _ahead.start(src, "rtx4090", env)
+    assert ahead is not None and ahead.paths
+    listed = set(ahead.paths)
+    ahead.stop()
+    _ahead.stop()
+    assert all(Path(p).is_relative_to(lane.resolve()) for p in listed)
+    shutil.copy2(lane / "bin" / "cudart64_13.dll", src / "outside.dll")  # same bytes, outside the tree
+
+    def hostile(document: dict[str, Any]) -> None:
+        first = document["redistributables"][0]
+        document["redistributables"] += [
+            dict(first),  # listed twice
+            {**first, "file": "../outside.dll"},
+            {**first, "file": str((src / "outside.dll").resolve())},
+            {**first, "file": 7},
+            {**first, "sha256": "not hex"},
+            "not an object",
+        ]
+
+    _lock_edit(src, hostile)
+    again = _ahead.start(src, "rtx4090", env)
+    assert again is not None and set(again.paths) == listed and len(again.paths) == len(listed)
+    _ahead.stop()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"redistributables": ' + b" " * (1 << 20) + b"[]}",
+        b"\x00\x00",
+        b'{"redistributables": {"file": "bin/a.dll"}}',
+        b"[]",
+        b"",
+    ],
+    ids=["nested", "oversized", "nul", "not-a-list", "not-an-object", "empty"],
+)
+def test_start_never_raises_on_a_hostile_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: bytes
+) -> None:
+    lane = tmp_path / "staged" / "rtx4090"
+    lane.mkdir(parents=True)
+    (lane / "dependencies.lock.json").write_bytes(body)
+    (tmp_path / "cache" / "zlib-ng-2-l6-c4194304").mkdir(parents=True)
+    env = {"NINFER_DEFLATE_CACHE": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    assert _ahead.start(tmp_path / "staged", "rtx4090", env) is None
+    assert _ahead.start(tmp_path / "staged", None, env) is None
+
+
+def test_a_warm_build_release_claims_every_lanes_files_and_writes_the_same_sets(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = _lane_tree(tmp_path_factory, tmp_path, monkeypatch)
+    claims = _claims(monkeypatch)
+    cache = str(tmp_path / "cache")
+    outs = {}
+    for label, setting in (("off", "off"), ("cold", cache), ("warm", cache)):
+        ok(cli("build", "release", RELEASE, "--inputs", src, "--out", tmp_path / label, "--offline",
+               env={"NINFER_DEFLATE_CACHE": setting}))  # fmt: skip
+        outs[label] = {
+            p.relative_to(tmp_path / label).as_posix(): p.read_bytes()
+            for p in sorted((tmp_path / label).rglob("*"))
+            if p.is_file()
+        }
+    assert outs["cold"] == outs["off"] and outs["warm"] == outs["off"]
+    hits = [name for name, hit in claims if hit]
+    assert len(hits) >= 2 * 6  # both native lanes' redistributables (claimed in the warm build)

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ninfer_release.packaging import PlanEntry, _zipwrite, compress_members, write_zip
+from ninfer_release.packaging import (
+    CompressedMember,
+    PlanEntry,
+    ZipLayout,
+    _zipwrite,
+    compress_members,
+    write_zip,
+)
 
 
 def _noise(seed: int, size: int) -> bytes:
@@ -63,3 +70,62 @@ def test_a_laid_out_zip_is_written_back_while_it_is_compressed_with_the_same_byt
     laid_out = finish_zip(layout, members, tmp_path / "laid-out.zip", epoch=0)
     assert laid_out.path.read_bytes() == plain.path.read_bytes()
     assert not [t for t in threading.enumerate() if t.name.startswith("zip-sync")]  # helper stopped
+
+
+def _laid_out_members(tmp_path: Path) -> tuple[ZipLayout, list[CompressedMember]]:
+
+    files = {f"bin/{i}.dll": _noise(i, 100_000 + i) for i in range(4)}
+    entries = [PlanEntry(name=n, data=d) for n, d in sorted(files.items())]
+    layout = ZipLayout.create(tmp_path)
+    return layout, compress_members(entries, workdir=tmp_path, layout=layout)
+
+
+def _no_trace(tmp_path: Path, out: Path) -> None:
+    assert not out.exists()
+    assert not list(tmp_path.glob(".layout-*"))  # the temp zip is gone
+    assert not [t for t in threading.enumerate() if t.name.startswith("zip-sync")]  # helper stopped
+
+
+def test_a_failed_final_write_back_renames_nothing_and_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The self-check runs while the archive's last bytes are written back: the rename still waits
+    for that write-back, and its error fails the build with nothing left behind."""
+    from ninfer_release.packaging import finish_zip
+
+    layout, members = _laid_out_members(tmp_path)
+
+    def failing(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", failing)
+    out = tmp_path / "p.zip"
+    with pytest.raises(OSError, match="Input/output"):
+        finish_zip(layout, members, out, epoch=0)
+    _no_trace(tmp_path, out)
+
+
+def test_a_self_check_failure_during_the_write_back_stops_it_and_renames_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ninfer_release.errors import Problem
+    from ninfer_release.packaging import SelfCheckError, finish_zip
+
+    layout, members = _laid_out_members(tmp_path)
+    release = threading.Event()
+    real = os.fdatasync
+
+    def slow(fd: int) -> None:
+        release.wait(30)  # still in flight when the self-check fails
+        real(fd)
+
+    def failing_check(*args: object, **kwargs: object) -> object:
+        release.set()
+        raise SelfCheckError(problems=[Problem(file="zip", message="differs")], stale=[])
+
+    monkeypatch.setattr(os, "fdatasync", slow)
+    monkeypatch.setattr(_zipwrite, "self_check", failing_check)
+    out = tmp_path / "p.zip"
+    with pytest.raises(SelfCheckError):
+        finish_zip(layout, members, out, epoch=0)
+    _no_trace(tmp_path, out)

@@ -12,13 +12,16 @@ thread, largest first, each listed staged file of at least :data:`AHEAD_MIN` byt
 record the cache holds for the lock's SHA-256 and the file's size (so a cold build reads nothing
 here: its files have no record). :meth:`HashAhead.claim` gives the build a file's SHA-256 and size
 only when the file is still the one that was hashed: the same device, inode, mode, size, mtime
-and ctime (ns) before the read, after it and at the claim (any write or ``utime`` changes the
-ctime). A file changed less than :data:`RACY_NS` before its hash ended is not trusted by its
-identity (the "racy git" rule: file times are coarse, one clock tick of several ms, so a second
-write in the tick of the first would leave them equal); a freshly staged file is read by the build.
-Otherwise, or when the file was not started yet, the build reads the file itself as
-before; a claim of a file being hashed waits for it. So each staged byte is still read once, and
-the digest the build checks against the lock is of the bytes the file holds.
+and ctime (ns) before the read and at the claim (any write or ``utime`` changes the ctime). A file
+changed less than :data:`RACY_NS` before its read started is not trusted by its identity (the
+"racy git" rule: file times are coarse, one clock tick of several ms, or 1 s on some file systems,
+so a second write in the tick of the first would leave them equal); a freshly staged file is read
+by the build. The rule compares the file's times with this machine's clock: on a network file
+system whose server's clock runs behind by more than :data:`RACY_NS` it cannot tell, so stage on
+a local disk (or set ``NINFER_DEFLATE_CACHE=off``) there. Otherwise, or when the file was not
+started yet, the build reads the file itself as before; a claim of a file being hashed waits for
+it. So each staged byte is still read once, and the digest the build checks against the lock is of
+the bytes the file holds.
 
 Nothing here raises: a lock, cache or file that cannot be read means no hash-ahead for it; the
 build reports its problems itself.
@@ -42,8 +45,10 @@ if TYPE_CHECKING:
 
 #: Files smaller than this (bytes) are left to the build: their read is short.
 AHEAD_MIN = 8 << 20
-#: A file whose mtime or ctime is this close (ns) to the end of its hash is read by the build.
+#: A file whose mtime or ctime is this close (ns) to the start of its read is read by the build.
 RACY_NS = 2_000_000_000
+#: How long :meth:`HashAhead.stop` waits for the helper, in seconds.
+STOP_WAIT_S = 10.0
 #: Bytes per read. Large, so that the helper takes the GIL rarely while the main thread imports.
 _STEP = 16 << 20
 
@@ -108,7 +113,7 @@ class HashAhead:
                 job.state = _RUNNING
             try:
                 job.result = _hash_file(path, self._stopped)
-            except OSError:
+            except Exception:  # noqa: BLE001 - never raises (module docstring): the build reads it
                 job.result = None
             finally:
                 job.state = _DONE
@@ -130,25 +135,38 @@ class HashAhead:
         hashed = job.result
         if hashed is None:
             return None
-        try:
-            now = _Identity.of(Path(path).stat())
-        except OSError:
-            return None
+        now = _identity_now(path)
         return (hashed.sha256, hashed.size) if now == hashed.identity else None
 
     def stop(self) -> None:
-        """Stop hashing (a file being read stops at its next step) and wait for the helper."""
+        """Stop hashing (a file being read stops at its next step) and wait for the helper, at most
+        :data:`STOP_WAIT_S` (a read the kernel blocks in, a hung mount, is left to the daemon thread)."""
         self._stopped.set()
-        self._thread.join()
+        self._thread.join(STOP_WAIT_S)
+
+
+def _identity_now(path: str) -> _Identity | None:
+    """The identity of the file at ``path`` now (following symlinks, as the build opens it)."""
+    try:
+        return _Identity.of(Path(path).stat())
+    except OSError:
+        return None
 
 
 def _hash_file(path: str, stopped: threading.Event) -> _Hashed | None:
     """The SHA-256 of the regular file at ``path`` when nothing changed it while it was read."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    started = time.time_ns()
+    # Not blocking: a FIFO or device put in the file's place must not hang the open.
+    flags = (
+        os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    )
+    fd = os.open(path, flags)
     try:
         before = _Identity.of(os.fstat(fd))
         if not stat.S_ISREG(before.mode):
             return None
+        if started - max(before.mtime_ns, before.ctime_ns) < RACY_NS:
+            return None  # changed within a clock tick or two of the read: its times cannot tell
         digest = hashlib.sha256()
         buffer = bytearray(_STEP)
         view = memoryview(buffer)
@@ -165,8 +183,6 @@ def _hash_file(path: str, stopped: threading.Event) -> _Hashed | None:
             return None
         if size != before.size:
             return None  # it shrank while read (a change after ``before`` fails the claim anyway)
-        if time.time_ns() - max(before.mtime_ns, before.ctime_ns) < RACY_NS:
-            return None  # changed within a clock tick or two of the read: its times cannot tell
         return _Hashed(identity=before, sha256=digest.hexdigest(), size=size)
     finally:
         os.close(fd)
@@ -176,8 +192,9 @@ def _lock_of(inputs: Path, lane: str | None) -> list[Path]:
     """The lock files of the lane (``DIR/<lane>/`` or ``DIR`` itself), or of every lane in ``DIR``."""
     from ninfer_release.packaging._staged import LOCK
 
-    if lane is not None:
-        return [p for p in (inputs / lane / LOCK, inputs / LOCK) if p.is_file()][:1]
+    if lane is not None:  # the tree ``build._inputs.lane_staged_dir`` picks
+        root = inputs / lane if (inputs / lane).is_dir() else inputs
+        return [root / LOCK] if (root / LOCK).is_file() else []
     return sorted(inputs.glob(f"*/{LOCK}"))
 
 
@@ -243,7 +260,10 @@ def start(inputs: Path, lane: str | None, env: Mapping[str, str]) -> HashAhead |
         return None  # e.g. a lock nested too deep to decode: the build reports it (exit 4)
     if not paths:
         return None
-    _current = HashAhead(paths)
+    try:
+        _current = HashAhead(paths)
+    except RuntimeError:  # no thread can be started: the build reads the files itself
+        return None
     return _current
 
 
