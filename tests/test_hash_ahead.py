@@ -20,12 +20,18 @@ from ninfer_release.packaging import _ahead
 from ninfer_release.packaging._ahead import HashAhead
 
 
+def _settled(path: Path) -> HashAhead:
+    """A hash-ahead of ``path`` whose helper is done with it (it ends after its last file)."""
+    ahead = HashAhead([os.path.realpath(path)])
+    ahead._thread.join(timeout=60)
+    assert not ahead._thread.is_alive()
+    return ahead
+
+
 def _hashed(tmp_path: Path, data: bytes = b"x" * 300_000) -> tuple[Path, HashAhead]:
     path = tmp_path / "big.dll"
     path.write_bytes(data)
-    ahead = HashAhead([os.path.realpath(path)])
-    ahead._thread.join(timeout=60)  # hashed (the helper ends after its last file)
-    return path, ahead
+    return path, _settled(path)
 
 
 def test_an_unchanged_file_is_claimed_once_with_its_digest(
@@ -82,8 +88,7 @@ def test_a_file_changed_after_its_hash_is_left_to_the_build(
 def test_a_file_changed_just_before_its_hash_is_not_trusted_by_its_times(tmp_path: Path) -> None:
     path = tmp_path / "fresh.dll"
     path.write_bytes(b"z" * 300_000)  # staged now: within the racy window
-    ahead = HashAhead([os.path.realpath(path)])
-    ahead._thread.join(timeout=60)
+    ahead = _settled(path)
     assert ahead.claim(str(path)) is None
     ahead.stop()
 
@@ -188,9 +193,7 @@ def test_a_fifo_in_the_files_place_neither_hangs_nor_is_claimed(
     monkeypatch.setattr(_ahead, "RACY_NS", 0)
     fifo = tmp_path / "swapped.dll"
     os.mkfifo(fifo)  # no writer: a blocking open would wait forever
-    ahead = HashAhead([os.path.realpath(fifo)])
-    ahead._thread.join(timeout=10)
-    assert not ahead._thread.is_alive()
+    ahead = _settled(fifo)
     assert ahead.claim(str(fifo)) is None
     ahead.stop()
 
@@ -206,8 +209,7 @@ def test_an_error_inside_the_helper_is_a_miss_not_a_traceback(
         raise MemoryError("no 16 MiB buffer")
 
     monkeypatch.setattr(_ahead, "_hash_file", broken)
-    ahead = HashAhead([os.path.realpath(path)])  # pytest turns a thread's traceback into a failure
-    ahead._thread.join(timeout=10)
+    ahead = _settled(path)  # pytest turns a thread's traceback into a failure
     assert ahead.claim(str(path)) is None
     ahead.stop()
 

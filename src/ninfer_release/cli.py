@@ -727,40 +727,23 @@ def _run_build(
 
     _ahead.start(Path(inputs), lane, os.environ)
     try:
-        return _build_now(
-            ctx, manifest, lane, inputs=inputs, out=out, clean=clean, receipts=receipts, **options
-        )
+        from ninfer_release.build import build_lane, build_release
+
+        common: dict[str, Any] = {
+            "inputs": Path(inputs),
+            "out": Path(out),
+            "env": os.environ,
+            "receipts": Path(receipts) if receipts else None,
+            "clean": clean,
+            "repo_root": ctx.root(manifest),
+            **options,
+        }
+        with _byte_progress(ctx) as progress:
+            if lane is None:
+                return build_release(Path(manifest), progress=progress, **common).summary()
+            return build_lane(Path(manifest), lane, progress=progress, **common).summary()
     finally:
         _ahead.stop()
-
-
-def _build_now(
-    ctx: Context,
-    manifest: str,
-    lane: str | None,
-    *,
-    inputs: str,
-    out: str,
-    clean: bool,
-    receipts: str | None,
-    **options: Any,
-) -> dict[str, Any]:
-    """The build of :func:`_run_build` (not a dry run): its summary."""
-    from ninfer_release.build import build_lane, build_release
-
-    common: dict[str, Any] = {
-        "inputs": Path(inputs),
-        "out": Path(out),
-        "env": os.environ,
-        "receipts": Path(receipts) if receipts else None,
-        "clean": clean,
-        "repo_root": ctx.root(manifest),
-        **options,
-    }
-    with _byte_progress(ctx) as progress:
-        if lane is None:
-            return build_release(Path(manifest), progress=progress, **common).summary()
-        return build_lane(Path(manifest), lane, progress=progress, **common).summary()
 
 
 @cli.group()
