@@ -57,7 +57,10 @@ _PENDING, _RUNNING, _DONE, _TAKEN = range(4)
 
 @dataclass(frozen=True)
 class _Identity:
-    """What a ``stat`` says of a file's bytes: equal before and after, nothing wrote to it."""
+    """What a ``stat`` says of a file's bytes: equal before and after, nothing wrote to it.
+
+    Not ``packaging.FileIdentity``: that one leaves the ctime out on purpose (the seal's ``chmod``
+    moves it); here the ctime is what ``utime`` cannot put back."""
 
     device: int
     inode: int
@@ -93,8 +96,7 @@ class HashAhead:
 
     def __init__(self, paths: Sequence[str]) -> None:
         self._lock = threading.Lock()
-        self._order = list(dict.fromkeys(paths))
-        self._jobs = {p: _Job() for p in self._order}  # a claim takes its job out
+        self._jobs = {p: _Job() for p in paths}  # a claim takes its job out (duplicates: one)
         self._queue = list(self._jobs.items())
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hash-ahead", daemon=True)
@@ -103,7 +105,7 @@ class HashAhead:
     @property
     def paths(self) -> tuple[str, ...]:
         """The files this hash-ahead was given, in order."""
-        return tuple(self._order)
+        return tuple(p for p, _ in self._queue)
 
     def _run(self) -> None:
         for path, job in self._queue:
@@ -198,8 +200,8 @@ def _lock_of(inputs: Path, lane: str | None) -> list[Path]:
     return sorted(inputs.glob(f"*/{LOCK}"))
 
 
-def _wanted(lock: Path, cache: DeflateCache, levels: Sequence[int], chunk_size: int) -> list[str]:
-    """The staged files of ``lock`` worth hashing ahead (module docstring), as real paths."""
+def _wanted(lock: Path, cache: DeflateCache, levels: Sequence[int], chunk_size: int) -> list[tuple[int, str]]:
+    """The staged files of ``lock`` worth hashing ahead (module docstring): (size in bytes, real path)."""
     from ninfer_release.digests import is_sha256_hex
     from ninfer_release.packaging._staged import MAX_DOCUMENT
 
@@ -212,7 +214,7 @@ def _wanted(lock: Path, cache: DeflateCache, levels: Sequence[int], chunk_size: 
     if not isinstance(listed, list):
         return []
     root = lock.parent
-    out: list[str] = []
+    out: list[tuple[int, str]] = []
     for item in listed:
         name = item.get("file") if isinstance(item, dict) else None
         sha256 = item.get("sha256") if isinstance(item, dict) else None
@@ -231,7 +233,7 @@ def _wanted(lock: Path, cache: DeflateCache, levels: Sequence[int], chunk_size: 
         for level in levels:
             found = cache.find(sha256, size=st.st_size, level=level, chunk_size=chunk_size)
             if found is not None and found.signed:
-                out.append(os.path.realpath(path))
+                out.append((st.st_size, os.path.realpath(path)))
                 break
     return out
 
@@ -252,10 +254,10 @@ def start(inputs: Path, lane: str | None, env: Mapping[str, str]) -> HashAhead |
         if cache is None:
             return None
         levels = cache.levels(DEFAULT_CHUNK)
-        paths = [p for lock in _lock_of(inputs, lane) for p in _wanted(lock, cache, levels, DEFAULT_CHUNK)]
+        wanted = [w for lock in _lock_of(inputs, lane) for w in _wanted(lock, cache, levels, DEFAULT_CHUNK)]
         # The largest first: it is the longest chain; a smaller one claimed before its turn is
         # read by the build meanwhile, on the other core.
-        paths.sort(key=lambda p: -Path(p).stat().st_size)
+        paths = [path for _, path in sorted(wanted, key=lambda w: -w[0])]
     except (OSError, ValueError, TypeError, AttributeError, RecursionError):
         return None  # e.g. a lock nested too deep to decode: the build reports it (exit 4)
     if not paths:

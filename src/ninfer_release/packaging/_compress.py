@@ -942,8 +942,8 @@ def _staged_sha256(
 ) -> tuple[str, int]:
     """The entry's SHA-256 (hex) and size in bytes: hashed ahead when the file is unchanged since
     (``packaging._ahead``, started by the CLI's ``build``), else read here once."""
-    ahead = _ahead.current() if entry.source_file is not None and entry.data is None else None
-    claimed = ahead.claim(entry.source_file) if ahead is not None and entry.source_file else None
+    ahead = _ahead.current()
+    claimed = ahead.claim(entry.source_file) if ahead and entry.source_file and entry.data is None else None
     if claimed is not None:
         progress.advance(claimed[1])
         return claimed
