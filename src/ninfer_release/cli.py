@@ -1674,6 +1674,36 @@ def _usage_failure(ctx_obj: Context, exc: click.ClickException) -> NoReturn:
     sys.exit(ExitCode.USAGE)
 
 
+def _signal_behind(exc: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM that ``exc`` is, or that caused it: Python wraps one raised inside
+    some machinery (``RuntimeError: Error calling __set_name__`` when it lands while a class is
+    made), and that is still an interrupt (exit 130/143), not an internal error. ``None`` else."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (KeyboardInterrupt, _Terminated)):
+            return current
+        seen.add(id(current))
+        current = current.__cause__
+    return None
+
+
+def _restore(handlers: _Handlers) -> None:
+    """Put the signal handlers back, even if a signal lands while they are put back; such a
+    signal then ends the process as an interrupt (exit 130/143, one line), never a traceback."""
+    pending: BaseException | None = None
+    while True:
+        try:
+            handlers.restore()
+            break
+        except (KeyboardInterrupt, _Terminated) as exc:
+            pending = pending or exc
+    if pending is not None:
+        interrupted = isinstance(pending, KeyboardInterrupt)
+        click.echo("interrupted" if interrupted else "terminated", err=True)
+        sys.exit(130 if interrupted else 143)
+
+
 def _exit_for(ctx_obj: Context, exc: BaseException) -> NoReturn:
     """Map an exception out of a command to its documented exit code (the one place; DESIGN.md §9).
 
@@ -1688,10 +1718,11 @@ def _exit_for(ctx_obj: Context, exc: BaseException) -> NoReturn:
         interrupted = isinstance(exc.__cause__, KeyboardInterrupt)
         click.echo("interrupted" if interrupted else "aborted", err=True)
         sys.exit(130 if interrupted else ExitCode.INTERNAL)
-    if isinstance(exc, KeyboardInterrupt):
+    signalled = _signal_behind(exc)
+    if isinstance(signalled, KeyboardInterrupt):
         click.echo("interrupted", err=True)
         sys.exit(130)
-    if isinstance(exc, _Terminated):
+    if isinstance(signalled, _Terminated):
         click.echo("terminated", err=True)
         sys.exit(143)
     if ctx_obj.debug:
@@ -1726,4 +1757,4 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, _Terminated, Exception) as exc:  # noqa: BLE001 - the one place an error becomes an exit code
         _exit_for(ctx_obj, exc)
     finally:
-        handlers.restore()
+        _restore(handlers)
