@@ -105,8 +105,12 @@ def _point(tree: Path, work: Path, runs: int, *, unzip: bool) -> dict[str, Any]:
     for i in range(runs):
         verifies.append(run(f"verify #{i}", verify_cmd))
         checks.append(run(f"checksums #{i}", sums_cmd, cwd=directory))
+    # verify's member scan runs in a worker process whose peak GNU time does not add to the
+    # parent's: one run in a single process (NINFER_VERIFY_WORKER=off) bounds both together.
+    one = run("verify, one process", verify_cmd, env={**os.environ, "NINFER_VERIFY_WORKER": "off"})
     staged = tree_bytes(tree / LANE) + sum(p.stat().st_size for p in (tree / LANE).glob("*.json"))
     return {
+        "verify_one_process_max_rss_mib": round(one.max_rss_kib / 1024, 1),
         "load_average_before": load,
         "staged_bytes": staged,
         "zip_bytes": package.stat().st_size,

@@ -221,11 +221,16 @@ def _linear_rows(curves: dict[str, Any] | None) -> Iterator[Row]:
     rss = (
         None
         if big is None
-        else max(big["build_vs_zip"]["ours_max_rss_mib"], big["verify_vs_checksums"]["ours_max_rss_mib"])
+        else max(
+            big["build_vs_zip"]["ours_max_rss_mib"],
+            big["verify_vs_checksums"]["ours_max_rss_mib"],
+            # the worker's pages are not in the parent's peak: verify in one process bounds both
+            big.get("verify_one_process_max_rss_mib", 0),
+        )
     )
     yield Row(
         issue="13",
-        goal="peak RSS at 100k files (build, verify)",
+        goal="peak RSS at 100k files (build, verify, verify in one process)",
         where="sample + 100,000 files",
         target=200,
         unit=" MiB",

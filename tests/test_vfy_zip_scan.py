@@ -108,6 +108,13 @@ def test_each_gets_the_digests_in_central_directory_order(tmp_path: Path) -> Non
     assert scan.members == () and scan.sha256 == kept.sha256
 
 
+@pytest.fixture(autouse=True)
+def in_process_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan these tests watch runs in this process (verify's worker process runs the same
+    ``scan_zip`` with the same arguments: tests/test_verify_worker.py)."""
+    monkeypatch.setenv("NINFER_VERIFY_WORKER", "off")
+
+
 @pytest.fixture
 def golden_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built rtx4090 set of the sample release (read only)."""

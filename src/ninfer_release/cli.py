@@ -962,44 +962,51 @@ def verify_cmd(
     With --key, the signatures of the provenance and SHA256SUMS (Sigstore bundles beside the set)
     must verify with that key and sign these exact bytes.
     """
-    from ninfer_release.releases import verify_location
-
+    # A directory's zip member scan starts in a worker process before the verification is
+    # imported (releases/_scan_worker.py, issue 13); it is used only for that very file, unchanged.
     if (require_signature or signatures_dir) and key_path is None:
         raise click.UsageError("--require-signature and --signatures need --key PUB")
-    signatures = None
-    if key_path is not None:
-        from ninfer_release.releases import SignatureCheck, load_verifying_key
+    from ninfer_release.releases import _scan_worker
 
-        signatures = SignatureCheck(
-            key=load_verifying_key(Path(key_path)),
-            require=require_signature,
-            directory=Path(signatures_dir) if signatures_dir else None,
-        )
+    with _scan_worker.scan_ahead(location):
+        from ninfer_release.releases import verify_location
 
-    bound = _read_release_manifest(Path(release_manifest)) if release_manifest is not None else None
-    # Only a registry reference needs the registry client; a directory never loads it.
-    options = (
-        _registry_options(http.get("ca_file"), insecure_registry) if location.startswith("oci://") else None
-    )
-    with _byte_progress(ctx, "verify") as progress:
-        located = verify_location(
-            location,
-            expected_sums_sha256=sums_sha256,
-            release_manifest=bound,
-            progress=progress,
-            # Only a URL needs the HTTP client; a directory never loads it (verify start-up cost).
-            http=_http_policy(http) if location.startswith(("https://", "http://")) else None,
-            fetch_progress=_fetch_events(progress),
-            require_qualified=require_qualified,
-            registry=options,
-            transfer=progress,
-            signatures=signatures,
+        signatures = None
+        if key_path is not None:
+            from ninfer_release.releases import SignatureCheck, load_verifying_key
+
+            signatures = SignatureCheck(
+                key=load_verifying_key(Path(key_path)),
+                require=require_signature,
+                directory=Path(signatures_dir) if signatures_dir else None,
+            )
+
+        bound = _read_release_manifest(Path(release_manifest)) if release_manifest is not None else None
+        # Only a registry reference needs the registry client; a directory never loads it.
+        options = (
+            _registry_options(http.get("ca_file"), insecure_registry)
+            if location.startswith("oci://")
+            else None
         )
-    report = located.report
-    _require_ok(report, location)
-    lines = [] if ctx.verbosity < 1 else list(report.checked)
-    lines.append(located.summary())
-    emit(ctx, {"ok": True, **located.as_dict()}, lines)
+        with _byte_progress(ctx, "verify") as progress:
+            located = verify_location(
+                location,
+                expected_sums_sha256=sums_sha256,
+                release_manifest=bound,
+                progress=progress,
+                # Only a URL needs the HTTP client; a directory never loads it (verify start-up cost).
+                http=_http_policy(http) if location.startswith(("https://", "http://")) else None,
+                fetch_progress=_fetch_events(progress),
+                require_qualified=require_qualified,
+                registry=options,
+                transfer=progress,
+                signatures=signatures,
+            )
+        report = located.report
+        _require_ok(report, location)
+        lines = [] if ctx.verbosity < 1 else list(report.checked)
+        lines.append(located.summary())
+        emit(ctx, {"ok": True, **located.as_dict()}, lines)
 
 
 @cli.command(

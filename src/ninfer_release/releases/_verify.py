@@ -46,6 +46,7 @@ from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_bytes, sha256_file
 from ninfer_release.jsonrecord import JsonRecord
 from ninfer_release.progress import SILENT, Progress
+from ninfer_release.releases import _scan_worker
 from ninfer_release.releases._contract import (
     SUMS_NAME,
     ZIP_CONFIG_PATH,
@@ -230,10 +231,13 @@ class _SetFiles:
 
 
 class _ZipScan:
-    """The zip's own SHA-256 and its members' in one read, on a worker thread (DESIGN §11); the
-    zip's own SHA-256 not again when ``known`` (established by the caller); no read at all when
-    ``given`` (the caller's scan of these very bytes: the build's self-check) still describes the
-    file (``ZipScan.describes``: the same file, unchanged since; else the zip is read)."""
+    """The zip's own SHA-256 and its members' in one read, in a worker process where one can be
+    forked (:mod:`ninfer_release.releases._scan_worker`: the member scan and the SBOM checks are
+    both per-member Python work, which two threads only take turns at), else on a worker thread
+    (DESIGN §11); the zip's own SHA-256 not again when ``known`` (established by the caller); no
+    read at all when ``given`` (the caller's scan of these very bytes: the build's self-check)
+    still describes the file (``ZipScan.describes``: the same file, unchanged since; else the zip
+    is read)."""
 
     def __init__(
         self,
@@ -252,6 +256,7 @@ class _ZipScan:
         self.errors: list[str] = []
         self.digest: list[str] = []
         self.thread: threading.Thread | None = None
+        self.worker: _scan_worker.ForkedScan | None = None
 
     def _run(self) -> None:
         try:
@@ -279,22 +284,56 @@ class _ZipScan:
             self._member(d)
 
     def _member(self, d: packaging.MemberDigest) -> None:
-        if d.problems or d.name in self.files.members:
-            self.files.troubled.add(d.name)
-        self.files.members[d.name] = d.sha256
+        self._take(d.name, d.sha256, d.problems)
+
+    def _take(self, name: str, sha256: str, problems: tuple[str, ...]) -> None:
+        if problems or name in self.files.members:
+            self.files.troubled.add(name)
+        self.files.members[name] = sha256
         # A member that fails its CRC/size check or was not inflated (unsafe name, bomb
         # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
-        self.errors.extend(f"member {d.name!r}: {p}" for p in d.problems)
+        self.errors.extend(f"member {name!r}: {p}" for p in problems)
 
     def start(self) -> None:
-        if self.zip_path.is_file():
-            self.thread = threading.Thread(target=self._run, name="zip-members")
-            self.thread.start()
+        if not self.zip_path.is_file():
+            return
+        if self.given is None or not self.given.describes(self.zip_path):
+            self.given = None
+            self.worker = _scan_worker.take_ahead(self.zip_path, known=self.known)
+            if self.worker is not None:
+                self.worker.attach(self._take)
+            else:
+                self.worker = _scan_worker.ForkedScan.start(
+                    self.zip_path, known=self.known, index=self.index, sink=self._take
+                )
+            if self.worker is not None:
+                self.index = None  # the worker's now (its copy of the parent's pages)
+                return
+        self.thread = threading.Thread(target=self._run, name="zip-members")
+        self.thread.start()
+
+    def cancel(self) -> None:
+        """End a worker process still scanning (the caller is unwinding: an interrupt, an error)."""
+        if self.worker is not None:
+            self.worker.cancel()
+
+    def _join_worker(self, worker: _scan_worker.ForkedScan) -> None:
+        worker.join()
+        if worker.error is not None:
+            # What was handed on before the failure is not the zip's member list.
+            self.files.members.clear()
+            self.files.troubled.clear()
+            self.errors[:] = [worker.error]
+        elif worker.digest is not None:
+            self.digest.append(worker.digest)
 
     def join(self, run: _Run, name: str, progress: Progress) -> None:
         """Wait for the scan; the zip's digest (hashed again if its structure was unreadable)."""
-        if self.thread is not None:
+        if self.worker is not None:
+            self._join_worker(self.worker)
+        elif self.thread is not None:
             self.thread.join()
+        if self.worker is not None or self.thread is not None:
             if self.digest:
                 self.files.digests[name] = self.digest[0]
                 progress.advance(self.files.sizes[name])
@@ -484,8 +523,12 @@ def _read_set(
     scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan, index)
     del index  # the scan's to let go of
     scan.start()
-    _read_small(run, names, files, progress, known, prewarm)
-    # The SBOMs were validated as read, while the other thread inflates the zip's members
+    try:
+        _read_small(run, names, files, progress, known, prewarm)
+    except BaseException:
+        scan.cancel()  # no worker process left scanning behind an interrupt or an error
+        raise
+    # The SBOMs were validated as read, while the worker inflates the zip's members
     # (DESIGN §11); each is parsed once: its validation and the maps its cross-checks read.
     scan.join(run, names.zip, progress)
     return files
