@@ -24,6 +24,7 @@ import pytest
 
 from flow_support import cli, flip_byte, release_out, reseal, stem
 from ninfer_release import packaging
+from ninfer_release.progress import SILENT
 from ninfer_release.releases import _flows, _scan_worker, _verify, verify_set
 
 LANE = "rtx4090"
@@ -157,7 +158,7 @@ def test_a_worker_cut_off_after_a_full_batch_fails_the_zip(
     scan.start()
     run = _verify._Run(directory=copy)
     files.sizes[files.zip_path.name] = files.zip_path.stat().st_size
-    scan.join(run, files.zip_path.name, _verify.SILENT)
+    scan.join(run, files.zip_path.name, SILENT)
     assert forks and _gone(forks[-1])
     assert files.members == {} and files.troubled == set()
     assert run.failures == [f"{files.zip_path.name}: the member scan ended without its result (EOFError)"]
@@ -289,6 +290,7 @@ _SLOW_SCAN = """
 import os, sys, time
 from pathlib import Path
 from ninfer_release import packaging
+from ninfer_release.progress import SILENT
 PID_FILE = Path(sys.argv[2])
 def slow(*args, **kwargs):
     PID_FILE.write_text(str(os.getpid()))
