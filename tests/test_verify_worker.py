@@ -26,6 +26,7 @@ from flow_support import cli, flip_byte, release_out, reseal, stem
 from ninfer_release import packaging
 from ninfer_release.progress import SILENT
 from ninfer_release.releases import _flows, _scan_worker, _verify, verify_set
+from ninfer_release.releases._contract import ZIP_CONFIG_PATH
 
 LANE = "rtx4090"
 
@@ -68,11 +69,17 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def _both_ways(directory: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]) -> dict[str, Any]:
-    """The report of ``directory`` through the worker and on a thread; asserts they are equal
-    and that the first really forked."""
+def _both_ways(
+    directory: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int], *, ahead: bool = False
+) -> dict[str, Any]:
+    """The report of ``directory`` through the worker (``ahead``: started before, as the CLI
+    does, so that verify takes the index from it) and on a thread; asserts they are equal and
+    that the first really forked."""
     before = len(forks)
+    if ahead:
+        _scan_worker.start_ahead(directory)
     forked = verify_set(directory).as_dict()
+    assert _scan_worker._AHEAD == []
     assert len(forks) == before + 1, "the worker was not used"
     assert _gone(forks[-1])
     with monkeypatch.context() as m:
@@ -106,15 +113,43 @@ def _truncate_zip(copy: Path) -> None:
     reseal(copy)
 
 
+def _bad_config_entry(copy: Path) -> None:
+    """The config member's name listed twice (a read of it must refuse it either way)."""
+    z = copy / f"{stem(LANE)}.zip"
+    with zipfile.ZipFile(z, "a") as f, pytest.warns(UserWarning, match="Duplicate name"):
+        f.writestr(ZIP_CONFIG_PATH, b"[server]\n")
+    reseal(copy)
+
+
 @pytest.mark.usefixtures("lone_thread")
-@pytest.mark.parametrize("tamper", [None, _tamper_member, _add_unsafe_member, _truncate_zip])
+@pytest.mark.parametrize("ahead", [False, True], ids=["forked", "ahead"])
+@pytest.mark.parametrize(
+    "tamper", [None, _tamper_member, _add_unsafe_member, _truncate_zip, _bad_config_entry]
+)
 def test_the_worker_reports_what_the_thread_reports(
-    copy: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int], tamper: Any
+    copy: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int], tamper: Any, ahead: bool
 ) -> None:
     if tamper is not None:
         tamper(copy)
-    report = _both_ways(copy, monkeypatch, forks)
+    report = _both_ways(copy, monkeypatch, forks, ahead=ahead)
     assert report["ok"] is (tamper is None), report["failures"]
+
+
+@pytest.mark.usefixtures("lone_thread")
+def test_the_index_sent_ahead_is_the_one_verify_reads(copy: Path) -> None:
+    z = copy / f"{stem(LANE)}.zip"
+    index = packaging.read_zip_index(z)
+    wanted = _scan_worker.read_later(stem(LANE))
+    _scan_worker.start_ahead(copy)
+    worker = _scan_worker.take_ahead(z, known=None)
+    assert worker is not None
+    try:
+        sent = worker.index_entries(wanted)
+        assert sent == (len(index), [m for m in index if m.name in wanted])
+        assert len(sent[1]) == 2
+        assert worker.index_entries(frozenset({"other"})) is None  # asked for other names: read it
+    finally:
+        worker.cancel()
 
 
 @pytest.mark.usefixtures("lone_thread")

@@ -14,6 +14,10 @@ problems)`` as scanned, in pickled batches on a private pipe, then the zip's SHA
 that ended the scan. A reader thread in the parent hands the members on as they arrive, so
 neither process holds the whole list as records and the pipe never fills.
 
+Started ahead by the CLI (:func:`scan_ahead`), the worker reads the zip's index first and sends
+its length and the entries verify reads again after the scan (:func:`read_later`): verify then
+takes them instead of parsing the 10k-entry central directory a second time (~40 ms).
+
 What "OK" still means: nothing is taken from the worker but what the thread would have given. A
 worker that ends without its last message (killed, out of memory, a bug) leaves the scan with an
 error instead of members, so the zip fails verify; it is never read as "no problem found".
@@ -43,6 +47,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ninfer_release import packaging
+from ninfer_release.releases._contract import ZIP_CONFIG_PATH, zip_spdx_path
 
 #: Members per message: large enough that pickling is a small part of each, small enough that the
 #: parent holds the members as they come (~100 bytes each on the pipe).
@@ -79,6 +84,9 @@ class ForkedScan:
         self.digest: str | None = None
         #: Why the scan gave no result (the worker's error, or that it ended without one).
         self.error: str | None = None
+        #: What the worker's index read gave, once sent (:meth:`index_entries`).
+        self._index: tuple[int, list[packaging.ZipMember], frozenset[str]] | None = None
+        self._index_sent = threading.Event()
         self._reader = threading.Thread(target=self._drain, args=(results,), name="zip-members-reader")
         self._reader.start()
 
@@ -99,10 +107,12 @@ class ForkedScan:
         known: str | None,
         index: Sequence[packaging.ZipMember] | None,
         sink: MemberSink | None,
+        wanted: frozenset[str] | None = None,
     ) -> ForkedScan | None:
         """Fork the worker scanning ``zip_path`` (``known``: its SHA-256 if the caller established
         it; ``index``: its :func:`~ninfer_release.packaging.read_zip_index`, or ``None`` to read it
-        there); ``sink`` gets each member (``None``: they are kept until :meth:`attach`); ``None``
+        there; with ``wanted``, the index read there is also sent: :meth:`index_entries`);
+        ``sink`` gets each member (``None``: they are kept until :meth:`attach`); ``None``
         when it cannot be forked here (see the module docstring) or no pipe or process can be
         had: the caller then scans on a thread."""
         if not _forkable():
@@ -119,11 +129,21 @@ class ForkedScan:
         if pid == 0:  # pragma: no cover - the child; its work is checked through the parent
             try:
                 os.close(results_r)
-                _serve(zip_path, known, index, results_w)
+                _serve(zip_path, known, index, results_w, wanted)
             finally:
                 os._exit(0)
         os.close(results_w)
         return cls(pid, results_r, sink)
+
+    def index_entries(self, wanted: frozenset[str]) -> tuple[int, list[packaging.ZipMember]] | None:
+        """``(members, entries)``: how many members the zip's index has and its entries named in
+        ``wanted``, as the worker's :func:`~ninfer_release.packaging.read_zip_index` gave them
+        (waits for that message); ``None`` when it sent none (its index read failed, it asked
+        for other names, or it ended first): the caller reads the index itself."""
+        self._index_sent.wait()
+        if self._index is None or self._index[2] != wanted:
+            return None
+        return self._index[0], self._index[1]
 
     def _drain(self, fd: int) -> None:
         """The reader thread: the worker's messages, each member handed to the sink as it comes,
@@ -135,6 +155,8 @@ class ForkedScan:
                     pass
         except Exception as exc:  # noqa: BLE001 - a worker that ended mid-scan: the scan failed
             self.error = f"the member scan ended without its result ({type(exc).__name__})"
+        finally:
+            self._index_sent.set()  # no waiter is left waiting for an index that will not come
 
     def _take(self, message: Any) -> bool:
         kind = message[0]
@@ -145,6 +167,10 @@ class ForkedScan:
                 else:
                     for name, sha256, problems in message[1]:
                         self._sink(name, sha256, problems)
+            return True
+        if kind == "index":
+            self._index = message[1]
+            self._index_sent.set()
             return True
         if kind == "end":
             self.digest = message[1]
@@ -191,6 +217,12 @@ def _identity(path: str) -> tuple[int, ...] | None:
     return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def read_later(stem: str) -> frozenset[str]:
+    """The zip members verify reads again after the scan (the config and the SPDX copy), whose
+    index entries the worker started ahead sends (:meth:`ForkedScan.index_entries`)."""
+    return frozenset({ZIP_CONFIG_PATH, zip_spdx_path(stem)})
+
+
 def start_ahead(directory: Path) -> None:
     """Start the member scan of the one ``*.zip`` in ``directory`` now, before the verification
     is even imported (~60 ms of the CLI's loading that the scan then no longer waits for; issue
@@ -205,7 +237,13 @@ def start_ahead(directory: Path) -> None:
         return
     if len(zips) != 1 or (identity := _identity(zips[0])) is None:
         return
-    worker = ForkedScan.start(Path(zips[0]), known=None, index=None, sink=None)
+    worker = ForkedScan.start(
+        Path(zips[0]),
+        known=None,
+        index=None,
+        sink=None,
+        wanted=read_later(Path(zips[0]).name[: -len(".zip")]),
+    )
     if worker is not None:
         _AHEAD.append((os.path.realpath(zips[0]), identity, worker))
 
@@ -251,9 +289,12 @@ def _serve(
     known: str | None,
     index: Sequence[packaging.ZipMember] | None,
     fd: int,
+    wanted: frozenset[str] | None,
 ) -> None:  # pragma: no cover - runs in the child
-    """The worker: scan the zip, sending the members in batches, then ``("end", sha256)`` or
-    ``("error", message)``."""
+    """The worker: with ``wanted`` (and no ``index``), first read the index and send
+    ``("index", (members, entries named in wanted, wanted))`` (nothing if that read fails: the
+    scan then reads it again and fails with its error); then scan the zip, sending the members
+    in batches, then ``("end", sha256)`` or ``("error", message)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(target=_orphaned, args=(fd,), daemon=True).start()
@@ -266,6 +307,10 @@ def _serve(
                 _send(out, ("members", batch[:]))
                 batch.clear()
 
+        if wanted is not None and index is None:
+            with contextlib.suppress(Exception):
+                index = packaging.read_zip_index(zip_path)
+                _send(out, ("index", (len(index), [m for m in index if m.name in wanted], wanted)))
         try:
             scan = packaging.scan_zip(
                 zip_path,

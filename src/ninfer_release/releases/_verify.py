@@ -95,14 +95,15 @@ def _zip_index(zip_path: Path) -> list[packaging.ZipMember] | None:
         return None
 
 
-def _entry_bounds(names: AssetNames, index: list[packaging.ZipMember] | None) -> dict[str, int]:
+def _entry_bounds(names: AssetNames, members: int | None) -> dict[str, int]:
     """The most bytes each non-zip file of the set can legitimately hold, known before reading.
 
     ``SHA256SUMS``: :func:`ninfer_release.checksums.sums_bound` of 10 entries; SBOMs:
     ``SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members`` (the provenance too); every other record:
     ``MAX_RECORD_ENTRY``. ``members``: the zip index's length (:data:`_FALLBACK_MEMBERS` without one).
     """
-    members = len(index) if index is not None else _FALLBACK_MEMBERS
+    if members is None:
+        members = _FALLBACK_MEMBERS
     sbom_bound = SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members
     bounds = dict.fromkeys(names.entries, MAX_RECORD_ENTRY)
     bounds[names.spdx] = bounds[names.cdx] = sbom_bound
@@ -246,6 +247,7 @@ class _ZipScan:
         known: str | None = None,
         given: packaging.ZipScan | None = None,
         index: list[packaging.ZipMember] | None = None,
+        worker: _scan_worker.ForkedScan | None = None,
     ) -> None:
         self.zip_path = zip_path
         self.files = files
@@ -256,7 +258,8 @@ class _ZipScan:
         self.errors: list[str] = []
         self.digest: list[str] = []
         self.thread: threading.Thread | None = None
-        self.worker: _scan_worker.ForkedScan | None = None
+        #: The scan started ahead for this very file (``take_ahead``), else forked by :meth:`start`.
+        self.worker = worker
 
     def _run(self) -> None:
         try:
@@ -295,17 +298,16 @@ class _ZipScan:
         self.errors.extend(f"member {name!r}: {p}" for p in problems)
 
     def start(self) -> None:
+        if self.worker is not None:  # started ahead, by the CLI, for this very file
+            self.worker.attach(self._take)
+            return
         if not self.zip_path.is_file():
             return
         if self.given is None or not self.given.describes(self.zip_path):
             self.given = None
-            self.worker = _scan_worker.take_ahead(self.zip_path, known=self.known)
-            if self.worker is not None:
-                self.worker.attach(self._take)
-            else:
-                self.worker = _scan_worker.ForkedScan.start(
-                    self.zip_path, known=self.known, index=self.index, sink=self._take
-                )
+            self.worker = _scan_worker.ForkedScan.start(
+                self.zip_path, known=self.known, index=self.index, sink=self._take
+            )
             if self.worker is not None:
                 self.index = None  # the worker's now (its copy of the parent's pages)
                 return
@@ -507,9 +509,33 @@ def _read_set(
     while the other entries are read and the SBOMs validated; a digest in ``known`` is taken as it
     is (the zip is still read for its members)."""
     zip_path = run.directory / names.zip
-    index = _zip_index(zip_path)
-    files = _SetFiles(zip_path=zip_path, index=_read_later(names, index))
-    run.bounds = _entry_bounds(names, index)
+    # A scan the CLI started ahead (releases/_scan_worker.py) for this very file: taken here, so
+    # ended here on any way out but its join.
+    worker = _scan_worker.take_ahead(zip_path, known=known.get(names.zip))
+    try:
+        return _read_set_with(run, names, progress, known, zip_scan, worker)
+    except BaseException:
+        if worker is not None:
+            worker.cancel()
+        raise
+
+
+def _read_set_with(
+    run: _Run,
+    names: AssetNames,
+    progress: Progress,
+    known: Mapping[str, str],
+    zip_scan: packaging.ZipScan | None,
+    worker: _scan_worker.ForkedScan | None,
+) -> _SetFiles:
+    """:func:`_read_set` with the scan started ahead (or ``None``); the worker that started ahead
+    read the index already: its length and the entries read again are taken from it instead of
+    reading it a second time."""
+    zip_path = run.directory / names.zip
+    sent = worker.index_entries(_scan_worker.read_later(names.stem)) if worker is not None else None
+    index = None if sent is not None else _zip_index(zip_path)
+    files = _SetFiles(zip_path=zip_path, index=sent[1] if sent is not None else _read_later(names, index))
+    run.bounds = _entry_bounds(names, sent[0] if sent is not None else None if index is None else len(index))
     # An entry that cannot be opened is an environment fault (exit 4), not a verdict on the set;
     # it is found before the zip's worker starts so no thread is left behind.
     for n in names.all:
@@ -520,7 +546,7 @@ def _read_set(
     # jsonschema (sbom._spdx_skeleton, sbom._cdx_schema), and any other imports them when it needs
     # them. A prewarm thread another caller started is joined before the SBOMs are read.
     prewarm = sbom.started_prewarm()
-    scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan, index)
+    scan = _ZipScan(files.zip_path, files, known.get(names.zip), zip_scan, index, worker)
     del index  # the scan's to let go of
     scan.start()
     try:
