@@ -37,6 +37,9 @@ def lone_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     registry watchdog): the real rule (no fork beside other threads) is tested on its own."""
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.delenv(_scan_worker.WORKER_ENV, raising=False)
+    # The sample set's 20-odd members: forked as a 10k-member zip would be (the threshold's own
+    # test below keeps it).
+    monkeypatch.setattr(_scan_worker, "MIN_MEMBERS", 0)
 
 
 @pytest.fixture
@@ -80,12 +83,17 @@ def _both_ways(
         _scan_worker.start_ahead(directory)
     forked = verify_set(directory).as_dict()
     assert _scan_worker._AHEAD == []
-    assert len(forks) == before + 1, "the worker was not used"
-    assert _gone(forks[-1])
+    if directory.joinpath(f"{stem(LANE)}.zip").read_bytes()[-22:-18] != b"PK\x05\x06":
+        # no end record: no member count, the zip is scanned on a thread (and fails there)
+        assert len(forks) == before
+    else:
+        assert len(forks) == before + 1, "the worker was not used"
+        assert _gone(forks[-1])
+    after = len(forks)
     with monkeypatch.context() as m:
         m.setenv(_scan_worker.WORKER_ENV, "off")
         threaded = verify_set(directory).as_dict()
-    assert len(forks) == before + 1, "NINFER_VERIFY_WORKER=off still forked"
+    assert len(forks) == after, "NINFER_VERIFY_WORKER=off still forked"
     assert forked == threaded
     return forked
 
@@ -156,7 +164,10 @@ def test_the_index_sent_ahead_is_the_one_verify_reads(copy: Path) -> None:
 def test_a_worker_that_dies_fails_the_zip(
     copy: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
 ) -> None:
+    parent = os.getpid()
+
     def killed(*args: Any, each: Any = None, **kwargs: Any) -> Any:
+        assert os.getpid() != parent, "not scanned in a worker"
         for m in packaging.read_zip_index(args[0])[:3]:  # some members handed on first
             each(packaging.MemberDigest(name=m.name, size=0, sha256="0" * 64, sha1="", crc32=0,
                                         method=0, problems=()))  # fmt: skip
@@ -175,8 +186,10 @@ def test_a_worker_cut_off_after_a_full_batch_fails_the_zip(
 ) -> None:
     """Members handed on in whole batches, then the end missing: nothing of them is kept."""
     real = packaging.scan_zip
+    parent = os.getpid()
 
     def cut(*args: Any, each: Any = None, **kwargs: Any) -> Any:
+        assert os.getpid() != parent, "not scanned in a worker"
         sent = [0]
 
         def counted(d: packaging.MemberDigest) -> None:
@@ -189,7 +202,7 @@ def test_a_worker_cut_off_after_a_full_batch_fails_the_zip(
 
     monkeypatch.setattr(packaging, "scan_zip", cut)
     files = _verify._SetFiles(zip_path=copy / f"{stem(LANE)}.zip")
-    scan = _verify._ZipScan(files.zip_path, files)
+    scan = _verify._ZipScan(files.zip_path, files, index=packaging.read_zip_index(files.zip_path))
     scan.start()
     run = _verify._Run(directory=copy)
     files.sizes[files.zip_path.name] = files.zip_path.stat().st_size
@@ -209,6 +222,23 @@ def test_an_error_in_the_worker_is_the_threads_error(
     monkeypatch.setattr(packaging, "scan_zip", fails)
     report = _both_ways(copy, monkeypatch, forks)
     assert f"{stem(LANE)}.zip: [Errno 5] Input/output error" in report["failures"]
+
+
+def test_a_zip_of_few_members_is_scanned_on_a_thread(
+    copy: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.delenv(_scan_worker.WORKER_ENV, raising=False)
+    members = len(packaging.read_zip_index(copy / f"{stem(LANE)}.zip"))
+    assert _scan_worker._member_count(str(copy / f"{stem(LANE)}.zip")) == members
+    monkeypatch.setattr(_scan_worker, "MIN_MEMBERS", members + 1)
+    _scan_worker.start_ahead(copy)
+    assert verify_set(copy).ok
+    assert forks == [] and _scan_worker._AHEAD == []
+    monkeypatch.setattr(_scan_worker, "MIN_MEMBERS", members)
+    _scan_worker.start_ahead(copy)
+    assert verify_set(copy).ok
+    assert len(forks) == 1 and _gone(forks[0])
 
 
 def test_no_fork_beside_other_threads(copy: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]) -> None:
@@ -325,7 +355,8 @@ _SLOW_SCAN = """
 import os, sys, time
 from pathlib import Path
 from ninfer_release import packaging
-from ninfer_release.progress import SILENT
+from ninfer_release.releases import _scan_worker
+_scan_worker.MIN_MEMBERS = 0  # the sample set's 20-odd members forked as 10k would be
 PID_FILE = Path(sys.argv[2])
 def slow(*args, **kwargs):
     PID_FILE.write_text(str(os.getpid()))

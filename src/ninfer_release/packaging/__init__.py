@@ -81,6 +81,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         read_zip_index,
         scan_zip,
         unsafe_name,
+        zip_member_count,
     )
     from ninfer_release.packaging._zipwrite import (
         SelfCheckError,
@@ -138,6 +139,7 @@ _EXPORTS = {
         "read_zip_index",
         "scan_zip",
         "unsafe_name",
+        "zip_member_count",
     ),
     "._zipwrite": (
         "SelfCheckError",
@@ -194,4 +196,5 @@ __all__ = [
     "scan_zip",
     "unsafe_name",
     "write_zip",
+    "zip_member_count",
 ]

@@ -179,6 +179,19 @@ def _end_of_central_directory(f: BinaryIO, path: Path, file_size: int) -> _EndRe
     return _EndRecords(count=n_total, cd_offset=cd_offset, cd_size=cd_size)
 
 
+def zip_member_count(f: BinaryIO, path: Path) -> int:
+    """How many members the end records of the zip open as ``f`` (named ``path`` in errors)
+    claim (APPNOTE 4.3.16, zip64 4.3.14): one read at its end, no entry parsed, nothing checked
+    beyond the end records (a claim, for sizing work: :func:`read_zip_index` checks it).
+
+    Raises:
+        IntegrityError: no end record, a multi-disk archive, or zip64 values without a locator.
+        OSError: the file cannot be read.
+    """
+    f.seek(0, 2)
+    return _end_of_central_directory(f, path, f.tell()).count
+
+
 @dataclass(frozen=True, kw_only=True)
 class _CentralDirectory:
     """The central directory's raw bytes ``data``, read from byte ``offset``; ``count`` entries."""

@@ -61,6 +61,34 @@ MemberSink = Callable[[str, str, tuple[str, ...]], None]
 WORKER_ENV = "NINFER_VERIFY_WORKER"
 
 
+#: Members below which a zip is scanned on a thread: the worker pays for itself only when the
+#: scan is per-member Python work (its fork and imports compete with the CLI's loading for the
+#: core pair). Measured here (docs/benchmarks.md, *Session of 2026-12-03 (evening)*): 20 members
+#: 0.25 s on a thread, 0.33 s forked; 1k members even; 10k members 0.50 s vs 0.36 s.
+MIN_MEMBERS = 2000
+
+
+def worth_forking(members: int | None) -> bool:
+    """Whether a zip of ``members`` members (``None``: unknown) is scanned in a worker."""
+    return members is not None and members >= MIN_MEMBERS
+
+
+def _member_count(path: str) -> int | None:
+    """The member count the end records of the regular file ``path`` claim, or ``None`` (not
+    a regular file, unreadable, no zip): opened non-blocking, a FIFO cannot hang it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            return packaging.zip_member_count(f, Path(path))
+        except Exception:  # noqa: BLE001 - verify reads it and says what is wrong
+            return None
+
+
 def _forkable() -> bool:
     return (
         os.environ.get(WORKER_ENV, "") != "off"
@@ -227,15 +255,18 @@ def start_ahead(directory: Path) -> None:
     """Start the member scan of the one ``*.zip`` in ``directory`` now, before the verification
     is even imported (~60 ms of the CLI's loading that the scan then no longer waits for; issue
     13). Nothing happens when the directory has no single regular ``*.zip``, cannot be listed,
-    or no worker can be forked: verify then reads the zip as always. The scan is used only by a
-    verification of that very file, unchanged since (:func:`take_ahead`); :func:`stop_ahead` ends
-    it if none took it. Never raises for a bad directory (verify reports it)."""
+    the zip claims fewer than :data:`MIN_MEMBERS` members, or no worker can be forked: verify
+    then reads the zip as always. The scan is used only by a verification of that very file,
+    unchanged since (:func:`take_ahead`); :func:`stop_ahead` ends it if none took it. Never
+    raises for a bad directory (verify reports it)."""
     stop_ahead()
     try:
         zips = [e.path for e in os.scandir(directory) if e.name.endswith(".zip")]
     except OSError:
         return
     if len(zips) != 1 or (identity := _identity(zips[0])) is None:
+        return
+    if not worth_forking(_member_count(zips[0])):
         return
     worker = ForkedScan.start(
         Path(zips[0]),

@@ -305,6 +305,7 @@ class _ZipScan:
             return
         if self.given is None or not self.given.describes(self.zip_path):
             self.given = None
+        if self.given is None and _scan_worker.worth_forking(None if self.index is None else len(self.index)):
             self.worker = _scan_worker.ForkedScan.start(
                 self.zip_path, known=self.known, index=self.index, sink=self._take
             )
