@@ -293,6 +293,15 @@ def qualified_out(factory: pytest.TempPathFactory) -> Path:
 # --- small file helpers --------------------------------------------------------------------------
 
 
+def gone(pid: int) -> bool:
+    """True when ``pid`` is no child of ours any more (reaped)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
 def flip_byte(path: Path, offset: int | None = None) -> int:
     """XOR 0x01 into the byte at ``offset`` (default: the middle) of ``path``; returns the offset."""
     data = bytearray(path.read_bytes())

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from containers_support import RECIPE, RELEASE_EPOCH, Samples, make_samples, request_for
+from flow_support import gone as _gone
 from ninfer_release.build import _image, build_image_with_sboms, sbom_renderer
 from ninfer_release.containers import load_recipe
 from ninfer_release.errors import IntegrityError
@@ -38,15 +39,6 @@ def _build(samples: Samples, out: Path, renderer: _image.SbomRenderer | None) ->
         epoch=RELEASE_EPOCH, rendered=samples.rendered,
     )  # fmt: skip
     return build_image_with_sboms(request, renderer=renderer)
-
-
-def _gone(pid: int) -> bool:
-    """True when ``pid`` is no child of ours any more (reaped)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
 
 
 def _spy_answers(monkeypatch: pytest.MonkeyPatch) -> list[object]:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from flow_support import cli, flip_byte, release_out, reseal, stem
+from flow_support import gone as _gone
 from ninfer_release import packaging
 from ninfer_release.progress import SILENT
 from ninfer_release.releases import _flows, _scan_worker, _verify, verify_set
@@ -61,15 +62,6 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(_scan_worker.ForkedScan, "__init__", init)
     return pids
-
-
-def _gone(pid: int) -> bool:
-    """True when ``pid`` is no child of ours any more (reaped)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
 
 
 def _both_ways(

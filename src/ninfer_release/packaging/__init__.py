@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from ninfer_release.lazyexports import lazy_exports
 
 if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads on first use
+    from ninfer_release.packaging._ahead import StatIdentity
     from ninfer_release.packaging._cache import DeflateCache
     from ninfer_release.packaging._compress import (
         DEFAULT_CHUNK,
@@ -93,6 +94,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
     from ninfer_release.packaging._zlib import DEFLATE_ENGINE
 
 _EXPORTS = {
+    "._ahead": ("StatIdentity",),
     "._cache": ("DeflateCache",),
     "._compress": (
         "DEFAULT_CHUNK",
@@ -174,6 +176,7 @@ __all__ = [
     "SelfCheckError",
     "StagedFile",
     "StagedTree",
+    "StatIdentity",
     "VendoredSource",
     "ZipEntryDigest",
     "ZipLayout",

@@ -56,11 +56,12 @@ _PENDING, _RUNNING, _DONE, _TAKEN = range(4)
 
 
 @dataclass(frozen=True)
-class _Identity:
+class StatIdentity:
     """What a ``stat`` says of a file's bytes: equal before and after, nothing wrote to it.
 
     Not ``packaging.FileIdentity``: that one leaves the ctime out on purpose (the seal's ``chmod``
-    moves it); here the ctime is what ``utime`` cannot put back."""
+    moves it); here the ctime is what ``utime`` cannot put back. Also what verify's scan started
+    ahead is checked against (``releases/_scan_worker.py``)."""
 
     device: int
     inode: int
@@ -70,13 +71,13 @@ class _Identity:
     ctime_ns: int
 
     @classmethod
-    def of(cls, st: os.stat_result) -> _Identity:
+    def of(cls, st: os.stat_result) -> StatIdentity:
         return cls(st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass(frozen=True)
 class _Hashed:
-    identity: _Identity
+    identity: StatIdentity
     sha256: str
     size: int
 
@@ -147,10 +148,10 @@ class HashAhead:
         self._thread.join(STOP_WAIT_S)
 
 
-def _identity_now(path: str) -> _Identity | None:
+def _identity_now(path: str) -> StatIdentity | None:
     """The identity of the file at ``path`` now (following symlinks, as the build opens it)."""
     try:
-        return _Identity.of(Path(path).stat())
+        return StatIdentity.of(Path(path).stat())
     except OSError:
         return None
 
@@ -164,7 +165,7 @@ def _hash_file(path: str, stopped: threading.Event) -> _Hashed | None:
     )
     fd = os.open(path, flags)
     try:
-        before = _Identity.of(os.fstat(fd))
+        before = StatIdentity.of(os.fstat(fd))
         if not stat.S_ISREG(before.mode):
             return None
         if started - max(before.mtime_ns, before.ctime_ns) < RACY_NS:

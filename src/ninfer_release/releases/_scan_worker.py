@@ -229,20 +229,17 @@ class ForkedScan:
 
 #: The scan started ahead of the verification (:func:`start_ahead`): ``(zip path, its identity
 #: when the worker was forked, the worker)``; at most one.
-_AHEAD: list[tuple[str, tuple[int, ...], ForkedScan]] = []
+_AHEAD: list[tuple[str, packaging.StatIdentity, ForkedScan]] = []
 
 
-def _identity(path: str) -> tuple[int, ...] | None:
-    """``(dev, inode, mode, size, mtime_ns, ctime_ns)`` of the regular file ``path`` (not followed
-    if a symlink), or ``None``: any write, truncation or replacement changes it (the ctime cannot
-    be set back by a user)."""
+def _identity(path: str) -> packaging.StatIdentity | None:
+    """The :class:`~ninfer_release.packaging.StatIdentity` of the regular file ``path`` (not
+    followed if a symlink), or ``None``: any write, truncation or replacement changes it."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return packaging.StatIdentity.of(st) if stat.S_ISREG(st.st_mode) else None
 
 
 def read_later(stem: str) -> frozenset[str]:
