@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ import pytest
 from flow_support import cli, flip_byte, release_out, reseal, stem
 from flow_support import gone as _gone
 from ninfer_release import packaging
+from ninfer_release.errors import IntegrityError
 from ninfer_release.progress import SILENT
 from ninfer_release.releases import _flows, _scan_worker, _verify, verify_set
 from ninfer_release.releases._contract import ZIP_CONFIG_PATH
@@ -64,6 +66,16 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return pids
 
 
+def _has_end_record(zip_path: Path) -> bool:
+    """Whether the zip's end records give a member count (what the fork decision reads)."""
+    try:
+        with zip_path.open("rb") as f:
+            packaging.zip_member_count(f, zip_path)
+    except IntegrityError:
+        return False
+    return True
+
+
 def _both_ways(
     directory: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int], *, ahead: bool = False
 ) -> dict[str, Any]:
@@ -75,7 +87,7 @@ def _both_ways(
         _scan_worker.start_ahead(directory)
     forked = verify_set(directory).as_dict()
     assert _scan_worker._AHEAD == []
-    if directory.joinpath(f"{stem(LANE)}.zip").read_bytes()[-22:-18] != b"PK\x05\x06":
+    if not _has_end_record(directory.joinpath(f"{stem(LANE)}.zip")):
         # no end record: no member count, the zip is scanned on a thread (and fails there)
         assert len(forks) == before
     else:
@@ -119,6 +131,25 @@ def _bad_config_entry(copy: Path) -> None:
     with zipfile.ZipFile(z, "a") as f, pytest.warns(UserWarning, match="Duplicate name"):
         f.writestr(ZIP_CONFIG_PATH, b"[server]\n")
     reseal(copy)
+
+
+def _archive_comment(copy: Path) -> None:
+    """A comment after the end record: any reader takes it, the package layout check does not."""
+    z = copy / f"{stem(LANE)}.zip"
+    data = bytearray(z.read_bytes())
+    struct.pack_into("<H", data, len(data) - 2, 7)
+    z.write_bytes(bytes(data) + b"comment")
+    reseal(copy)
+
+
+@pytest.mark.usefixtures("lone_thread")
+@pytest.mark.parametrize("ahead", [False, True], ids=["forked", "ahead"])
+def test_the_worker_checks_the_package_layout(
+    copy: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int], ahead: bool
+) -> None:
+    _archive_comment(copy)
+    report = _both_ways(copy, monkeypatch, forks, ahead=ahead)
+    assert any("not the package layout" in f for f in report["failures"]), report["failures"]
 
 
 @pytest.mark.usefixtures("lone_thread")

@@ -945,6 +945,7 @@ def scan_zip(
     proven: Mapping[str, ProvenStream] | None = None,
     each: Callable[[MemberDigest], None] | None = None,
     consume: bool = False,
+    layout: bool = False,
 ) -> ZipScan:
     """Read the zip at ``path`` once, front to back: its own SHA-256 and every member's digests.
 
@@ -966,14 +967,24 @@ def scan_zip(
     are known, instead of being kept (the scan's ``members`` is then empty; issue 13: memory at
     many members). ``consume``: ``index`` is a list the caller gives up (it holds no member of it
     apart from the list): each entry is set to ``None`` once its member is handed on, so the
-    index's memory goes as the scan goes (~0.4 KiB per member).
+    index's memory goes as the scan goes (~0.4 KiB per member). ``layout``: the archive must also
+    be laid out exactly as our writer lays a package out (:func:`._ziplayout.layout_problems`:
+    headers rebuilt and compared byte for byte, records tiling the file); checked before any
+    member is read.
 
     Raises:
-        IntegrityError: the archive structure is unsafe (see :func:`read_zip_index`).
+        IntegrityError: the archive structure is unsafe (see :func:`read_zip_index`), or with
+            ``layout`` not the package layout (the first problems listed).
         OSError: the file cannot be read.
     """
     if consume and not isinstance(index, list):
         raise TypeError("consume=True needs the index as a list")
+    if layout:
+        from ninfer_release.packaging._ziplayout import layout_problems
+
+        found = layout_problems(path)
+        if found:
+            raise _fail(path, "not the package layout: " + "; ".join(found))  # one line: one finding
     if consume and isinstance(index, list):
         full = index
     else:

@@ -444,6 +444,7 @@ def self_check(result: ZipResult, members: Iterable[CompressedMember]) -> ZipRes
             index=read_zip_index(result.path),
             each=back.take,
             consume=True,
+            layout=True,
         )
         problems = back.problems()
         if scan.size != result.size:

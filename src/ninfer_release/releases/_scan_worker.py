@@ -347,6 +347,7 @@ def _serve(
                 index=index if isinstance(index, list) or index is None else list(index),
                 each=each,
                 consume=index is not None,
+                layout=True,
             )
         except Exception as exc:  # noqa: BLE001 - reported as the scan's error, like the thread's
             _send(out, ("error", str(exc)))

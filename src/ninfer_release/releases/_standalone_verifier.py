@@ -18,10 +18,12 @@ It checks what ``ninfer-release verify`` checks: the exact 11 files; ``SHA256SUM
 GNU binary ``*name`` and BSD tag forms; CRLF and a UTF-8 BOM tolerated, as Windows tooling writes
 them) listing exactly the 10 entries with every digest holding; the package zip's structure
 (central directory, local headers, overlaps, unsafe names, bomb ratios, CRC-32 and sizes of every
-member, inflated with zlib); the cross-bindings
+member, inflated with zlib) and its layout (exactly the records ninfer-release writes, tiling the
+file; member names that a Windows install keeps apart); the cross-bindings
 that need no SBOM library (config asset = zip copy = profile = manifest = qualification = route;
 SPDX asset = zip copy; SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; manifest
-sizes and digests = entries 1-9; provenance subjects = entries 1-7; route package = zip; route
+sizes and digests = entries 1-9; provenance subjects = entries 1-7; provenance staged inputs =
+zip members; route package = zip; route
 model = model entry; route endpoint = the config's ``[server]``) and the identity every record
 states (component tag, lane, profile, source, release, release-instance id, qualification, CUDA
 arch/version/runtime, epoch) and the contract's constants (``_CONSTANTS``). In place of the
@@ -842,6 +844,115 @@ def _finish(inflater: Any, out: _Inflated) -> str:
     return ""
 
 
+#: The writer's fixed header values (ninfer_release.packaging._zipformat): made by Unix 4.5,
+#: external attributes of a regular 0644 file.
+_MADE_BY = (3 << 8) | 45
+_FILE_ATTR = 0o100644 << 16
+
+
+def _needed(method: int, zip64: bool) -> int:
+    return 45 if zip64 else 20 if method == 8 else 10
+
+
+def _layout_problems(f: BinaryIO, file_size: int) -> list[str]:
+    """How the zip departs from the one layout ninfer-release writes: each central entry and
+    local header rebuilt from the entry's own values and compared byte for byte (no foreign
+    extra field, comment, attribute or flag; local = central), the records tiling the file
+    (nothing before, between or after them), the end records the writer's."""
+    count, cd_size, cd_offset = _central_directory_span(f, file_size)
+    cd = _read_at(f, cd_offset, cd_size)
+    out: list[str] = []
+    i = pos = 0
+    for _ in range(count):
+        if len(out) >= 5:
+            return out
+        if i + _CENTRAL.size > len(cd):
+            return [*out, "central directory entries do not follow each other"]
+        fields = _CENTRAL.unpack_from(cd, i)
+        method, dtime, ddate, crc = fields[4], fields[5], fields[6], fields[7]
+        nlen, xlen, clen = fields[10], fields[11], fields[12]
+        j = i + _CENTRAL.size
+        raw, extra = cd[j : j + nlen], cd[j + nlen : j + nlen + xlen]
+        usize, csize, offset = _zip64_sizes(extra, 0, (fields[9], fields[8], fields[16]))
+        name = raw.decode("utf-8", "replace")
+        flags = 0 if raw.isascii() else 0x800
+        zip64 = usize >= 0xFFFFFFFF or csize >= 0xFFFFFFFF or offset >= 0xFFFFFFFF
+        big = [v for v in (usize, csize, offset) if v >= 0xFFFFFFFF]
+        x = struct.pack(f"<HH{len(big)}Q", 1, 8 * len(big), *big) if big else b""
+        central = _CENTRAL.pack(
+            0x02014B50, _MADE_BY, _needed(method, zip64), flags, method, dtime, ddate, crc,
+            min(csize, 0xFFFFFFFF), min(usize, 0xFFFFFFFF), len(raw), len(x), 0, 0, 0, _FILE_ATTR,
+            min(offset, 0xFFFFFFFF),
+        ) + raw + x  # fmt: skip
+        if name.encode("utf-8") != raw or cd[i : j + nlen + xlen + clen] != central:
+            out.append(f"member {name!r}: central directory entry is not the one the writer makes for it")
+        i = j + nlen + xlen + clen
+        if offset != pos:
+            out.append(f"member {name!r}: local header at offset {offset}, not {pos}")
+        sizes64 = usize >= 0xFFFFFFFF or csize >= 0xFFFFFFFF
+        lx = struct.pack("<HHQQ", 1, 16, usize, csize) if sizes64 else b""
+        local = _LOCAL.pack(
+            0x04034B50, _needed(method, zip64), flags, method, dtime, ddate, crc,
+            0xFFFFFFFF if sizes64 else csize, 0xFFFFFFFF if sizes64 else usize, len(raw), len(lx),
+        ) + raw + lx  # fmt: skip
+        if _read_at(f, offset, len(local)) != local:
+            out.append(f"member {name!r}: local header differs from its central directory entry")
+        pos = offset + len(local) + csize
+    if i != len(cd) or cd_offset != pos:
+        out.append("central directory is not right after the last member's data")
+    ends = b""
+    if count >= 0xFFFF or cd_offset >= 0xFFFFFFFF or cd_size >= 0xFFFFFFFF:
+        ends = _Z64_EOCD.pack(
+            0x06064B50, _Z64_EOCD.size - 12, _MADE_BY, 45, 0, 0, count, count, cd_size, cd_offset
+        )
+        ends += _Z64_LOCATOR.pack(0x07064B50, 0, cd_offset + cd_size, 1)
+    ends += _EOCD.pack(
+        0x06054B50, 0, 0, min(count, 0xFFFF), min(count, 0xFFFF), min(cd_size, 0xFFFFFFFF),
+        min(cd_offset, 0xFFFFFFFF), 0,
+    )  # fmt: skip
+    if _read_at(f, cd_offset + cd_size, len(ends) + 1) != ends:
+        out.append("the end records are not the writer's (an archive comment or appended bytes)")
+    return out
+
+
+_DEVICES = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} | {
+    f"{kind}{d}" for kind in ("COM", "LPT") for d in "123456789\u00b9\u00b2\u00b3"
+}
+
+
+def _name_rule_problems(names: list[str]) -> list[str]:
+    """The package path rules a Windows install needs, as the build checks them (DESIGN §6):
+    NFC, no reserved device name, no ``<>:"|?*``, no component ending in a dot or space, no two
+    names (or folders) equal under case folding, no file that is also a folder."""
+    import unicodedata
+
+    out: list[str] = []
+    files: dict[str, str] = {}
+    folders: dict[str, str] = {}
+    for name in names:
+        if unicodedata.normalize("NFC", name) != name:
+            out.append(f"member {name!r} is not in Unicode NFC form")
+        parts = name.split("/")
+        for part in parts:
+            if any(c in '<>:"|?*' for c in part):
+                out.append(f"member {name!r}: component {part!r} contains a character Windows forbids")
+            elif part.endswith((".", " ")):
+                out.append(f"member {name!r}: component {part!r} ends in a dot or space (Windows strips it)")
+            elif part.split(".", 1)[0].rstrip(" ").upper() in _DEVICES:
+                out.append(f"member {name!r}: component {part!r} is a reserved Windows device name")
+        key = unicodedata.normalize("NFC", name).casefold()
+        other = files.setdefault(key, name)
+        if other != name:
+            out.append(f"member {name!r} collides with {other!r} on a case-insensitive file system")
+        for depth in range(1, len(parts)):
+            prefix = "/".join(parts[:depth])
+            spelled = folders.setdefault(unicodedata.normalize("NFC", prefix).casefold(), prefix)
+            if spelled != prefix:
+                out.append(f"folder {prefix!r} collides with {spelled!r} on a case-insensitive file system")
+    out += [f"member {path!r} is a file but also a folder" for key, path in files.items() if key in folders]
+    return out
+
+
 def scan_zip(path: str, keep: dict[str, int]) -> tuple[dict[str, str], list[str], dict[str, bytes]]:
     """``(members name -> sha256, problems, kept name -> bytes)``; raises :class:`Finding`."""
     members: dict[str, str] = {}
@@ -849,7 +960,11 @@ def scan_zip(path: str, keep: dict[str, int]) -> tuple[dict[str, str], list[str]
     kept: dict[str, bytes] = {}
     with open(path, "rb") as f:
         f.seek(0, 2)
-        index = zip_index(f, f.tell())
+        size = f.tell()
+        index = zip_index(f, size)
+        layout = _layout_problems(f, size) + _name_rule_problems([m[0] for m in index])
+        if layout:
+            raise Finding("not the package layout: " + "; ".join(layout[:5]))
         seen = set()
         total = 0
         for member in index:
@@ -1040,6 +1155,8 @@ class Files:
         self.small: dict[str, bytes] = {}
         self.members: dict[str, str] = {}
         self.kept: dict[str, bytes] = {}
+        #: The package's structure was read to the end (its member list is the zip's, even empty).
+        self.scanned = False
 
 
 class Records:
@@ -1126,7 +1243,8 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
         return
     files = _read_files(run, directory, names)
     _check_sums(run, names, files, expected_sums_sha256)
-    have_zip = os.path.isfile(os.path.join(directory, names.zip)) and bool(files.members)
+    # A zip with no members is no package: its checks run and fail, never a skip.
+    have_zip = os.path.isfile(os.path.join(directory, names.zip)) and files.scanned
     _check_spdx(run, names, files, have_zip)
     _check_cdx(run, names, files, have_zip)
     records = Records(run, names, files.small)
@@ -1179,6 +1297,7 @@ def _read_files(run: Run, directory: str, names: Names) -> Files:
         try:
             keep = {ZIP_CONFIG_PATH: bounds[names.config], names.spdx_member: bounds[names.spdx]}
             files.members, problems, files.kept = scan_zip(zip_path, keep)
+            files.scanned = True
         except (Finding, OSError) as exc:
             files.members, problems = {}, [str(exc)]
         for msg in problems:
@@ -1353,6 +1472,21 @@ def _check_provenance(run: Run, names: Names, files: Files, provenance: Any) -> 
         "is not an in-toto Statement v1",
         "provenance type",
     )
+    # Each staged input shipped under its own path has that member's SHA-256 (the statement
+    # describes the bytes shipped).
+    deps = _get(provenance, "predicate", "buildDefinition", "resolvedDependencies")
+    before, count = len(run.failures), 0
+    for dep in deps if isinstance(deps, list) else []:
+        name = dep.get("name") if isinstance(dep, dict) else None
+        if not isinstance(name, str) or not name.startswith("staged/") or name[7:] not in files.members:
+            continue
+        count += 1
+        if _get(dep, "digest", "sha256") != files.members[name[7:]]:
+            run.fail(
+                names.provenance, f"resolvedDependencies {name}: SHA-256 differs from the package member"
+            )
+    if len(run.failures) == before:
+        run.checked.append(f"provenance staged inputs = package members ({count})")
 
 
 def _check_route(run: Run, names: Names, files: Files, records: Records) -> None:

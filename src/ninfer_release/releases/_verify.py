@@ -35,7 +35,7 @@ import os
 import re
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -225,10 +225,14 @@ class _SetFiles:
     spdx: sbom.SpdxCheck | None = None
     cdx: sbom.CdxCheck | None = None
 
+    #: The zip's structure was read to the end (its member list is the zip's, even when empty).
+    zip_scanned: bool = False
+
     @property
     def have_zip(self) -> bool:
-        """The zip is there and its members were read."""
-        return self.zip_path.is_file() and bool(self.members)
+        """The zip is there and its structure was read: the checks against its members run, and
+        a zip with no members fails them (an empty zip is no package, never a skipped check)."""
+        return self.zip_scanned and self.zip_path.is_file()
 
 
 class _ZipScan:
@@ -274,6 +278,7 @@ class _ZipScan:
                 index=index,
                 each=self._member,
                 consume=index is not None,
+                layout=True,
             )
             del index
         except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
@@ -338,6 +343,7 @@ class _ZipScan:
             self.thread.join()
         if self.worker is not None or self.thread is not None:
             if self.digest:
+                self.files.zip_scanned = True
                 self.files.digests[name] = self.digest[0]
                 progress.advance(self.files.sizes[name])
             else:  # its structure could not be read: still hash the bytes for SHA256SUMS
@@ -756,6 +762,40 @@ _DEPENDENCIES = re.compile(rb'"resolvedDependencies"' + _WS + b":" + _WS + rb"\[
 _DEPENDENCIES_AT = ("predicate", "buildDefinition", "resolvedDependencies")
 
 
+def _dependencies_span(data: bytes) -> tuple[int, int] | None:
+    """Where the first ``"resolvedDependencies": [`` array's elements start and the array ends
+    (after its ``]``), when every element is one :data:`_DEPENDENCY` matches; else ``None``."""
+    found = _DEPENDENCIES.search(data)
+    if found is None:
+        return None
+    pos = found.end()
+    while True:
+        element = _DEPENDENCY.match(data, pos)
+        if element is None:
+            return None
+        pos = element.end()
+        if element.group(1) == b"]":
+            return found.end(), pos
+
+
+#: A staged input in an element :data:`_DEPENDENCY` matched: its SHA-256 and its staged path.
+_STAGED = re.compile(
+    rb'"sha256"' + _WS + b":" + _WS + rb'"([^"]*)"' + _WS + rb"\}" + _WS + b","
+    + _member_key(b"name") + rb'"staged/([^"]*)"'
+)  # fmt: skip
+
+
+def _staged_inputs(data: bytes) -> Iterator[tuple[str, str]]:
+    """(staged path, SHA-256) of each ``staged/…`` dependency of the provenance bytes ``data``
+    whose dependencies :func:`_provenance_doc` read in place (our writer's spelling: ASCII, no
+    escapes), in order, without decoding the statement again (issue 13: 100k at 100k files)."""
+    span = _dependencies_span(data)
+    if span is None:
+        return
+    for m in _STAGED.finditer(data, span[0], span[1]):
+        yield m.group(2).decode("ascii"), m.group(1).decode("ascii")
+
+
 def _provenance_doc(data: bytes, name: str) -> dict[str, Any] | None:
     """The provenance statement ``data`` decoded strictly, its ``resolvedDependencies`` (one per
     shipped file: 100k at 100k files) checked by :data:`_DEPENDENCY` instead of being decoded
@@ -771,18 +811,11 @@ def _provenance_doc(data: bytes, name: str) -> dict[str, Any] | None:
     numbers), and every element a clean value: typing the rest gives exactly the problems the
     whole statement gives.
     """
-    found = _DEPENDENCIES.search(data)
-    if found is None:
+    span = _dependencies_span(data)
+    if span is None:
         return None
-    pos = found.end()
-    while True:
-        element = _DEPENDENCY.match(data, pos)
-        if element is None:
-            return None
-        pos = element.end()
-        if element.group(1) == b"]":
-            break
-    head, tail = data[: found.end() - 1], data[pos:]
+    start, pos = span
+    head, tail = data[: start - 1], data[pos:]
     docs = []
     for sentinel in (b"[0]", b"[1]"):
         try:
@@ -1049,6 +1082,49 @@ def _check_provenance(
         "is not an in-toto Statement v1",
         f"{names.provenance}: in-toto Statement v1",
     )
+    if files.have_zip:
+        _check_staged_inputs(run, names, files, provenance)
+
+
+def _check_staged_inputs(
+    run: _Run, names: AssetNames, files: _SetFiles, provenance: ProvenanceStatement
+) -> None:
+    """Each staged input the package ships under its own path (``staged/<path>`` in
+    ``resolvedDependencies``, ``<path>`` a member) has that member's SHA-256: the statement
+    describes the bytes shipped, not other ones. The dependencies were not kept as records
+    (:func:`_provenance_doc`), so the statement is read again and must still have the SHA-256
+    checked against SHA256SUMS."""
+    deps = provenance.predicate.buildDefinition.resolvedDependencies
+    if deps:
+        staged: Iterable[tuple[str, str]] = (
+            (d.name.removeprefix("staged/"), (d.digest or {}).get("sha256", ""))
+            for d in deps
+            if d.name.startswith("staged/")
+        )
+    else:
+        path = run.directory / names.provenance
+        try:
+            data = strictjson.read_regular(path, limit=run.bounds[names.provenance], source=str(path))
+        except (OSError, InputError, IntegrityError) as exc:
+            run.fail(names.provenance, f"cannot read it again: {exc}")
+            return
+        if sha256_bytes(data) != files.digests.get(names.provenance):
+            run.fail(names.provenance, "changed while it was verified")
+            return
+        staged = _staged_inputs(data)
+    members, count, before = files.members, 0, len(run.failures)
+    for member, sha in staged:
+        shipped = members.get(member)
+        if shipped is None:
+            continue
+        count += 1
+        if shipped != sha:
+            run.fail(
+                names.provenance,
+                f"resolvedDependencies staged/{member}: SHA-256 differs from the package member",
+            )
+    if len(run.failures) == before:
+        run.checked.append(f"{names.provenance}: staged inputs = package members ({count})")
 
 
 def _check_route_package(
