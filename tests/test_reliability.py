@@ -456,3 +456,23 @@ def test_an_empty_lock_held_by_a_live_run_is_left_alone(tmp_path: Path) -> None:
         assert atomic.remove_stale_partials(tmp_path) == []
         assert lock.exists()
     assert atomic.remove_stale_partials(tmp_path) == [] and not lock.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["--version"], ["verify", "--help"], ["manifest", "check", "manifests/v0.13.1.yaml"]],
+    ids=["help", "version", "verify-help", "manifest-check"],
+)
+def test_a_closed_stdout_exits_141_without_a_word(args: list[str]) -> None:
+    """``ninfer-release … | head`` when head has gone: 128 + SIGPIPE, nothing on stderr (no
+    traceback from the fast path, no silent exit 1 from Click's EPIPE handling)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        proc = subprocess.run(
+            [*nr_command(), *args], stdout=write, stderr=subprocess.PIPE, cwd=REPO, check=False, timeout=60
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == b""

@@ -1718,6 +1718,10 @@ def _exit_for(ctx_obj: Context, exc: BaseException) -> NoReturn:
     """
     if isinstance(exc, click.exceptions.Exit):  # --help / --version
         sys.exit(exc.exit_code)
+    if isinstance(exc, BrokenPipeError):  # the reader of stdout went away (``| head``): quiet 141
+        from ninfer_release.fastcli import reader_gone
+
+        reader_gone()
     if isinstance(exc, click.ClickException):
         _usage_failure(ctx_obj, exc)
     if isinstance(exc, click.exceptions.Abort):
@@ -1754,6 +1758,7 @@ def main(argv: list[str] | None = None) -> None:
     given = _global_flags_in(args)
     ctx_obj = Context(json="--json" in given, debug="--debug" in given, verbosity=0)
     handlers = _Handlers.current()
+    stdout = sys.stdout  # Click replaces it only when a write to it met EPIPE
     try:
         # Installed inside the ``try`` so that no signal falls between a handler and its except
         # clause (until here, ``_entry`` turns SIGINT/SIGTERM into a quiet exit; issue 9).
@@ -1763,5 +1768,13 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(code)
     except (KeyboardInterrupt, _Terminated, Exception) as exc:  # noqa: BLE001 - the one place an error becomes an exit code
         _exit_for(ctx_obj, exc)
+    except SystemExit as exc:
+        # Click ends a write to a closed stdout (EPIPE, ``| head``) as a silent exit 1 after
+        # wrapping the streams; ours is the shell's 128 + SIGPIPE (docs/reliability.md).
+        if exc.code == 1 and sys.stdout is not stdout:
+            from ninfer_release.fastcli import reader_gone
+
+            reader_gone()
+        raise
     finally:
         _restore(handlers)

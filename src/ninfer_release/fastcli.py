@@ -13,8 +13,10 @@ the 80 columns the text is laid out for, or a shell-completion request, goes to
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import NoReturn
 
 from ninfer_release import __version__
 
@@ -53,8 +55,37 @@ def fast_answer(args: list[str]) -> str | None:
     return None
 
 
+#: Exit code when the reader of standard output went away (``… | head``): 128 + SIGPIPE, what a
+#: shell reports for a program SIGPIPE ended (docs/reliability.md, exit codes).
+READER_GONE = 141
+
+
+def reader_gone() -> NoReturn:
+    """Leave quietly with :data:`READER_GONE`: standard output points at ``/dev/null`` first, so
+    the interpreter's last flush of the unwritten rest cannot fail again and print a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(READER_GONE)
+
+
 def main() -> None:
-    """``ninfer-release``: the fast answers above, or the full CLI (exit codes as documented)."""
+    """``ninfer-release``: the fast answers above, or the full CLI (exit codes as documented; a
+    closed standard output, as under ``| head``, exits :data:`READER_GONE` without a word)."""
+    try:
+        _main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_gone()
+    except SystemExit:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            reader_gone()
+        raise
+
+
+def _main() -> None:
     answer = fast_answer(sys.argv[1:])
     if answer is None:
         from ninfer_release._entry import quiet_until_loaded, skip_exit_collection, tune_collector
@@ -69,7 +100,6 @@ def main() -> None:
             skip_exit_collection()
         return
     sys.stdout.write(answer)
-    sys.stdout.flush()
 
 
 def render_top_help() -> str:

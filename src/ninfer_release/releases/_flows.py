@@ -237,8 +237,9 @@ def _verify_local(
     directory = Path(location)
     if not directory.is_dir():
         # Nothing to verify is a missing input (exit 4), not a set that failed (exit 5).
+        what = "not a directory" if os.path.lexists(directory) else "no such directory"
         raise InputError(
-            problems=[Problem(file=location, message="not a directory, oci:// or dir:// reference")]
+            problems=[Problem(file=location, message=f"{what} (a set directory, oci:// or dir:// reference)")]
         )
     if not _looks_like_a_set(directory):
         # A directory with neither SHA256SUMS nor a package is the wrong input (exit 4); a set
