@@ -197,6 +197,11 @@ def test_the_writers_own_zips_have_the_layout(tmp_path: Path) -> None:
         ),
         ("a reserved device name", lambda p: _ours(p, [("bin/CON", b"x")]), "device name"),
         ("a trailing dot", lambda p: _ours(p, [("bin/a.dll", b"1"), ("bin/a.dll.", b"2")]), "dot or space"),
+        (
+            "a Windows 8.3 short name",
+            lambda p: _ours(p, [("bin/ninfer-server.exe", b"1"), ("bin/ninfer~1.exe", b"2")]),
+            "8.3",
+        ),
         ("a file that is also a folder", lambda p: _ours(p, [("bin/x", b"1"), ("bin/x/y", b"2")]), "folder"),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
@@ -263,6 +268,10 @@ def _tampered(kind: str, members: list[tuple[str, bytes]]) -> list[tuple[str, by
         return []
     if kind == "case-twin":
         return [*members, ("bin/NINFER-SERVER.EXE", b"MZ evil")]
+    if kind == "unstaged-member":
+        return [*members, ("bin/evil.dll", b"MZ evil")]
+    if kind == "dropped-member":
+        return [(n, b) for n, b in members if n != "bin/msvcp140.dll"]
     assert kind == "staged-stale"
     return [(n, b + b"EVIL" if n == "bin/ninfer-server.exe" else b) for n, b in members]
 
@@ -273,6 +282,8 @@ def _tampered(kind: str, members: list[tuple[str, bytes]]) -> list[tuple[str, by
         ("empty", "not in the package"),
         ("case-twin", "case-insensitive"),
         ("staged-stale", "resolvedDependencies staged/bin/ninfer-server.exe"),
+        ("unstaged-member", "'bin/evil.dll' is no staged input"),
+        ("dropped-member", "staged/bin/msvcp140.dll: the package does not ship it"),
     ],
 )
 def test_a_resealed_tampered_set_fails_both_verifiers(

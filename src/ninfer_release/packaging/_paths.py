@@ -31,6 +31,9 @@ _FORBIDDEN = frozenset('<>:"|?*')
 #: A character of :data:`_FORBIDDEN` or a control character (below U+0020).
 _SUSPECT = re.compile(r'[<>:"|?*\x00-\x1f]')
 _DRIVE = re.compile(r"^[A-Za-z]:")
+#: A Windows 8.3 short name (``NINFER~1.EXE``): at most 8 characters before ``~`` and digits,
+#: an extension of at most 3 (the alias NTFS makes for a long name).
+_SHORT_NAME = re.compile(r"^[^.~]{1,7}~[0-9]{1,7}(\.[^.]{0,3})?$")
 
 
 def _fold(path: str) -> str:
@@ -62,6 +65,11 @@ def _component_problems(part: str) -> list[str]:
     base = part.split(".", 1)[0].rstrip(" ").upper()
     if base in _DEVICES:
         out.append(f"component {part!r} is the reserved Windows device name {base} (C18)")
+    if "~" in part and _SHORT_NAME.match(part):
+        out.append(
+            f"component {part!r} has the form of a Windows 8.3 short name; NTFS may give that alias "
+            "to another file of the package, which extracting it would overwrite"
+        )
     return out
 
 

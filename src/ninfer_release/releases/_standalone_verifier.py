@@ -920,6 +920,11 @@ _DEVICES = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} | {
 }
 
 
+#: A Windows 8.3 short name (``NINFER~1.EXE``): NTFS may give another file of the package this
+#: alias, so extracting such a member can overwrite it.
+_SHORT_NAME = re.compile(r"^[^.~]{1,7}~[0-9]{1,7}(\.[^.]{0,3})?$")
+
+
 def _name_rule_problems(names: list[str]) -> list[str]:
     """The package path rules a Windows install needs, as the build checks them (DESIGN §6):
     NFC, no reserved device name, no ``<>:"|?*``, no component ending in a dot or space, no two
@@ -940,6 +945,8 @@ def _name_rule_problems(names: list[str]) -> list[str]:
                 out.append(f"member {name!r}: component {part!r} ends in a dot or space (Windows strips it)")
             elif part.split(".", 1)[0].rstrip(" ").upper() in _DEVICES:
                 out.append(f"member {name!r}: component {part!r} is a reserved Windows device name")
+            elif _SHORT_NAME.match(part):
+                out.append(f"member {name!r}: component {part!r} has the form of a Windows 8.3 short name")
         key = unicodedata.normalize("NFC", name).casefold()
         other = files.setdefault(key, name)
         if other != name:
@@ -1472,21 +1479,29 @@ def _check_provenance(run: Run, names: Names, files: Files, provenance: Any) -> 
         "is not an in-toto Statement v1",
         "provenance type",
     )
-    # Each staged input shipped under its own path has that member's SHA-256 (the statement
-    # describes the bytes shipped).
+    # The staged inputs under the shipped folders (bin/, licenses/: the native recipe ships them
+    # under their staged paths) are exactly the members there, each with the member's SHA-256.
     deps = _get(provenance, "predicate", "buildDefinition", "resolvedDependencies")
-    before, count = len(run.failures), 0
+    before = len(run.failures)
+    seen: set[str] = set()
     for dep in deps if isinstance(deps, list) else []:
         name = dep.get("name") if isinstance(dep, dict) else None
-        if not isinstance(name, str) or not name.startswith("staged/") or name[7:] not in files.members:
+        if not isinstance(name, str) or not name.startswith(("staged/bin/", "staged/licenses/")):
             continue
-        count += 1
-        if _get(dep, "digest", "sha256") != files.members[name[7:]]:
-            run.fail(
-                names.provenance, f"resolvedDependencies {name}: SHA-256 differs from the package member"
-            )
+        member = name[7:]
+        if member in seen:
+            run.fail(names.provenance, f"resolvedDependencies lists {name} twice")
+        elif member not in files.members:
+            run.fail(names.provenance, f"resolvedDependencies {name}: the package does not ship it")
+        elif _get(dep, "digest", "sha256") != files.members[member]:
+            message = f"resolvedDependencies {name}: SHA-256 differs from the package member"
+            run.fail(names.provenance, message)
+        seen.add(member)
+    for member in files.members:
+        if member.startswith(("bin/", "licenses/")) and member not in seen:
+            run.fail(names.provenance, f"package member {member!r} is no staged input (by SHA-256) of it")
     if len(run.failures) == before:
-        run.checked.append(f"provenance staged inputs = package members ({count})")
+        run.checked.append(f"provenance staged inputs = package members ({len(seen)})")
 
 
 def _check_route(run: Run, names: Names, files: Files, records: Records) -> None:

@@ -1086,14 +1086,20 @@ def _check_provenance(
         _check_staged_inputs(run, names, files, provenance)
 
 
+#: The folders the native package ships staged files in, each under its staged path (the include
+#: rules of ``packaging/windows-native.yaml``: ``bin/**`` → ``bin/``, ``licenses/**`` → ``licenses/``);
+#: every other member is generated (config, profile, SPDX copy, NOTICE).
+SHIPPED_FOLDERS = ("bin/", "licenses/")
+
+
 def _check_staged_inputs(
     run: _Run, names: AssetNames, files: _SetFiles, provenance: ProvenanceStatement
 ) -> None:
-    """Each staged input the package ships under its own path (``staged/<path>`` in
-    ``resolvedDependencies``, ``<path>`` a member) has that member's SHA-256: the statement
-    describes the bytes shipped, not other ones. The dependencies were not kept as records
-    (:func:`_provenance_doc`), so the statement is read again and must still have the SHA-256
-    checked against SHA256SUMS."""
+    """The staged inputs the provenance names under the shipped folders (``staged/<path>`` in
+    ``resolvedDependencies``, :data:`SHIPPED_FOLDERS`) are exactly the package's members there,
+    each with the member's SHA-256: the statement describes the bytes shipped, all of them. The
+    dependencies were not kept as records (:func:`_provenance_doc`), so the statement is read
+    again and must still have the SHA-256 checked against SHA256SUMS."""
     deps = provenance.predicate.buildDefinition.resolvedDependencies
     if deps:
         staged: Iterable[tuple[str, str]] = (
@@ -1112,19 +1118,27 @@ def _check_staged_inputs(
             run.fail(names.provenance, "changed while it was verified")
             return
         staged = _staged_inputs(data)
-    members, count, before = files.members, 0, len(run.failures)
+    members, before = files.members, len(run.failures)
+    seen: set[str] = set()
     for member, sha in staged:
-        shipped = members.get(member)
-        if shipped is None:
+        if not member.startswith(SHIPPED_FOLDERS):
             continue
-        count += 1
-        if shipped != sha:
+        shipped = members.get(member)
+        if member in seen:
+            run.fail(names.provenance, f"resolvedDependencies lists staged/{member} twice")
+        elif shipped is None:
+            run.fail(names.provenance, f"resolvedDependencies staged/{member}: the package does not ship it")
+        elif shipped != sha:
             run.fail(
                 names.provenance,
                 f"resolvedDependencies staged/{member}: SHA-256 differs from the package member",
             )
+        seen.add(member)
+    for member in members:
+        if member.startswith(SHIPPED_FOLDERS) and member not in seen:
+            run.fail(names.provenance, f"package member {member!r} is no staged input (by SHA-256) of it")
     if len(run.failures) == before:
-        run.checked.append(f"{names.provenance}: staged inputs = package members ({count})")
+        run.checked.append(f"{names.provenance}: staged inputs = package members ({len(seen)})")
 
 
 def _check_route_package(
