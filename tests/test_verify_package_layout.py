@@ -18,6 +18,7 @@ import unicodedata
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,25 +59,15 @@ def _stored_zip(
         out += before(i)
         crc = zlib.crc32(data)
         offset = len(out)
-        head = local_header(
-            name=name,
-            method=0,
-            crc32=crc,
-            size=len(data),
-            compressed_size=len(data),
-            epoch=EPOCH,
-            zip64=False,
-        )
-        out += local(i, head) + data
-        entry = central_header(
-            name=name,
-            method=0,
-            crc32=crc,
-            size=len(data),
-            compressed_size=len(data),
-            offset=offset,
-            epoch=EPOCH,
-        )
+        values: dict[str, Any] = {
+            "name": name,
+            "method": 0,
+            "crc32": crc,
+            "size": len(data),
+            "compressed_size": len(data),
+        }
+        out += local(i, local_header(**values, epoch=EPOCH, zip64=False)) + data
+        entry = central_header(**values, offset=offset, epoch=EPOCH)
         directory += central(i, entry)
     cd_offset = len(out)
     out += directory + end_records(count=len(entries), cd_offset=cd_offset, cd_size=len(directory)) + tail
