@@ -291,3 +291,29 @@ def test_a_resealed_tampered_set_fails_both_verifiers(
     alone = _standalone_verdict(d, tmp_path)
     assert alone.returncode == 5, alone.stdout
     assert says in alone.stderr, alone.stderr
+
+
+def test_a_resealed_set_with_bytes_before_its_central_directory_fails_both_verifiers(
+    resealable: tuple[Path, str, list[tuple[str, bytes]]], tmp_path: Path
+) -> None:
+    """The set path of the layout check (not only its names): the rebuilt zip with 16 bytes
+    nobody lists between the last member and the central directory, the end record moved to
+    match, so every record is consistent and any zip reader takes it; only the tiling rule
+    (records cover the file exactly) refuses it."""
+    d, s, members = resealable
+    rebuild(d, s, TAGS[LANE], members)
+    data = (d / f"{s}.zip").read_bytes()
+    count, cd_size, cd_offset = struct.unpack_from("<HIIH", data, len(data) - 12)[:3]
+    hidden = b"\0" * 16
+    moved = data[:cd_offset] + hidden + data[cd_offset:-22]
+    moved += end_records(count=count, cd_offset=cd_offset + len(hidden), cd_size=cd_size)
+    plain = tmp_path / "moved.zip"
+    plain.write_bytes(moved)
+    scan_zip(plain, sha1=False)  # consistent records: a plain reader takes it
+    replace_zip(d, s, TAGS[LANE], lambda z: z.write_bytes(moved))
+    result = cli("verify", d)
+    assert result.code == 5, result.out
+    assert "not the package layout" in result.err, result.err
+    alone = _standalone_verdict(d, tmp_path)
+    assert alone.returncode == 5, alone.stdout
+    assert "not the package layout" in alone.stderr, alone.stderr
