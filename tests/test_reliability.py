@@ -239,8 +239,14 @@ def test_sigint_in_the_first_milliseconds_prints_no_traceback(
     _wait_for_entry(proc)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()
+    if proc.returncode == -signal.SIGINT:
+        # It landed after the command ended, once the interpreter's shutdown had put the default
+        # handler back (docs/reliability.md, "Not guaranteed"): the result was complete.
+        assert out.decode().endswith(" checks)\n") and ": OK (" in out.decode(), out.decode()
+        assert err == b"", err.decode()
+        return
     assert proc.returncode in (0, 130), (proc.returncode, err.decode())
     if proc.returncode == 130:
         assert err.decode().strip().splitlines()[-1] == "interrupted"

@@ -6,13 +6,21 @@ left behind; :func:`ninfer_release.cli.main` maps it to exit 143 and Ctrl-C to 1
 Python swallows (raised in a weakref callback or ``__del__``) is delivered again
 (:func:`redeliver_swallowed_signals`). :class:`Handlers` installs all of it and restores what was
 there before.
+
+In the console process (:func:`enable_exit_deadline`, called by the entry point) the first
+SIGINT or SIGTERM also starts a deadline: the process ends with the signal's code within
+:data:`EXIT_DEADLINE_S` of it, even when a helper thread never returns and the interpreter would
+wait for it forever at exit.
 """
 
 from __future__ import annotations
 
+import _thread
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +30,57 @@ class Terminated(BaseException):
     """Raised in the main thread on SIGTERM so that every ``with`` block cleans up."""
 
 
+#: How long (s) a console process may take to end after its first SIGINT/SIGTERM. Unwinding
+#: (staging directories removed, helper threads ending with the piece in hand, the one line
+#: written) takes well under a second; past the deadline the process ends anyway with 130/143.
+#: What it guards against: a helper thread that never returns. CI caught one (2026-12-04): a
+#: Ctrl-C landing inside importlib's ``_ModuleLock.acquire`` in the main thread left a module's
+#: import lock held, the ``zip-members`` thread waited for that lock forever, and the interpreter
+#: waited for the thread at exit (``threading._shutdown``): the command never ended.
+EXIT_DEADLINE_S = 10.0
+
+_EXIT_LINES: dict[int, bytes] = {signal.SIGINT: b"interrupted\n", signal.SIGTERM: b"terminated\n"}
+_deadline: dict[str, bool] = {"enabled": False, "armed": False, "reported": False}
+
+
+def enable_exit_deadline() -> None:
+    """Let the first SIGINT/SIGTERM start the :data:`EXIT_DEADLINE_S` deadline (the console
+    entry point only: it ends the process, which a library caller's interpreter must not)."""
+    _deadline["enabled"] = True
+
+
+def reported() -> None:
+    """The CLI has written the signal's one line (``interrupted``/``terminated``): the deadline
+    does not write it again."""
+    _deadline["reported"] = True
+
+
+def _end_at_deadline(signum: int) -> None:
+    time.sleep(EXIT_DEADLINE_S)
+    if not _deadline["reported"]:
+        os.write(2, _EXIT_LINES.get(signum, b"interrupted\n"))
+    os._exit(128 + signum)
+
+
+def _arm_deadline(signum: int) -> None:
+    """Start the deadline once (signal handlers run in the main thread only). A bare
+    ``_thread`` thread: :class:`threading.Thread` takes the ``threading`` module's own locks,
+    which the code this signal interrupted may hold, and would make the interpreter wait for it."""
+    if _deadline["enabled"] and not _deadline["armed"]:
+        _deadline["armed"] = True
+        _thread.start_new_thread(_end_at_deadline, (signum,))
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGINT: start the exit deadline, then raise ``KeyboardInterrupt`` as Python's own handler
+    (:func:`signal.default_int_handler`) does."""
+    _arm_deadline(signum)
+    raise KeyboardInterrupt
+
+
 def terminate(signum: int, frame: object) -> None:
+    """SIGTERM: start the exit deadline, then raise :class:`Terminated`."""
+    _arm_deadline(signum)
     raise Terminated
 
 
@@ -43,7 +101,6 @@ def redeliver_swallowed_signals(
     it would be swallowed again, hence the thread. Every other unraisable exception goes to
     ``fallback`` (the hook that was installed before).
     """
-    import _thread
 
     def redeliver(signum: int) -> None:
         timer = threading.Timer(_REDELIVERY_DELAY_S, _thread.interrupt_main, args=(signum,))
@@ -98,7 +155,7 @@ class Handlers:
         if self.in_main:
             signal.signal(signal.SIGTERM, terminate)
             if self.interrupt is not signal.SIG_IGN:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGINT, interrupt)
 
     def restore(self) -> None:
         sys.unraisablehook = self.unraisable

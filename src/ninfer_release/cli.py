@@ -24,6 +24,7 @@ import click
 from ninfer_release import __version__
 from ninfer_release._signals import Handlers as _Handlers
 from ninfer_release._signals import Terminated as _Terminated
+from ninfer_release._signals import reported as _reported
 from ninfer_release.errors import ExitCode, NinferError
 
 if TYPE_CHECKING:
@@ -1706,9 +1707,15 @@ def _restore(handlers: _Handlers) -> None:
         except (KeyboardInterrupt, _Terminated) as exc:
             pending = pending or exc
     if pending is not None:
-        interrupted = isinstance(pending, KeyboardInterrupt)
-        click.echo("interrupted" if interrupted else "terminated", err=True)
-        sys.exit(130 if interrupted else 143)
+        _leave_signalled(isinstance(pending, KeyboardInterrupt))
+
+
+def _leave_signalled(interrupted: bool) -> NoReturn:
+    """The one line and exit code of SIGINT (``interrupted``, 130) or SIGTERM (``terminated``,
+    143); docs/reliability.md, exit codes."""
+    click.echo("interrupted" if interrupted else "terminated", err=True)
+    _reported()
+    sys.exit(130 if interrupted else 143)
 
 
 def _exit_for(ctx_obj: Context, exc: BaseException) -> NoReturn:
@@ -1726,16 +1733,13 @@ def _exit_for(ctx_obj: Context, exc: BaseException) -> NoReturn:
         _usage_failure(ctx_obj, exc)
     if isinstance(exc, click.exceptions.Abort):
         # Click turns Ctrl-C (and EOF on a prompt) into Abort; keep the conventional 130.
-        interrupted = isinstance(exc.__cause__, KeyboardInterrupt)
-        click.echo("interrupted" if interrupted else "aborted", err=True)
-        sys.exit(130 if interrupted else ExitCode.INTERNAL)
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _leave_signalled(True)
+        click.echo("aborted", err=True)
+        sys.exit(ExitCode.INTERNAL)
     signalled = _signal_behind(exc)
-    if isinstance(signalled, KeyboardInterrupt):
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    if isinstance(signalled, _Terminated):
-        click.echo("terminated", err=True)
-        sys.exit(143)
+    if signalled is not None:
+        _leave_signalled(isinstance(signalled, KeyboardInterrupt))
     if ctx_obj.debug:
         traceback.print_exc()
     if isinstance(exc, NinferError):

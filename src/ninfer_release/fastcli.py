@@ -89,8 +89,10 @@ def _main() -> None:
     answer = fast_answer(sys.argv[1:])
     if answer is None:
         from ninfer_release._entry import quiet_until_loaded, skip_exit_collection, tune_collector
+        from ninfer_release._signals import enable_exit_deadline
 
         quiet_until_loaded()
+        enable_exit_deadline()
         tune_collector()
         from ninfer_release.cli import main as cli_main
 

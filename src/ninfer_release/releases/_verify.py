@@ -31,6 +31,7 @@ are reported, not followed). Every byte of every file is hashed once.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import threading
@@ -317,6 +318,11 @@ class _ZipScan:
             if self.worker is not None:
                 self.index = None  # the worker's now (its copy of the parent's pages)
                 return
+        # What the thread runs is imported here, in the main thread: a Ctrl-C landing inside an
+        # import can leave that module's import lock held (CPython's importlib), and a thread
+        # waiting for the lock would never end (CI, 2026-12-04; _signals.EXIT_DEADLINE_S).
+        _ = packaging.scan_zip
+        importlib.import_module("ninfer_release.packaging._ziplayout")
         self.thread = threading.Thread(target=self._run, name="zip-members")
         self.thread.start()
 
