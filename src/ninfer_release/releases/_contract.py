@@ -69,6 +69,24 @@ def zip_profile_path(profile_id: str) -> str:
     return f"profile/{profile_id}.json"
 
 
+#: Where the package keeps its third-party notices (generated from the lane's lock).
+ZIP_NOTICE_PATH = "NOTICE.txt"
+
+#: The folders the native package ships staged files in, each under its staged path (the include
+#: rules of ``packaging/windows-native.yaml``: ``bin/**`` → ``bin/``, ``licenses/**`` → ``licenses/``).
+SHIPPED_FOLDERS = ("bin/", "licenses/")
+
+
+def generated_members(stem: str, profile_id: str) -> tuple[str, ...]:
+    """The members the build generates into the package, sorted: the config, the public profile,
+    the SPDX copy and the notices (the ``generated`` templates of ``packaging/windows-native.yaml``;
+    tests/test_verify_members.py keeps them equal). Every other member is a staged file under
+    :data:`SHIPPED_FOLDERS`."""
+    return tuple(
+        sorted((ZIP_CONFIG_PATH, zip_profile_path(profile_id), zip_spdx_path(stem), ZIP_NOTICE_PATH))
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class AssetNames:
     """The 11 file names of one native asset set."""

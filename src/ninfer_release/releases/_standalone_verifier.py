@@ -95,6 +95,8 @@ PROVENANCE_SUBJECTS = (
     ".qualification.json",
 )
 ZIP_CONFIG_PATH = "config/ninfer.toml"
+ZIP_NOTICE_PATH = "NOTICE.txt"
+SHIPPED_FOLDERS = ("bin/", "licenses/")
 
 #: A Windows ACL as the route block writes it (``cache_acl`` and ``bearer_key.acl``).
 _ACL_SHAPE = (
@@ -1257,6 +1259,8 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
     records = Records(run, names, files.small)
     _check_config(run, names, files, records, have_zip)
     _check_manifest_entries(run, names, files, records.manifest)
+    if have_zip and isinstance(records.profile, dict):
+        _check_generated_members(run, names, files, records.profile.get("profile_id"))
     _check_provenance(run, names, files, records.provenance)
     _identity(run, names, records, files.digests.get(names.zip))
     _constants(run, names, records)
@@ -1445,6 +1449,29 @@ def _check_config(run: Run, names: Names, files: Files, records: Records, have_z
             run.expect(bound == config_sha, doc_name, message, doc_name)
 
 
+def _check_generated_members(run: Run, names: Names, files: Files, profile_id: object) -> None:
+    """Every member outside the shipped folders (bin/, licenses/: bound by the provenance) is one
+    the build generates (config, profile, SPDX copy, notices), each of those is there, and the
+    package's profile is the profile asset's bytes."""
+    if not isinstance(profile_id, str):
+        run.fail(names.profile, "profile_id: missing or not a string")
+        return
+    profile = "profile/" + profile_id + ".json"
+    generated = sorted((ZIP_CONFIG_PATH, profile, names.spdx_member, ZIP_NOTICE_PATH))
+    before = len(run.failures)
+    for member in files.members:
+        if not member.startswith(SHIPPED_FOLDERS) and member not in generated:
+            message = f"member {member!r} is neither a staged file ({', '.join(SHIPPED_FOLDERS)}) nor one"
+            run.fail(names.zip, f"{message} the build generates ({', '.join(generated)})")
+    for member in generated:
+        if member not in files.members:
+            run.fail(names.zip, f"has no member {member!r} (the build generates it)")
+    if profile in files.members and files.members[profile] != files.digests.get(names.profile):
+        run.fail(names.profile, f"differs from the package's {profile}")
+    if len(run.failures) == before:
+        run.checked.append("generated members; profile copy")
+
+
 def _check_manifest_entries(run: Run, names: Names, files: Files, manifest: Any) -> None:
     """The component manifest lists the entries it binds (1-9), in order, with their sizes and digests."""
     if manifest is None:
@@ -1486,7 +1513,7 @@ def _check_provenance(run: Run, names: Names, files: Files, provenance: Any) -> 
     seen: set[str] = set()
     for dep in deps if isinstance(deps, list) else []:
         name = dep.get("name") if isinstance(dep, dict) else None
-        if not isinstance(name, str) or not name.startswith(("staged/bin/", "staged/licenses/")):
+        if not isinstance(name, str) or not name.startswith(tuple("staged/" + f for f in SHIPPED_FOLDERS)):
             continue
         member = name[7:]
         if member in seen:
@@ -1498,7 +1525,7 @@ def _check_provenance(run: Run, names: Names, files: Files, provenance: Any) -> 
             run.fail(names.provenance, message)
         seen.add(member)
     for member in files.members:
-        if member.startswith(("bin/", "licenses/")) and member not in seen:
+        if member.startswith(SHIPPED_FOLDERS) and member not in seen:
             run.fail(names.provenance, f"package member {member!r} is no staged input (by SHA-256) of it")
     if len(run.failures) == before:
         run.checked.append(f"provenance staged inputs = package members ({len(seen)})")

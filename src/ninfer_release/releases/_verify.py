@@ -9,7 +9,9 @@ Checks, each failure one line naming the file:
 4. the cross-bindings: SPDX file checksums = zip members; CycloneDX hashes = zip DLLs; config asset
    = zip copy = profile hash = component manifest = qualification binding; SPDX asset = zip copy;
    component manifest sizes/digests = entries 1–9; provenance subjects = entries 1–7; route package
-   = zip; optionally ``SHA256SUMS`` = the digest the release manifest binds;
+   = zip; the package's members are exactly the provenance's staged inputs under ``bin/`` and
+   ``licenses/`` plus the members the build generates (config, profile, SPDX copy, notices), and
+   its profile = the profile asset; optionally ``SHA256SUMS`` = the digest the release manifest binds;
 5. the identity: the component manifest's component tag names this set, and its lane, profile,
    source commit, release, release-instance id (derived from the package digest) and
    qualification status are the ones the qualification, route, profile and provenance records
@@ -49,11 +51,14 @@ from ninfer_release.jsonrecord import JsonRecord
 from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases import _scan_worker
 from ninfer_release.releases._contract import (
+    SHIPPED_FOLDERS,
     SUMS_NAME,
     ZIP_CONFIG_PATH,
     AssetNames,
+    generated_members,
     package_stem,
     stem_from_names,
+    zip_profile_path,
     zip_spdx_path,
 )
 from ninfer_release.releases._receipts import merge_gates, qualifies
@@ -899,6 +904,8 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
         _check_config(run, names, files, records, config)
     if records.manifest is not None:
         _check_manifest_entries(run, names, files, records.manifest)
+    if files.have_zip and records.profile is not None:
+        _check_generated_members(run, names, files, records.profile.profile_id)
     if records.provenance is not None:
         _check_provenance(run, names, files, records.provenance)
     _check_identity(run, names, records, zip_sha256=files.digests.get(names.zip))
@@ -1052,6 +1059,31 @@ def _check_config(run: _Run, names: AssetNames, files: _SetFiles, records: _Reco
         )
 
 
+def _check_generated_members(run: _Run, names: AssetNames, files: _SetFiles, profile_id: str) -> None:
+    """Check 4 (package members): every member outside :data:`SHIPPED_FOLDERS` (whose members
+    the provenance binds, :func:`_check_staged_inputs`) is one the build generates
+    (:func:`generated_members`), each of those is there, and the package's profile is the profile
+    asset's bytes (SHA-256), as its config is the config asset's (:func:`_check_config`)."""
+    generated = generated_members(names.stem, profile_id)
+    before = len(run.failures)
+    for member in files.members:
+        if not member.startswith(SHIPPED_FOLDERS) and member not in generated:
+            run.fail(
+                names.zip,
+                f"member {member!r} is neither a staged file ({', '.join(SHIPPED_FOLDERS)}) nor one "
+                f"the build generates ({', '.join(generated)})",
+            )
+    for member in generated:
+        if member not in files.members:
+            run.fail(names.zip, f"has no member {member!r} (the build generates it)")
+    profile = zip_profile_path(profile_id)
+    if profile in files.members and files.members[profile] != files.digests.get(names.profile):
+        run.fail(names.profile, f"differs from the package's {profile}")
+    if len(run.failures) == before:
+        run.checked.append(f"{names.zip}: generated members {', '.join(generated)}")
+        run.checked.append(f"{names.profile}: byte-identical to the package copy {profile}")
+
+
 def _check_manifest_entries(
     run: _Run, names: AssetNames, files: _SetFiles, manifest: ComponentManifest
 ) -> None:
@@ -1090,12 +1122,6 @@ def _check_provenance(
     )
     if files.have_zip:
         _check_staged_inputs(run, names, files, provenance)
-
-
-#: The folders the native package ships staged files in, each under its staged path (the include
-#: rules of ``packaging/windows-native.yaml``: ``bin/**`` → ``bin/``, ``licenses/**`` → ``licenses/``);
-#: every other member is generated (config, profile, SPDX copy, NOTICE).
-SHIPPED_FOLDERS = ("bin/", "licenses/")
 
 
 def _check_staged_inputs(
