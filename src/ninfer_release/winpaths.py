@@ -7,6 +7,8 @@ profiles stage. See ``docs/install-layout.md``.
 
 from __future__ import annotations
 
+import re
+
 #: Where the package is extracted (read-only after installation); ``<component>`` = component tag.
 PROGRAM_ROOT = "C:\\Program Files\\OMP NInfer\\<component>"
 #: Writable per-machine state of one component release (``%ProgramData%`` on a stock install).
@@ -34,3 +36,34 @@ def windows_join(root: str, relative: str) -> str:
     """``root`` + ``\\`` + ``relative`` with its ``/`` turned into ``\\`` (``root`` alone for ``""``)."""
     base = root.rstrip("\\")
     return base + "\\" + relative.replace("/", "\\") if relative else base
+
+
+#: A Windows 8.3 short name (``NINFER~1.EXE``, ``PROGRA~1``): at most 8 characters before ``~`` and
+#: digits, an extension of at most 3 (the alias NTFS makes for a long name).
+SHORT_NAME = re.compile(r"^[^.~]{1,7}~[0-9]{1,7}(\.[^.]{0,3})?$")
+#: One name of a path: none of the characters Win32 refuses in a name, no control character.
+_NAME = re.compile(r'^[^<>:"/\\|?*\x00-\x1f]+$')
+
+
+def plain_path_problem(path: str) -> str | None:
+    """Why ``path`` is not a plain absolute Windows path, or ``None`` when it is one.
+
+    Plain: a drive letter, ``:\\``, then names joined by single backslashes, none of them empty,
+    ``.`` or ``..``, none with a character Win32 refuses (``<>:"/\\|?*``, controls), none ending in a
+    dot or space (Windows strips them) and none in the 8.3 short-name form (``PROGRA~1``). Only
+    such a path can be compared as text: ``C:\\ProgramData\\..\\Program Files``, ``C:/Program Files``,
+    ``\\\\?\\C:\\Program Files`` and ``C:\\PROGRA~1`` all name ``C:\\Program Files`` (hostile review,
+    2026-12-04: each passed the route's "nothing writable under Program Files" rule).
+    """
+    if len(path) < 4 or not (path[0].isascii() and path[0].isalpha()) or path[1:3] != ":\\":
+        return "does not start with a drive letter, a colon and a backslash"
+    for part in path[3:].split("\\"):
+        if part in ("", ".", ".."):
+            return "has an empty, '.' or '..' name"
+        if not _NAME.match(part):
+            return f"name {part!r} has a character Windows refuses in a name"
+        if part.endswith((".", " ")):
+            return f"name {part!r} ends in a dot or space"
+        if SHORT_NAME.match(part):
+            return f"name {part!r} has the form of an 8.3 short name"
+    return None

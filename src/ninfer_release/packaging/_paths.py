@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ninfer_release.errors import Problem
-from ninfer_release.winpaths import MAX_DIR_PATH, PROGRAM_ROOT, utf16_len
+from ninfer_release.winpaths import MAX_DIR_PATH, PROGRAM_ROOT, SHORT_NAME, utf16_len
 from ninfer_release.winpaths import MAX_PATH as MAX_PATH  # re-exported: packaging.MAX_PATH
 
 #: The documented install root (``<component>`` is the component tag): the install layout's
@@ -31,9 +31,7 @@ _FORBIDDEN = frozenset('<>:"|?*')
 #: A character of :data:`_FORBIDDEN` or a control character (below U+0020).
 _SUSPECT = re.compile(r'[<>:"|?*\x00-\x1f]')
 _DRIVE = re.compile(r"^[A-Za-z]:")
-#: A Windows 8.3 short name (``NINFER~1.EXE``): at most 8 characters before ``~`` and digits,
-#: an extension of at most 3 (the alias NTFS makes for a long name).
-_SHORT_NAME = re.compile(r"^[^.~]{1,7}~[0-9]{1,7}(\.[^.]{0,3})?$")
+_SHORT_NAME = SHORT_NAME
 
 
 def _fold(path: str) -> str:

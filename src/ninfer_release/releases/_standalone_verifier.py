@@ -2457,6 +2457,51 @@ def _route_paths(
     for key in ("data_root", "key_file", "model_path", "cache_root", "checkpoint_dir"):
         if want[key].casefold().startswith("c:\\program files"):
             run.fail(n_route, f"install.{key} is writable state under C:\\Program Files")
+    _route_dirs(run, n_route, install, want)
+
+
+_PLAIN_NAME = re.compile(r'^[^<>:"/\\|?*\x00-\x1f]+$')
+
+
+def _plain_path_problem(path: object) -> str | None:
+    """Why ``path`` is not a plain absolute Windows path (``ninfer_release.winpaths.plain_path_problem``)."""
+    if not isinstance(path, str):
+        return "is not a string"
+    if len(path) < 4 or not (path[0].isascii() and path[0].isalpha()) or path[1:3] != ":\\":
+        return "does not start with a drive letter, a colon and a backslash"
+    for part in path[3:].split("\\"):
+        if part in ("", ".", ".."):
+            return "has an empty, '.' or '..' name"
+        if not _PLAIN_NAME.match(part):
+            return f"name {part!r} has a character Windows refuses in a name"
+        if part.endswith((".", " ")):
+            return f"name {part!r} ends in a dot or space"
+        if _SHORT_NAME.match(part):
+            return f"name {part!r} has the form of an 8.3 short name"
+    return None
+
+
+def _route_dirs(run: Run, n_route: str, install: dict[str, Any], want: dict[str, str]) -> None:
+    """The route's paths are plain absolute Windows paths, and ``install.create_dirs`` is exactly
+    the folders the install layout creates for them (the same rule as ``ninfer-release verify``)."""
+    paths = {**want, "program_root": install.get("program_root"), "config": install.get("config")}
+    for key, path in sorted(paths.items()):
+        problem = _plain_path_problem(path)
+        if problem is not None:
+            run.fail(n_route, f"install.{key} {path!r} {problem}")
+    root = want["data_root"]
+
+    def under(path: str) -> str:
+        return path[len(root) + 1 :].replace("\\", "/") if path.startswith(root + "\\") else ""
+
+    rels = {under(want["cache_root"])}
+    for key in ("key_file", "model_path", "checkpoint_dir"):
+        parts = under(want[key]).split("/")
+        rels.update("/".join(parts[: i + 1]) for i in range(len(parts) - (key != "checkpoint_dir")))
+    dirs = [root, *(root.rstrip("\\") + "\\" + r.replace("/", "\\") for r in sorted(rels) if r)]
+    if install.get("create_dirs") != dirs:
+        message = "install.create_dirs is not the folders the data root's key, model, cache and checkpoint"
+        run.fail(n_route, f"{message} paths need: {dirs!r}")
 
 
 #: Record field path -> the component manifest key it must equal, per record (``_identity``).

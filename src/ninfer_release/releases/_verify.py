@@ -24,8 +24,9 @@ Checks, each failure one line naming the file:
    literals, so a record stating another value fails to parse;
 6. the install paths: every path the route block names (key, model, cache, checkpoints, config)
    is where the config reads it, its endpoint host, port and auth are the config's ``[server]``
-   ones, its model URL and revision are the model entry's, and no writable path is under
-   ``C:\\Program Files``.
+   ones, its model URL and revision are the model entry's, every path is a plain absolute Windows
+   path, ``install.create_dirs`` are exactly the folders those paths need, and no writable path
+   is under ``C:\\Program Files``.
 
 The zip is never extracted to disk; what is read from it is bounded (unsafe names and bomb ratios
 are reported, not followed). Every byte of every file is hashed once.
@@ -74,7 +75,7 @@ from ninfer_release.releases._records import (
     RouteRecord,
     release_instance_id,
 )
-from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, windows_join
+from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, plain_path_problem, windows_join
 
 #: Bytes a JSON record or the config of a set can legitimately be: ours are 0.4–6 KiB; 1 MiB is
 #: generous and still bounds what verify holds in memory (docs/reliability.md).
@@ -1224,10 +1225,42 @@ def _check_route_paths(
     for key in ("data_root", "key_file", "model_path", "cache_root", "checkpoint_dir"):
         if want[key].casefold().startswith("c:\\program files"):
             run.fail(names.route, f"install.{key} {want[key]!r} is writable state under C:\\Program Files")
+    _check_route_dirs(run, names, route, want)
     if len(run.failures) == before:
         run.checked.append(
             f"{names.route}: endpoint, key, model, cache and checkpoint paths = where {names.config} reads"
         )
+
+
+def _check_route_dirs(run: _Run, names: AssetNames, route: RouteRecord, want: Mapping[str, str]) -> None:
+    """The route's paths are plain absolute Windows paths (``winpaths.plain_path_problem``: only
+    those compare as text, so the Program Files rule above holds), and ``install.create_dirs`` is
+    exactly the folders the install layout creates for them (``profiles.InstallLayout.data_dirs``:
+    the data root, then the cache root, every folder of the checkpoint directory and the parents
+    of the key and model files, sorted by their ``/`` relative paths)."""
+    install = route.install
+    paths = {**want, "program_root": install.program_root, "config": install.config}
+    for key, path in sorted(paths.items()):
+        problem = plain_path_problem(path)
+        if problem is not None:
+            run.fail(names.route, f"install.{key} {path!r} {problem}")
+    root = want["data_root"]
+    rels = {_under(root, want["cache_root"])}
+    for key in ("key_file", "model_path", "checkpoint_dir"):
+        parts = _under(root, want[key]).split("/")
+        rels.update("/".join(parts[: i + 1]) for i in range(len(parts) - (key != "checkpoint_dir")))
+    dirs = (root, *(windows_join(root, r) for r in sorted(rels) if r))
+    if tuple(install.create_dirs) != dirs:
+        run.fail(
+            names.route,
+            f"install.create_dirs is not the folders the data root's key, model, cache and checkpoint "
+            f"paths need: {list(dirs)!r}",
+        )
+
+
+def _under(root: str, path: str) -> str:
+    """``path`` relative to ``root`` with ``/`` separators (``""``: not under it)."""
+    return path[len(root) + 1 :].replace("\\", "/") if path.startswith(root + "\\") else ""
 
 
 def _check_route_endpoint(run: _Run, names: AssetNames, route: RouteRecord, cfg: dict[str, Any]) -> None:

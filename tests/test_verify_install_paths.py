@@ -1,0 +1,123 @@
+"""The route's install paths are plain absolute Windows paths and its ``create_dirs`` are exactly
+the folders the layout needs (hostile review, 2026-12-04: ``C:\\PROGRA~1``, ``C:\\ProgramData\\..``,
+``C:/Program Files`` and ``\\\\?\\C:\\Program Files`` all passed the "nothing writable under
+Program Files" rule, which compares text; a ``create_dirs`` entry anywhere on the disk passed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_support import TAGS, cli, release_out, stem
+from ninfer_release.releases import _standalone_verifier as standalone
+from ninfer_release.releases import verifier_source
+from ninfer_release.winpaths import plain_path_problem
+from reseal_support import ORDER, _propagate
+
+LANE = "rtx4090"
+
+PLAIN = [
+    "C:\\ProgramData\\OMP NInfer\\v0.7.0-qwen38-4090-beta.2\\models\\qwen3_8_27b-v3.ninfer",
+    "D:\\a b\\c.d",
+    "c:\\x",
+]
+NOT_PLAIN = [
+    ("C:\\PROGRA~1\\OMP NInfer", "8.3 short name"),
+    ("C:\\ProgramData\\..\\Program Files\\x", "'..'"),
+    ("C:\\ProgramData\\.\\x", "'..'"),
+    ("C:/Program Files/x", "drive letter"),
+    ("C:\\ProgramData/x", "refuses"),
+    ("\\\\?\\C:\\Program Files\\x", "drive letter"),
+    ("\\\\server\\share\\x", "drive letter"),
+    ("C:\\a\\\\b", "empty"),
+    ("C:\\a\\", "empty"),
+    ("C:\\", "drive letter"),
+    ("C:x", "drive letter"),
+    ("C:\\a.\\b", "dot or space"),
+    ("C:\\a \\b", "dot or space"),
+    ("C:\\a:b", "refuses"),
+    ("C:\\a\x01b", "refuses"),
+    ("1:\\a", "drive letter"),
+]
+
+
+@pytest.mark.parametrize("path", PLAIN)
+def test_a_plain_path_is_plain_to_both_verifiers(path: str) -> None:
+    assert plain_path_problem(path) is None
+    assert standalone._plain_path_problem(path) is None
+
+
+@pytest.mark.parametrize(("path", "says"), NOT_PLAIN)
+def test_each_other_spelling_is_refused_by_both_verifiers(path: str, says: str) -> None:
+    ours, alone = plain_path_problem(path), standalone._plain_path_problem(path)
+    assert ours is not None and says in ours, ours
+    assert ours == alone
+
+
+def _set(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, edit: Callable[[Any], None]) -> Path:
+    """The sample set with its route block edited by ``edit`` and every binding re-sealed."""
+    d = tmp_path / "set"
+    shutil.copytree(release_out(tmp_path_factory) / LANE, d)
+    s = stem(LANE)
+    before = {ext: (d / f"{s}.{ext}").read_bytes() for ext in ORDER}
+    route = d / f"{s}.route.json"
+    doc = json.loads(route.read_bytes())
+    edit(doc)
+    route.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _propagate(d, s, TAGS[LANE], before)
+    return d
+
+
+def _both(d: Path, tmp_path: Path) -> tuple[tuple[int, str], tuple[int, str]]:
+    ours = cli("verify", d)
+    script = tmp_path / "ninfer-verify.py"
+    script.write_bytes(verifier_source())
+    alone = subprocess.run(
+        [sys.executable, "-I", "-S", str(script), str(d)], capture_output=True, text=True, check=False
+    )
+    return (ours.code, ours.err), (alone.returncode, alone.stderr)
+
+
+def _short_program_root(doc: Any) -> None:
+    install = doc["install"]
+    for key in ("program_root", "config"):
+        install[key] = install[key].replace("C:\\Program Files\\", "C:\\PROGRA~1\\")
+
+
+def _extra_dir(doc: Any) -> None:
+    doc["install"]["create_dirs"].append("C:\\Windows\\System32\\evil")
+
+
+def _no_dir(doc: Any) -> None:
+    doc["install"]["create_dirs"].pop()
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda doc: None, None),
+        (_short_program_root, "install.program_root 'C:\\\\PROGRA~1\\\\OMP NInfer"),
+        (_extra_dir, "install.create_dirs is not the folders"),
+        (_no_dir, "install.create_dirs is not the folders"),
+    ],
+    ids=["control", "program-root-8.3", "create-dirs-extra", "create-dirs-missing"],
+)
+def test_a_resealed_route_with_other_paths_fails_both_verifiers(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, edit: Callable[[Any], None], says: str | None
+) -> None:
+    d = _set(tmp_path_factory, tmp_path, edit)
+    (ours, ours_err), (alone, alone_err) = _both(d, tmp_path)
+    if says is None:  # the control: re-sealing alone leaves nothing for verify to find
+        assert (ours, alone) == (0, 0), (ours_err, alone_err)
+        return
+    assert ours == 5, ours_err
+    assert says in ours_err, ours_err
+    assert alone == 5, alone_err
+    assert says in alone_err, alone_err
