@@ -15,6 +15,7 @@ from ninfer_release.releases._verify import (
     _FALLBACK_MEMBERS,
     MAX_RECORD_ENTRY,
     SBOM_BYTES_PER_MEMBER,
+    _container_bound,
     _entry_bounds,
     _zip_index,
 )
@@ -62,9 +63,10 @@ def test_the_exported_verifier_bounds_every_entry_as_verify_does(tmp_path: Path)
     for zip_path in zips:
         index = _zip_index(zip_path)
         ours_bounds = _entry_bounds(names, None if index is None else len(index))
-        theirs = standalone._bounds(str(zip_path), list(names.entries))
+        theirs, their_containers = standalone._bounds(str(zip_path), list(names.entries))
         assert theirs == {n: b for n, b in ours_bounds.items() if n in theirs}, zip_path.name
         assert set(ours_bounds) == set(theirs), zip_path.name
+        assert their_containers == _container_bound(None if index is None else len(index)), zip_path.name
 
 
 def test_after_the_sbom_checks_only_the_members_still_read_stay_indexed(tmp_path: Path) -> None:
@@ -87,3 +89,42 @@ def test_after_the_sbom_checks_only_the_members_still_read_stay_indexed(tmp_path
     assert sorted(m.name for m in files.index) == sorted([ZIP_CONFIG_PATH, ZIP_CONFIG_PATH, spdx])
     with pytest.raises(Exception, match="listed more than once"):
         packaging.read_member(tmp_path / "z.zip", ZIP_CONFIG_PATH, max_bytes=10, index=files.index)
+
+
+@pytest.mark.parametrize("entry", ["spdx.json", "cdx.json", "provenance.json"])
+def test_a_document_of_more_objects_than_its_bound_is_not_decoded_by_either_verifier(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, entry: str
+) -> None:
+    """Hostile review (2026-12-04): a decoded ``{}`` costs ~30x its 3 bytes, so 105 MB of them in
+    a CycloneDX took 3 GB (5 GB in the stdlib verifier). Now the ``{``/``[`` bytes are counted
+    first: here 10,000 empty objects (30 KB, well within the size bound) in each document that
+    grows with the package are refused unread (exit 5) by both verifiers, re-sealed."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from flow_support import TAGS, cli, release_out, stem
+    from ninfer_release.releases import verifier_source
+    from reseal_support import ORDER, _propagate
+
+    d = tmp_path / "set"
+    shutil.copytree(release_out(tmp_path_factory) / "rtx4090", d)
+    s = stem("rtx4090")
+    before = {ext: (d / f"{s}.{ext}").read_bytes() for ext in ORDER}
+    path = d / f"{s}.{entry}"
+    doc = json.loads(path.read_bytes())
+    doc["xpad"] = [{}] * 10_000
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _propagate(d, s, TAGS["rtx4090"], before)
+    assert path.stat().st_size < 4 << 20
+    ours = cli("verify", d)
+    assert ours.code == 5, ours.err
+    assert f"{s}.{entry}: " in ours.err and "JSON objects and arrays" in ours.err, ours.err
+    script = tmp_path / "ninfer-verify.py"
+    script.write_bytes(verifier_source())
+    alone = subprocess.run(
+        [sys.executable, "-I", "-S", str(script), str(d)], capture_output=True, text=True, check=False
+    )
+    assert alone.returncode == 5, alone.stdout
+    assert f"{s}.{entry}: " in alone.stderr and "JSON objects and arrays" in alone.stderr, alone.stderr

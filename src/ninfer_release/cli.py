@@ -1744,6 +1744,9 @@ def _exit_for(ctx_obj: Context, exc: BaseException) -> NoReturn:
         traceback.print_exc()
     if isinstance(exc, NinferError):
         _fail(ctx_obj, int(exc.exit_code), exc.lines, type(exc).__name__)
+    if isinstance(exc, MemoryError):  # the machine's or the process's limit, not a bug of ours
+        line = "out of memory: the command needed more memory than this process may use; nothing was written"
+        _fail(ctx_obj, int(ExitCode.INPUT), [line], "MemoryError")
     _fail(
         ctx_obj,
         int(ExitCode.INTERNAL),

@@ -430,9 +430,13 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
 }
 #: Bytes a JSON record or the config can legitimately be (as ``verify``: ours are 0.4-6 KiB).
 MAX_RECORD_ENTRY = 1 << 20
-#: An SBOM's bound: a fixed part plus one file/component entry per zip member.
+#: An SBOM's bound: a fixed part plus one file/component entry per zip member; and the JSON
+#: objects and arrays it may hold, counted as ``{`` and ``[`` bytes before it is decoded (a
+#: decoded ``{}`` costs ~30x its bytes). As ``verify`` (``releases/_verify.py``).
 SBOM_BASE_BYTES = 4 << 20
-SBOM_BYTES_PER_MEMBER = 64 << 10
+SBOM_BYTES_PER_MEMBER = 8 << 10
+SBOM_BASE_CONTAINERS = 4096
+SBOM_CONTAINERS_PER_MEMBER = 64
 #: Members assumed when the zip's index cannot be read (the zip itself then fails).
 FALLBACK_MEMBERS = 1024
 #: SHA256SUMS: at most 512 bytes per listed line plus 4 KiB of slack, for the 10 entries.
@@ -1099,8 +1103,9 @@ def _load_json(run: Run, name: str, data: bytes | None) -> Any:
     return doc
 
 
-def _bounds(zip_path: str, entries: list[str]) -> dict[str, int]:
-    """The most bytes each non-zip file can legitimately hold, known before reading it."""
+def _bounds(zip_path: str, entries: list[str]) -> tuple[dict[str, int], int]:
+    """The most bytes each non-zip file can legitimately hold, known before reading it, and the
+    most JSON objects and arrays an SBOM or the provenance can hold."""
     members = FALLBACK_MEMBERS
     if os.path.isfile(zip_path) and not os.path.islink(zip_path):
         try:
@@ -1116,7 +1121,7 @@ def _bounds(zip_path: str, entries: list[str]) -> dict[str, int]:
         SBOM_BASE_BYTES + SBOM_BYTES_PER_MEMBER * members
     )
     bounds[SUMS_NAME] = MAX_SUMS_BYTES
-    return bounds
+    return bounds, SBOM_BASE_CONTAINERS + SBOM_CONTAINERS_PER_MEMBER * members
 
 
 def verify(directory: str, expected_sums_sha256: str | None = None) -> Run:
@@ -1299,11 +1304,18 @@ def _read_files(run: Run, directory: str, names: Names) -> Files:
     """Hash every file (the small ones read whole, within their bound), then scan the package."""
     files = Files()
     zip_path = os.path.join(directory, names.zip)
-    bounds = _bounds(zip_path, names.entries)
+    bounds, containers = _bounds(zip_path, names.entries)
     for n in names.every:
         p = os.path.join(directory, n)
         if os.path.isfile(p):
             _read_file(run, files, n, p, None if n == names.zip else bounds[n])
+    for n in (names.spdx, names.cdx, names.provenance):  # they grow with the package
+        data = files.small.get(n)
+        count = 0 if data is None else data.count(b"{") + data.count(b"[")
+        if count > containers:
+            message = f"{count} JSON objects and arrays ('{{' and '[' bytes), more than the {containers}"
+            run.fail(n, f"{message} such an entry can hold; not decoded")
+            del files.small[n]
     if os.path.isfile(zip_path):
         try:
             keep = {ZIP_CONFIG_PATH: bounds[names.config], names.spdx_member: bounds[names.spdx]}

@@ -81,9 +81,17 @@ from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, plain_path_problem, wi
 #: generous and still bounds what verify holds in memory (docs/reliability.md).
 MAX_RECORD_ENTRY = 1 << 20
 #: An SBOM grows with the package: a fixed part (document header, packages, licence texts) plus
-#: one file/component entry per zip member (ours: ~21 KiB for 20 members).
+#: one file/component entry per zip member (ours: ~21 KiB for 20 members, ~0.93 KiB per file at
+#: 100k files). The per-member part was 64 KiB until a hostile review (2026-12-04) showed 2,000
+#: empty members buying a 130 MiB bound; 8 KiB leaves about 9x our largest entry.
 SBOM_BASE_BYTES = 4 << 20
-SBOM_BYTES_PER_MEMBER = 64 << 10
+SBOM_BYTES_PER_MEMBER = 8 << 10
+#: JSON objects and arrays an SBOM or the provenance may hold: a fixed part plus a number per zip
+#: member (ours: at most ~12 per member; the sample set's SPDX has 133 for 18 members, its
+#: CycloneDX 223). Counted as ``{`` and ``[`` bytes before the document is decoded, because a
+#: decoded ``{}`` costs ~30x its 3 bytes: the same review's 105 MB of ``{}`` took 3 GB.
+SBOM_BASE_CONTAINERS = 4096
+SBOM_CONTAINERS_PER_MEMBER = 64
 #: Members assumed when the zip's index cannot be read (the zip itself then fails verify).
 _FALLBACK_MEMBERS = 1024
 
@@ -119,6 +127,14 @@ def _entry_bounds(names: AssetNames, members: int | None) -> dict[str, int]:
     bounds[names.provenance] = sbom_bound
     bounds[SUMS_NAME] = sums_bound(len(names.entries))
     return bounds
+
+
+def _container_bound(members: int | None) -> int:
+    """The most JSON objects and arrays an SBOM or the provenance of a zip of ``members`` members
+    can hold (:data:`SBOM_CONTAINERS_PER_MEMBER`; :data:`_FALLBACK_MEMBERS` without an index)."""
+    return SBOM_BASE_CONTAINERS + SBOM_CONTAINERS_PER_MEMBER * (
+        _FALLBACK_MEMBERS if members is None else members
+    )
 
 
 def _check_readable(path: Path) -> None:
@@ -176,6 +192,9 @@ class _Run:
     warnings: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     bounds: dict[str, int] = field(default_factory=dict)
+    #: The most JSON objects and arrays an entry that grows with the package may hold
+    #: (:data:`SBOM_CONTAINERS_PER_MEMBER`); set with :attr:`bounds`.
+    containers: int = SBOM_BASE_CONTAINERS
 
     def fail(self, name: str, message: str) -> None:
         self.failures.append(f"{name}: {message}")
@@ -422,6 +441,8 @@ def _read_small(
         if n == names.provenance and early.use(files):
             progress.advance(size)
             continue
+        if n in (names.spdx, names.cdx) and not _few_containers(run, names, n, _containers_in_file(p)):
+            continue
         if n == names.spdx and _read_spdx_streamed(run, p, files, known.get(n)):
             progress.advance(size)
             continue
@@ -429,21 +450,26 @@ def _read_small(
             progress.advance(size)
             continue
         data = strictjson.read_regular(p, limit=run.bounds[n], source=str(p))
-        files.digests[n] = known[n] if n in known else sha256_bytes(data)
+        if _few_containers(run, names, n, _containers(data)):
+            files.digests[n] = known[n] if n in known else sha256_bytes(data)
+            _take_whole(names, files, n, data)
         progress.advance(size)
-        # An SBOM read whole is checked as soon as read, then let go: the later checks read its
-        # digest, never its bytes, and its parse (~4x its bytes) is not added to the later
-        # entries' bytes (issue 13).
-        if n == names.spdx:
-            files.spdx = sbom.check_spdx_bytes(data)
-            files.schema_problems[n] = files.spdx.messages
-        elif n == names.cdx:
-            files.cdx = sbom.check_cyclonedx_bytes(data)
-            files.schema_problems[n] = files.cdx.messages
-        elif n == names.provenance and (doc := _provenance_doc(data, n)) is not None:
-            files.provenance_doc = doc  # its bytes (20 MB at 100k files) are let go here
-        else:
-            files.small[n] = data
+
+
+def _take_whole(names: AssetNames, files: _SetFiles, n: str, data: bytes) -> None:
+    """Entry ``n`` read whole: an SBOM is checked as soon as read, then let go (the later checks
+    read its digest, never its bytes, and its parse, ~4x its bytes, is not added to the later
+    entries' bytes; issue 13); the provenance is decoded; any other entry kept as bytes."""
+    if n == names.spdx:
+        files.spdx = sbom.check_spdx_bytes(data)
+        files.schema_problems[n] = files.spdx.messages
+    elif n == names.cdx:
+        files.cdx = sbom.check_cyclonedx_bytes(data)
+        files.schema_problems[n] = files.cdx.messages
+    elif n == names.provenance and (doc := _provenance_doc(data, n)) is not None:
+        files.provenance_doc = doc  # its bytes (20 MB at 100k files) are let go here
+    else:
+        files.small[n] = data
 
 
 class _Early:
@@ -470,6 +496,9 @@ class _Early:
         except Exception as exc:  # noqa: BLE001 - raised again where the entry is read
             self.error = exc
             return
+        if _containers(data) > run.containers:
+            self.read = False  # never decoded: the loop reads it again and reports it
+            return
         if self.digest is None:  # unless the caller established it (``known``)
             self.digest = sha256_bytes(data)
         self.doc = _provenance_doc(data, name)
@@ -489,6 +518,39 @@ class _Early:
             files.small[self.name] = self.data
         self.data = self.doc = None
         return True
+
+
+def _containers(data: bytes) -> int:
+    """At least as many as the JSON objects and arrays in ``data``: its ``{`` and ``[`` bytes
+    (those inside strings too), counted without decoding it."""
+    return data.count(b"{") + data.count(b"[")
+
+
+def _containers_in_file(path: Path) -> int:
+    """:func:`_containers` of the file at ``path`` (its size already within its bound), read in
+    1 MiB pieces: the streamed SBOM readers then decode it as they read it again."""
+    count = 0
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                count += _containers(chunk)
+    except OSError:
+        return 0  # the reader that follows reports why it cannot read the file
+    return count
+
+
+def _few_containers(run: _Run, names: AssetNames, name: str, count: int) -> bool:
+    """Whether entry ``name``, if it grows with the package (the SBOMs, the provenance), holds no
+    more than :attr:`_Run.containers` JSON objects and arrays (``count``, :func:`_containers`); a
+    failure else: such a document is not decoded, as one above its size bound is not read."""
+    if name not in (names.spdx, names.cdx, names.provenance) or count <= run.containers:
+        return True
+    run.fail(
+        name,
+        f"{count} JSON objects and arrays ('{{' and '[' bytes), more than the {run.containers} "
+        "such an entry can hold; not decoded",
+    )
+    return False
 
 
 def _read_spdx_streamed(run: _Run, path: Path, files: _SetFiles, known: str | None) -> bool:
@@ -554,7 +616,9 @@ def _read_set_with(
     sent = worker.index_entries(_scan_worker.read_later(names.stem)) if worker is not None else None
     index = None if sent is not None else _zip_index(zip_path)
     files = _SetFiles(zip_path=zip_path, index=sent[1] if sent is not None else _read_later(names, index))
-    run.bounds = _entry_bounds(names, sent[0] if sent is not None else None if index is None else len(index))
+    members = sent[0] if sent is not None else None if index is None else len(index)
+    run.bounds = _entry_bounds(names, members)
+    run.containers = _container_bound(members)
     # An entry that cannot be opened is an environment fault (exit 4), not a verdict on the set;
     # it is found before the zip's worker starts so no thread is left behind.
     for n in names.all:
