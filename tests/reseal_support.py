@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ninfer_release.packaging import PlanEntry, compress_members, read_member, read_zip_index, write_zip
@@ -53,10 +53,19 @@ def members_of(set_dir: Path, stem: str) -> list[tuple[str, bytes]]:
     ]
 
 
-def rebuild(set_dir: Path, stem: str, tag: str, members: Sequence[tuple[str, bytes]]) -> None:
+def rebuild(
+    set_dir: Path,
+    stem: str,
+    tag: str,
+    members: Sequence[tuple[str, bytes]],
+    entries: Mapping[str, bytes] | None = None,
+) -> None:
     """Write a zip of ``members`` (plus a regenerated SPDX copy) with our writer into ``set_dir``
-    and re-seal every binding (module docstring)."""
+    and re-seal every binding (module docstring); ``entries`` (``ORDER`` suffix -> bytes, say
+    ``config.toml``) are written first and re-sealed as changed too."""
     before = {ext: (set_dir / f"{stem}.{ext}").read_bytes() for ext in ORDER}
+    for ext, data in (entries or {}).items():
+        (set_dir / f"{stem}.{ext}").write_bytes(data)
     spdx = _spdx(before["spdx.json"], stem, members)
     (set_dir / f"{stem}.spdx.json").write_bytes(spdx)
     full = sorted([*members, (f"sbom/{stem}.spdx.json", spdx)], key=lambda e: e[0].encode())
@@ -74,6 +83,15 @@ def replace_zip(set_dir: Path, stem: str, tag: str, write: Callable[[Path], obje
     the records that bind the zip (module docstring)."""
     before = {ext: (set_dir / f"{stem}.{ext}").read_bytes() for ext in ORDER}
     write(set_dir / f"{stem}.zip")
+    _propagate(set_dir, stem, tag, before)
+
+
+def reseal_entries(set_dir: Path, stem: str, tag: str, entries: Mapping[str, bytes]) -> None:
+    """Write ``entries`` (``ORDER`` suffix -> bytes: records after the SBOMs) with the zip and
+    SBOMs unchanged, then re-seal every later record that binds them, and ``SHA256SUMS``."""
+    before = {ext: (set_dir / f"{stem}.{ext}").read_bytes() for ext in ORDER}
+    for ext, data in entries.items():
+        (set_dir / f"{stem}.{ext}").write_bytes(data)
     _propagate(set_dir, stem, tag, before)
 
 

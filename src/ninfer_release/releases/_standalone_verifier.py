@@ -54,6 +54,11 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+try:  # Python >= 3.11: the config is read by the TOML parser ``verify`` reads it with
+    import tomllib
+except ImportError:  # Python 3.9 and 3.10: :func:`_simple_toml`
+    tomllib = None  # type: ignore[assignment]
+
 #: One central-directory entry: name, flags, method, crc32, compressed size, size, header offset,
 #: data offset.
 Member = tuple[str, int, int, int, int, int, int, int]
@@ -2387,40 +2392,54 @@ def _cdx_root_sha256(doc: dict[str, Any]) -> str:
     return ""
 
 
-_TOML_STRING = re.compile(r'^([A-Za-z0-9_]+) = "((?:[^"\\]|\\.)*)"$')
+#: One line of the config as ninfer-release renders it, for the reader used where ``tomllib``
+#: is absent (Python < 3.11): a table header, or ``key = value`` with a one-line basic string
+#: (``\\`` and ``\"`` its only escapes), a decimal integer, a boolean or a one-line array of
+#: such strings. Any other line (a multi-line or literal string, a dotted key, an inline
+#: comment, another escape) refuses the whole config: read otherwise than TOML reads it, it could
+#: name other paths than the engine reads (a line inside a multi-line string is no key).
+_TOML_TABLE = re.compile(r"\[([A-Za-z0-9_]+)\]")
+_TOML_BASIC = r'"(?:[^"\\\x00-\x1f\x7f]|\\[\\"])*"'
+_TOML_ARRAY = rf"\[(?:{_TOML_BASIC}(?:, {_TOML_BASIC})*)?\]"
+_TOML_PAIR = re.compile(rf"([A-Za-z0-9_]+) = ({_TOML_BASIC}|-?(?:0|[1-9][0-9]*)|true|false|{_TOML_ARRAY})")
+_TOML_ESCAPE = re.compile(r"\\(.)")
+_TOML_STRING_IN_ARRAY = re.compile(_TOML_BASIC)
 
 
-def _config_strings(config: bytes) -> dict[str, str] | None:
-    """``table.key`` -> value of every one-line basic string of our rendered config (no tomllib in 3.9)."""
-    try:
-        text = config.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    out: dict[str, str] = {}
-    table = ""
-    for line in text.split("\n"):
-        if line.startswith("[") and line.endswith("]"):
-            table = line[1:-1]
-            continue
-        m = _TOML_STRING.match(line)
-        if m:
-            value = re.sub(r"\\(.)", lambda x: x.group(1), m.group(2))
-            out[f"{table}.{m.group(1)}" if table else m.group(1)] = value
-    return out
+def _toml_value(text: str) -> Any:
+    """A value :data:`_TOML_PAIR` matched, as ``tomllib`` reads it."""
+    if text.startswith('"'):
+        return _TOML_ESCAPE.sub(lambda m: m.group(1), text[1:-1])
+    if text.startswith("["):
+        return [_toml_value(s) for s in _TOML_STRING_IN_ARRAY.findall(text)]
+    return text == "true" if text in ("true", "false") else int(text)
 
 
-_TOML_PORT = re.compile(r"^port = ([1-9][0-9]{0,4})$")
+def _simple_toml(text: str) -> dict[str, Any]:
+    """The config read line by line where ``tomllib`` is absent (:data:`_TOML_PAIR`); raises
+    ValueError naming the first line it cannot read exactly."""
+    doc: dict[str, Any] = {}
+    table = doc
+    for number, line in enumerate(text.split("\n"), 1):
+        header, pair = _TOML_TABLE.fullmatch(line), _TOML_PAIR.fullmatch(line)
+        if header and header.group(1) not in doc:
+            table = doc[header.group(1)] = {}
+        elif pair and pair.group(1) not in table:
+            table[pair.group(1)] = _toml_value(pair.group(2))
+        elif line and not line.startswith("#"):
+            raise ValueError(f"line {number}: not a form this verifier reads without tomllib (Python < 3.11)")
+    return doc
 
 
-def _server_port(config: bytes) -> int | None:
-    """``[server] port`` of our rendered config (a one-line decimal integer), or ``None``."""
-    table = ""
-    for line in config.decode("utf-8").split("\n"):
-        if line.startswith("[") and line.endswith("]"):
-            table = line[1:-1]
-        elif table == "server" and _TOML_PORT.match(line):
-            return int(line.split("=")[1])
-    return None
+def config_toml(config: bytes) -> dict[str, Any]:
+    """The config parsed as UTF-8 TOML, as ``verify`` parses it (``tomllib``; on Python < 3.11
+    :func:`_simple_toml`, which refuses what it cannot read exactly); raises ValueError."""
+    text = config.decode("utf-8")
+    parser: Any = tomllib  # None on Python < 3.11
+    if parser is None:
+        return _simple_toml(text)
+    doc: dict[str, Any] = parser.loads(text)
+    return doc
 
 
 def _route_paths(
@@ -2428,25 +2447,27 @@ def _route_paths(
 ) -> None:
     """Every path the route names is where the config reads it; nothing writable under Program Files
     (the same rule as ``ninfer-release verify``, docs/install-layout.md)."""
-    cfg = _config_strings(config)
-    if cfg is None:
-        run.fail(n_config, "is not UTF-8")
+    try:
+        cfg = config_toml(config)
+    except ValueError as exc:
+        run.fail(n_config, f"is not UTF-8 TOML: {exc}")
         return
-    root = cfg.get("paths.data_root")
+    root = _get(cfg, "paths", "data_root")
     keys = {
-        "key_file": "server.bearer_key_file",
-        "model_path": "model.path",
-        "cache_root": "checkpoint.root",
-        "checkpoint_dir": "checkpoint.dir_template",
+        "key_file": ("server", "bearer_key_file"),
+        "model_path": ("model", "path"),
+        "cache_root": ("checkpoint", "root"),
+        "checkpoint_dir": ("checkpoint", "dir_template"),
     }
-    if root is None or any(k not in cfg for k in keys.values()):
+    rels = {k: _get(cfg, *v) for k, v in keys.items()}
+    if not isinstance(root, str) or not all(isinstance(v, str) for v in rels.values()):
         run.fail(n_config, "lacks paths.data_root or a relative key/model/checkpoint path")
         return
 
     def join(rel: str) -> str:
         return root.rstrip("\\") + "\\" + rel.replace("/", "\\")
 
-    want = {k: join(cfg[v].replace("<release-instance-id>", str(instance))) for k, v in keys.items()}
+    want = {k: join(v.replace("<release-instance-id>", str(instance))) for k, v in rels.items()}
     want["data_root"] = root
     install = _get(route, "install")
     install = install if isinstance(install, dict) else {}
@@ -2455,9 +2476,8 @@ def _route_paths(
             run.fail(n_route, f"install.{key} is not where {n_config} reads it ({path!r})")
     if _get(route, "bearer_key", "file") != want["key_file"]:
         run.fail(n_route, "bearer_key.file is not install.key_file")
-    server = {"host": cfg.get("server.host"), "auth": cfg.get("server.auth"), "port": _server_port(config)}
-    for key, value in sorted(server.items()):
-        got = _get(route, "endpoint", key)
+    for key in ("host", "auth", "port"):
+        got, value = _get(route, "endpoint", key), _get(cfg, "server", key)
         if got != value or type(got) is not type(value):
             run.fail(n_route, f"endpoint.{key} is {got!r}, but {n_config} [server] has {value!r}")
     program = install.get("program_root")
