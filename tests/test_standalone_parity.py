@@ -15,14 +15,17 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flow_support import TAGS, cli, release_out, stem
+from ninfer_release.packaging._zipformat import central_header, end_records, local_header
 from ninfer_release.releases import _standalone_verifier as sv
 from ninfer_release.releases import verifier_source
-from reseal_support import members_of, rebuild
+from reseal_support import members_of, rebuild, replace_zip
 
 LANE = "rtx4090"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "v0.13.1" / LANE
@@ -132,3 +135,60 @@ def test_without_tomllib_a_two_faced_config_is_refused_by_the_route_check(
     assert run.failures == [
         "c.toml: is not UTF-8 TOML: line 58: not a form this verifier reads without tomllib (Python < 3.11)"
     ]
+
+
+# --- a member that inflates past the size it declares ------------------------------------------
+
+
+def _deflated(name: str, data: bytes) -> tuple[str, int, int, bytes]:
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return name, zlib.crc32(data), len(data), c.compress(data) + c.flush()
+
+
+def _zip_of(path: Path, entries: list[tuple[str, int, int, bytes]]) -> None:
+    """Deflated ``(name, crc32, declared size, stream)`` entries in the writer's exact records."""
+    out, directory = bytearray(), bytearray()
+    for name, crc, size, data in sorted(entries, key=lambda e: e[0].encode()):
+        values: dict[str, Any] = {
+            "name": name,
+            "method": 8,
+            "crc32": crc,
+            "size": size,
+            "compressed_size": len(data),
+        }
+        offset = len(out)
+        out += local_header(**values, epoch=1763596800, zip64=False) + data
+        directory += central_header(**values, offset=offset, epoch=1763596800)
+    out += directory + end_records(count=len(entries), cd_offset=len(out), cd_size=len(directory))
+    path.write_bytes(bytes(out))
+
+
+def test_a_member_inflating_to_a_gibibyte_past_its_declared_100_bytes_is_refused_in_bounded_memory(
+    draft: Path, script: Path
+) -> None:
+    """Its 4.6 MB stream is 1 GiB of zeros: the first 4 MiB read block alone, inflated whole
+    before the size check, took more than the 512 MiB address space the stdlib verifier runs in
+    here (a MemoryError); inflated a bounded piece at a time it is refused at byte 101."""
+    s = stem(LANE)
+    entries = [_deflated(n, b) for n, b in members_of(draft, s)]
+    entries.append(_deflated(f"sbom/{s}.spdx.json", (draft / f"{s}.spdx.json").read_bytes()))
+    c = zlib.compressobj(1, zlib.DEFLATED, -15)
+    zeros = bytes(64 << 20)
+    bomb = b"".join(c.compress(zeros) for _ in range(16)) + c.flush()
+    entries.append(("bin/zz.dll", 0, 100, bomb))
+    replace_zip(draft, s, TAGS[LANE], lambda z: _zip_of(z, entries))
+    alone = _run_standalone(script, draft, prefix=("prlimit", f"--as={512 << 20}", "--"))
+    assert alone.returncode == 5, alone.stderr
+    assert f"FAIL: {s}.zip: member 'bin/zz.dll': inflates past 100 bytes" in alone.stderr, alone.stderr
+    assert "MemoryError" not in alone.stderr
+
+
+def test_inflating_stops_one_byte_past_the_declared_size() -> None:
+    """No piece is inflated past what the size check needs: a member declaring 100 bytes is refused
+    with 101 bytes inflated, not a 4 MiB piece (nor the 16 MiB its stream holds)."""
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    stream = c.compress(bytes(16 << 20)) + c.flush()
+    for limit in (0, 100, 5 << 20):
+        out = sv._Inflated(limit, keep=False)
+        assert sv._inflate_block(zlib.decompressobj(-15), stream, out) == f"inflates past {limit} bytes"
+        assert out.size == limit + 1

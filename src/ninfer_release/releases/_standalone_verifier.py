@@ -829,15 +829,22 @@ def _feed(f: BinaryIO, left: int, inflater: Any, out: _Inflated) -> str:
         if not block:
             return "cannot be read: archive ends inside the member data"
         left -= len(block)
-        chunks = [block]
-        if inflater is not None:
-            chunks = [inflater.decompress(block, _CHUNK)]
-            while inflater.unconsumed_tail:
-                chunks.append(inflater.decompress(inflater.unconsumed_tail, _CHUNK))
-        for chunk in chunks:
-            problem = out.add(chunk)
-            if problem:
-                return problem
+        problem = out.add(block) if inflater is None else _inflate_block(inflater, block, out)
+        if problem:
+            return problem
+    return ""
+
+
+def _inflate_block(inflater: Any, block: bytes, out: _Inflated) -> str:
+    """Inflate ``block`` into ``out`` one bounded piece at a time, each at most one byte past the
+    size the member declares: a stream that inflates to gigabytes is refused as soon as it passes
+    that size, with memory bounded by the size and one piece."""
+    while block:
+        piece = inflater.decompress(block, min(_CHUNK, max(out.limit - out.size, 0) + 1))
+        block = inflater.unconsumed_tail
+        problem = out.add(piece)
+        if problem:
+            return problem
     return ""
 
 
