@@ -814,9 +814,11 @@ def _json_types(tp: Any) -> str:
 
 def _record_shape(cls: type[Any]) -> dict[str, Any]:
     """``key -> (required, JSON types, nested)`` of a :class:`JsonRecord` type, as
-    ``RECORD_SHAPES`` holds it."""
+    ``RECORD_SHAPES`` holds it: nested is a record's shape, ``[shape]`` for an array of records,
+    or the JSON types of each element of an array or each value of an object of scalars."""
     import types
     import typing
+    from collections.abc import Mapping
 
     from ninfer_release.jsonrecord import JsonRecord
 
@@ -837,16 +839,19 @@ def _record_shape(cls: type[Any]) -> dict[str, Any]:
             nested = _record_shape(tp)
         elif f.decode is None and typing.get_origin(tp) in (tuple, list):
             item = unwrap(typing.get_args(tp)[0])
-            nested = [_record_shape(item)] if is_record(item) else None
-        kinds = "any" if f.decode is not None else _json_types(f.type)
+            nested = [_record_shape(item)] if is_record(item) else _json_types(item)
+        elif f.decode is None and typing.get_origin(tp) is Mapping:
+            nested = _json_types(typing.get_args(tp)[1])
+        # A key absent when None is written without the key, never as null: null is refused.
+        kinds = "any" if f.decode is not None else _json_types(tp if f.absent_when_none else f.type)
         out[f.key] = (not f.absent_when_none, kinds, nested)
     return out
 
 
 def test_the_standalone_record_keys_are_the_record_types() -> None:
     """``RECORD_SHAPES`` of the stdlib verifier equals what ``releases._records`` declares for the
-    records ``verify`` parses as typed records (profile, model, provenance, route, component
-    manifest): keys, whether each is required, its JSON types and nested records. A field added
+    records ``verify`` parses as typed records (profile, model, qualification, provenance, route,
+    component manifest): keys, whether each is required, its JSON types and nested records. A field added
     on one side cannot be forgotten on the other."""
     from ninfer_release.releases import _records
     from ninfer_release.releases import _standalone_verifier as sv
@@ -854,6 +859,7 @@ def test_the_standalone_record_keys_are_the_record_types() -> None:
     types_by_suffix = {
         ".profile.json": _records.ProfileAsset,
         ".model.json": _records.ModelRecord,
+        ".qualification.json": _records.QualificationRecord,
         ".provenance.json": _records.ProvenanceStatement,
         ".route.json": _records.RouteRecord,
         ".manifest.json": _records.ComponentManifest,

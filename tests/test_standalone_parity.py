@@ -11,6 +11,7 @@ on an internal ``AttributeError``. Each set here is fully re-sealed (``reseal_su
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from flow_support import TAGS, cli, release_out, stem
 from ninfer_release.packaging._zipformat import central_header, end_records, local_header
 from ninfer_release.releases import _standalone_verifier as sv
 from ninfer_release.releases import verifier_source
-from reseal_support import members_of, rebuild, replace_zip
+from reseal_support import members_of, rebuild, replace_zip, reseal_entries
 
 LANE = "rtx4090"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "v0.13.1" / LANE
@@ -192,3 +193,80 @@ def test_inflating_stops_one_byte_past_the_declared_size() -> None:
         out = sv._Inflated(limit, keep=False)
         assert sv._inflate_block(zlib.decompressobj(-15), stream, out) == f"inflates past {limit} bytes"
         assert out.size == limit + 1
+
+
+# --- record shapes: what the review found ----------------------------------------------------
+
+
+def _dump(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _drop_rollback(doc: dict[str, Any]) -> None:
+    del doc["rollback"]
+
+
+def _route_shapes(doc: dict[str, Any]) -> None:
+    doc["install"]["create_dirs"][3] = {}
+    doc["bearer_key"]["acl"]["grants"][0] = None
+
+
+def _profile_args(doc: dict[str, Any]) -> None:
+    doc["args"][1] = 2
+    doc["flags"][0] = None
+
+
+def _dependency_a_number(doc: dict[str, Any]) -> None:
+    doc["predicate"]["buildDefinition"]["resolvedDependencies"][0] = 7
+
+
+def _dependency_uri_null(doc: dict[str, Any]) -> None:
+    doc["predicate"]["buildDefinition"]["resolvedDependencies"][0]["uri"] = None
+
+
+def _entry_a_number(doc: dict[str, Any]) -> None:
+    doc["entries"][1] = 0
+
+
+#: A malformed record (as ``verify`` reads it), fully re-sealed -> the stdlib verifier's findings.
+MALFORMED = {
+    "qualification-without-rollback": ("qualification.json", _drop_rollback, ["rollback: missing"]),
+    "route-element-types": (
+        "route.json",
+        _route_shapes,
+        [
+            "install.create_dirs[3]: expected str, got object",
+            "bearer_key.acl.grants[0]: expected object, got null",
+        ],
+    ),
+    "profile-args-and-flags": (
+        "profile.json",
+        _profile_args,
+        ["flags[0]: expected str, got null", "args[1]: expected str, got int"],
+    ),
+    "provenance-dependency-a-number": (
+        "provenance.json",
+        _dependency_a_number,
+        ["predicate.buildDefinition.resolvedDependencies[0]: expected object, got int"],
+    ),
+    "provenance-optional-key-null": (
+        "provenance.json",
+        _dependency_uri_null,
+        ["predicate.buildDefinition.resolvedDependencies[0].uri: expected str, got null"],
+    ),
+    "manifest-entry-a-number": ("manifest.json", _entry_a_number, ["entries[1]: expected object, got int"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_record_fails_both_naming_the_field(case: str, draft: Path) -> None:
+    """Each verified OK in the stdlib verifier, or failed there on an ``AttributeError``; now it
+    names the file and the field, and only that (a malformed record is not read further)."""
+    record, edit, says = MALFORMED[case]
+    s = stem(LANE)
+    doc = json.loads((draft / f"{s}.{record}").read_bytes())
+    edit(doc)
+    reseal_entries(draft, s, TAGS[LANE], {record: _dump(doc)})
+    full = cli("verify", draft)
+    assert full.code == 5, full.text
+    assert sv.verify(str(draft)).failures == [f"{s}.{record}: {message}" for message in says]

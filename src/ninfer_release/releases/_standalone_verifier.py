@@ -115,9 +115,9 @@ _ACL_SHAPE = (
             [
                 {
                     "rights": (True, "str", None),
-                    "sid": (False, "null|str", None),
-                    "name": (False, "null|str", None),
-                    "principal": (False, "null|str", None),
+                    "sid": (False, "str", None),
+                    "name": (False, "str", None),
+                    "principal": (False, "str", None),
                 }
             ],
         ),
@@ -150,10 +150,11 @@ _PATH_BUDGET_SHAPE = (
 
 #: The keys of each JSON record ``verify`` reads as a typed record (``ninfer_release.releases._records``),
 #: by entry suffix: key -> (required, JSON types, nested): the types ``|``-joined (``null``, ``bool``,
-#: ``int``, ``number``, ``str``, ``array``, ``object``; ``any``: not constrained), nested ``None``, the
-#: keys of a nested record, or ``[keys]`` (a list of records). ``verify`` refuses an unknown or
-#: missing key or a value of another type, so this file does too. Generated from the record types;
-#: a test keeps them equal.
+#: ``int``, ``number``, ``str``, ``array``, ``object``; ``any``: not constrained; a key that is not
+#: required is absent or of these types, never ``null``), nested ``None``, the keys of a nested
+#: record, ``[keys]`` (a list of records), or the types of each element of an array or each value
+#: of an object. ``verify`` refuses an unknown or missing key or a value of another type, at any
+#: depth, so this file does too. Generated from the record types; a test keeps them equal.
 RECORD_SHAPES: dict[str, dict[str, Any]] = {
     ".profile.json": {
         "profile_schema": (True, "int", None),
@@ -214,8 +215,8 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
             },
         ),
         "strict_origin_config": (True, "null|str", None),
-        "flags": (True, "array", None),
-        "args": (True, "array", None),
+        "flags": (True, "array", "str"),
+        "args": (True, "array", "str"),
         "config": (
             True,
             "object",
@@ -238,9 +239,78 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
         "local_name": (True, "str", None),
         "container_version": (True, "int", None),
     },
+    ".qualification.json": {
+        "schema": (True, "int", None),
+        "lane": (True, "str", None),
+        "component_tag": (True, "str", None),
+        "status": (True, "str", None),
+        "bound_to": (
+            True,
+            "object",
+            {
+                "source_commit": (True, "str", None),
+                "profile_id": (True, "str", None),
+                "config_bytes_sha256": (True, "str", None),
+                "package_sha256": (True, "str", None),
+            },
+        ),
+        "receipts": (
+            True,
+            "array",
+            [
+                {
+                    "name": (True, "str", None),
+                    "sha256": (True, "str", None),
+                    "binding": (True, "str", None),
+                    "bound": (
+                        True,
+                        "object",
+                        {
+                            "source_commit": (True, "str", None),
+                            "profile_id": (True, "str", None),
+                            "config_sha256": (True, "str", None),
+                            "package_sha256": (True, "str", None),
+                        },
+                    ),
+                    "gates": (True, "object", "str"),
+                    "measurements": (True, "object", "bool|int|number|str"),
+                    "scratch": (
+                        False,
+                        "object",
+                        {
+                            "variant": (True, "str", None),
+                            "equivalence": (
+                                False,
+                                "object",
+                                {
+                                    "package_sha256": (True, "str", None),
+                                    "config_sha256": (True, "str", None),
+                                    "evidence": (True, "str", None),
+                                },
+                            ),
+                        },
+                    ),
+                }
+            ],
+        ),
+        "gates": (
+            True,
+            "object",
+            {
+                "merged": (True, "object", "str"),
+                "counts": (True, "object", "int"),
+                "failed": (True, "array", "str"),
+            },
+        ),
+        "rollback": (
+            True,
+            "object",
+            {"state": (True, "null|str", None), "directions": (True, "null|int", None)},
+        ),
+    },
     ".provenance.json": {
         "_type": (True, "str", None),
-        "subject": (True, "array", [{"name": (True, "str", None), "digest": (True, "object", None)}]),
+        "subject": (True, "array", [{"name": (True, "str", None), "digest": (True, "object", "str")}]),
         "predicateType": (True, "str", None),
         "predicate": (
             True,
@@ -280,8 +350,8 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                             [
                                 {
                                     "name": (True, "str", None),
-                                    "uri": (False, "null|str", None),
-                                    "digest": (False, "null|object", None),
+                                    "uri": (False, "str", None),
+                                    "digest": (False, "object", "str"),
                                 }
                             ],
                         ),
@@ -294,7 +364,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                         "builder": (
                             True,
                             "object",
-                            {"id": (True, "str", None), "version": (True, "object", None)},
+                            {"id": (True, "str", None), "version": (True, "object", "str")},
                         ),
                         "metadata": (True, "object", {"invocationId": (True, "str", None)}),
                     },
@@ -318,7 +388,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 "sha256": (True, "str", None),
             },
         ),
-        "stand_ins": (True, "array", None),
+        "stand_ins": (True, "array", "str"),
         "model": (
             True,
             "object",
@@ -356,7 +426,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 "config": (True, "str", None),
                 "config_bytes_sha256": (True, "str", None),
                 "data_root": (True, "str", None),
-                "create_dirs": (True, "array", None),
+                "create_dirs": (True, "array", "str"),
                 "key_file": (True, "str", None),
                 "model_path": (True, "str", None),
                 "cache_root": (True, "str", None),
@@ -1193,7 +1263,7 @@ class Records:
         self.config = small.get(names.config)
         self.profile = _load_record(run, names.profile, small.get(names.profile))
         self.manifest = _load_record(run, names.manifest, small.get(names.manifest))
-        self.qualification = _load_json(run, names.qualification, small.get(names.qualification))
+        self.qualification = _load_qualification(run, names.qualification, small.get(names.qualification))
         _note_qualification(run, self.qualification)
         self.provenance = _load_record(run, names.provenance, small.get(names.provenance))
         self.route = _load_record(run, names.route, small.get(names.route))
@@ -1202,13 +1272,30 @@ class Records:
 
 def _load_record(run: Run, name: str, data: bytes | None) -> Any:
     """The strict JSON object ``name`` holds, or None; each key its record type does not have,
-    and each required key it lacks, is a failure (``RECORD_SHAPES``)."""
+    each required key it lacks and each value of another type, at any depth, is a failure
+    (``RECORD_SHAPES``), and then the record is None, as in ``verify``: the later checks read only
+    records of their shape."""
+    return _shaped(run, name, _load_json(run, name, data))
+
+
+def _load_qualification(run: Run, name: str, data: bytes | None) -> Any:
+    """The qualification record, as :func:`_load_record`; its schema is read first (only schema 2
+    binds the package bytes: another is refused as such, not field by field)."""
     doc = _load_json(run, name, data)
-    if isinstance(doc, dict):
-        shape = next(v for k, v in RECORD_SHAPES.items() if name.endswith(k))
-        for problem in _shape_problems(doc, shape, ""):
-            run.fail(name, problem)
-    return doc
+    if isinstance(doc, dict) and doc.get("schema") != 2:
+        run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
+        return None
+    return _shaped(run, name, doc)
+
+
+def _shaped(run: Run, name: str, doc: Any) -> Any:
+    if not isinstance(doc, dict):
+        return None
+    shape = next(v for k, v in RECORD_SHAPES.items() if name.endswith(k))
+    problems = list(_shape_problems(doc, shape, ""))
+    for problem in problems:
+        run.fail(name, problem)
+    return None if problems else doc
 
 
 def _shape_problems(doc: dict[str, Any], shape: dict[str, Any], where: str) -> Iterator[str]:
@@ -1244,21 +1331,23 @@ def _json_type(value: Any) -> str:
 
 
 def _nested_problems(value: Any, nested: Any, where: str) -> Iterator[str]:
-    """A nested record (``nested`` a dict of keys) or list of records (``[keys]``); null is left
-    to the record's own checks, as a value of another type is named here."""
-    if value is None:
-        return
-    if isinstance(nested, dict):
-        if isinstance(value, dict):
-            yield from _shape_problems(value, nested, where + ".")
-        else:
-            yield f"{where}: expected an object"
-    elif not isinstance(value, list):
-        yield f"{where}: expected an array"
-    else:
+    """A nested record (``nested`` a dict of keys), list of records (``[keys]``), or the JSON
+    types of each element of an array or value of an object (a string); ``value`` is of the
+    field's JSON type already (:func:`_shape_problems`), null where that allows it."""
+    if isinstance(value, dict) and isinstance(nested, dict):
+        yield from _shape_problems(value, nested, where + ".")
+    elif isinstance(nested, str) and isinstance(value, (list, dict)):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if not _fits(item, nested):
+                at = f"{where}.{key}" if isinstance(value, dict) else f"{where}[{key}]"
+                yield f"{at}: expected {nested.replace('|', ' or ')}, got {_json_type(item)}"
+    elif isinstance(nested, list) and isinstance(value, list):
         for i, item in enumerate(value):
             if isinstance(item, dict):
                 yield from _shape_problems(item, nested[0], f"{where}[{i}].")
+            else:
+                yield f"{where}[{i}]: expected object, got {_json_type(item)}"
 
 
 def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
@@ -2654,13 +2743,6 @@ def _ledger(reports: list[dict[str, str]]) -> dict[str, Any]:
     }
 
 
-#: What sealing writes into a qualification record and each receipt entry: nothing else.
-_RECORD_KEYS = frozenset(
-    ("schema", "lane", "component_tag", "status", "bound_to", "receipts", "gates", "rollback")
-)
-_RECORD_RECEIPT_KEYS = frozenset(("name", "sha256", "binding", "bound", "gates", "measurements", "scratch"))
-
-
 def _receipt_problems(entry: dict[str, Any], bound_to: Any) -> list[str]:
     """Why one receipt entry does not qualify ``bound_to`` (what sealing demands, read back)."""
     kind = entry.get("binding")
@@ -2697,34 +2779,20 @@ def _receipt_problems(entry: dict[str, Any], bound_to: Any) -> list[str]:
 def _qualification(run: Run, name: str, doc: dict[str, Any], zip_sha256: str | None) -> None:
     """The record (schema 2) binds this package; its status follows from its receipts and gates:
     ``qualified`` needs a receipt, every receipt with a gate result, and no failed gate."""
-    if doc.get("schema") != 2:
-        run.fail(name, f"schema {doc.get('schema')!r}: only schema 2 binds the package bytes")
-        return
-    for key in sorted(set(doc) - _RECORD_KEYS):
-        run.fail(name, f"unknown key {key!r}: the record holds only what sealing writes")
     bound = _get(doc, "bound_to", "package_sha256")
     if zip_sha256 is not None and bound != zip_sha256:
         run.fail(name, f"bound_to.package_sha256 is {bound!r}, but the package has {zip_sha256}")
-    receipts = doc.get("receipts")
-    if not isinstance(receipts, list) or not all(isinstance(r, dict) for r in receipts):
-        run.fail(name, "receipts is not a list of objects")
-        return
+    receipts = doc["receipts"]
     reports: list[dict[str, str]] = []
     seen: dict[Any, int] = {}
     for i, r in enumerate(receipts):
-        for key in sorted(set(r) - _RECORD_RECEIPT_KEYS):
-            run.fail(name, f"receipts[{i}] ({r.get('name')!r}) unknown key {key!r}")
         for problem in _receipt_problems(r, doc.get("bound_to")):
             run.fail(name, f"receipts[{i}] ({r.get('name')!r}) {problem}")
         digest = r.get("sha256")
         if isinstance(digest, str) and digest in seen:
             run.fail(name, f"receipts[{i}] ({r.get('name')!r}) has the SHA-256 of receipts[{seen[digest]}]")
         seen.setdefault(digest, i)
-        gates = r.get("gates")
-        if not isinstance(gates, dict) or not all(isinstance(v, str) for v in gates.values()):
-            run.fail(name, f"receipts[{i}].gates is not an object of gate -> result")
-            continue
-        reports.append(gates)
+        reports.append(r["gates"])
     ledger = _ledger(reports)
     if _get(doc, "gates") != ledger:
         run.fail(name, "gates (merged, counts, failed) do not follow from the receipts' gates")
