@@ -38,7 +38,7 @@ import posixpath
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ from ninfer_release.sbom._spdx import zip_path_problem
 
 log = logging.getLogger(__name__)
 CDX_WHERE = "cyclonedx"
-PROP_PATH = "ninfer:path"  # legacy (one component per file); still read by the verifier side
+PROP_PATH = "ninfer:path"  # legacy (one component per file, with its hash): verify now refuses such hashes
 PROP_STAND_IN = "ninfer:stand-in"
 SHA256_CONTEXT = "sha256:"
 _PE_SUFFIXES = (".dll", ".exe")
@@ -1248,32 +1248,36 @@ def parse_cyclonedx_hashes(data: bytes) -> dict[str, str]:
     """Shipped zip path → SHA-256 of every file the document lists.
 
     Files are the evidence occurrences of every component and of ``metadata.component``
-    (``location`` = zip path, ``additionalContext`` = ``sha256:<hex>``); a component of the older
-    one-per-file shape names its file by the ``ninfer:path`` property and carries its SHA-256.
+    (``location`` = zip path, ``additionalContext`` = ``sha256:<hex>``). The older one-per-file
+    shape (a component naming its file by the ``ninfer:path`` property, with its SHA-256 in
+    ``hashes``) is not read: only ``metadata.component`` may have ``hashes``.
 
     Raises:
-        IntegrityError: the bytes are not JSON, a path is listed twice, or a listed file has no
-            SHA-256.
+        IntegrityError: the bytes are not JSON, a path is listed twice, a listed file has no
+            SHA-256, or an object but ``metadata.component`` has ``hashes``.
     """
     return _hashes_of(strictjson.parse(data, source=CDX_WHERE, error=IntegrityError))
 
 
 def _hashes_of(raw: Any) -> dict[str, str]:
-    """:func:`parse_cyclonedx_hashes` of the strictly parsed document ``raw``."""
+    """:func:`parse_cyclonedx_hashes` of the strictly parsed document ``raw``.
+
+    Raises:
+        IntegrityError: also for a ``hashes`` anywhere but on ``metadata.component``: our writer
+            gives no other object one (:func:`_lane_root`), and a digest nothing compares is one
+            a consumer may take (hostile review, 2026-12-04).
+    """
     out: dict[str, str] = {}
-    problems: list[Problem] = []
+    problems = [
+        Problem(file=CDX_WHERE, field=f"{where}.hashes", message="a hash where ninfer-release writes none")
+        for where in _hashes_outside_root(raw, "$")
+    ]
     components = _walk_components(raw.get("components") if isinstance(raw, dict) else None)
     metadata = raw.get("metadata") if isinstance(raw, dict) else None
     if isinstance(metadata, dict) and isinstance(metadata.get("component"), dict):
         components.append(metadata["component"])
     for c in components:
-        listed = list(_occurrences(c))
-        path = _props(c).get(PROP_PATH)
-        if path is not None:
-            hashes = _objects(c.get("hashes"))
-            sha = next((str(h.get("content")).lower() for h in hashes if h.get("alg") == "SHA-256"), None)
-            listed.append((path, sha))
-        for key, sha in listed:
+        for key, sha in _occurrences(c):
             if sha is None or not is_sha256_hex(sha):
                 problems.append(Problem(file=CDX_WHERE, field=key, message="listed without a SHA-256"))
                 continue
@@ -1283,6 +1287,25 @@ def _hashes_of(raw: Any) -> dict[str, str]:
     if problems:
         raise IntegrityError(problems=problems)
     return out
+
+
+#: The one object of a lane's document with ``hashes`` (:func:`_lane_root`: the zip's SHA-256).
+_ROOT_PATH = "$.metadata.component"
+
+
+def _hashes_outside_root(value: Any, where: str) -> Iterator[str]:
+    """The JSON path of every object in ``value`` (at path ``where``) that has a ``hashes`` key,
+    but ``metadata.component``: a component, a tool, an external reference, at any depth."""
+    if isinstance(value, dict):
+        if "hashes" in value and where != _ROOT_PATH:
+            yield where
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                yield from _hashes_outside_root(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, dict | list):
+                yield from _hashes_outside_root(item, f"{where}[{i}]")
 
 
 def cyclonedx_root_sha256(data: bytes) -> str | None:
@@ -1295,14 +1318,31 @@ def cyclonedx_root_sha256(data: bytes) -> str | None:
 
 
 def _root_sha256_of(raw: Any) -> str | None:
-    """:func:`cyclonedx_root_sha256` of the parsed document ``raw``."""
+    """:func:`cyclonedx_root_sha256` of the parsed document ``raw``.
+
+    Raises:
+        IntegrityError: the root's ``hashes`` are not the one SHA-256 our writer gives it
+            (:func:`_lane_root`): another algorithm (a SHA-512 nothing compares) or a second
+            SHA-256 (a consumer taking that one reads a digest the zip does not have).
+    """
     component = _object(raw.get("metadata")).get("component") if isinstance(raw, dict) else None
     if not isinstance(component, dict):
         return None
+    found: str | None = None
+    problems: list[Problem] = []
+    field = f"{_ROOT_PATH}.hashes"
     for h in _objects(component.get("hashes")):
-        if h.get("alg") == "SHA-256":
-            return str(h.get("content")).lower()
-    return None
+        alg = h.get("alg")
+        if alg != "SHA-256":
+            message = f"{alg!r} is not SHA-256, the one hash ninfer-release writes here"
+            problems.append(Problem(file=CDX_WHERE, field=field, message=message))
+        elif found is not None:
+            problems.append(Problem(file=CDX_WHERE, field=field, message="SHA-256 is given more than once"))
+        else:
+            found = str(h.get("content")).lower()
+    if problems:
+        raise IntegrityError(problems=problems)
+    return found
 
 
 @dataclass(frozen=True)
@@ -1373,10 +1413,6 @@ def check_cyclonedx_file(path: Path, *, limit: int) -> tuple[CdxCheck, str] | No
         root_sha256=attempt(_root_sha256_of, raw),
     )
     return check, streamed.sha256
-
-
-def _props(component: Mapping[str, Any]) -> dict[str, str]:
-    return {str(p.get("name")): str(p.get("value")) for p in _objects(component.get("properties"))}
 
 
 def cross_check_cyclonedx(

@@ -921,7 +921,9 @@ def check_spdx_file(path: Path, *, limit: int) -> tuple[SpdxCheck, str] | None:
         return None  # the whole-document path gives its verdict on it
     if messages is None:
         return None
-    return SpdxCheck(messages=messages, files=Outcome(value=streamed.files, error=None)), streamed.sha256
+    refused = package_checksum_problems(streamed.skeleton.get("packages"))
+    files = Outcome(value=streamed.files, error=IntegrityError(problems=refused) if refused else None)
+    return SpdxCheck(messages=messages, files=files), streamed.sha256
 
 
 def _check_streamed(streamed: Streamed) -> list[str] | None:
@@ -1033,7 +1035,26 @@ def _spdx_files_of(raw: Any) -> dict[str, tuple[str, str]]:
     files = raw.get("files", []) if isinstance(raw, dict) else None
     if not isinstance(files, list):
         raise IntegrityError(problems=[Problem(file=SPDX_WHERE, field="files", message="not a list")])
+    refused = package_checksum_problems(raw.get("packages"))
+    if refused:
+        raise IntegrityError(problems=refused)
     return _files_map(files)
+
+
+def package_checksum_problems(packages: Any) -> list[Problem]:
+    """A ``checksums`` field on a package of ``packages`` (the document's ``packages`` value):
+    our writer gives the package (the zip) none, as the zip holds this very document (module
+    docstring), so a digest there is one nothing checks and a consumer may take (hostile review,
+    2026-12-04). Anything but a list of objects holds none (the validation reports its shape)."""
+    return [
+        Problem(
+            file=SPDX_WHERE,
+            field=f"packages[{p.get('SPDXID')}].checksums",
+            message="a package checksum, which ninfer-release never writes (the zip holds this document)",
+        )
+        for p in (packages if isinstance(packages, list) else [])
+        if isinstance(p, dict) and "checksums" in p
+    ]
 
 
 def _files_map(files: Iterable[Any]) -> dict[str, tuple[str, str]]:
@@ -1051,13 +1072,23 @@ def _files_map(files: Iterable[Any]) -> dict[str, tuple[str, str]]:
     )
 
 
+#: The file checksums our writer gives every File (``_file_entry``): exactly these, each once.
+FILE_CHECKSUMS = ("SHA1", "SHA256")
+
+
 def _checksum_map(files: Iterable[tuple[str, Iterable[tuple[str, str]]]]) -> dict[str, tuple[str, str]]:
-    """:func:`parse_spdx_files` of ``(fileName, ((algorithm, checksumValue), …))`` per file (the
-    last value of an algorithm wins; a value already lowercase is kept, not copied)."""
+    """:func:`parse_spdx_files` of ``(fileName, ((algorithm, checksumValue), …))`` per file (a
+    value already lowercase is kept, not copied). Each file has exactly the checksums our writer
+    writes (:data:`FILE_CHECKSUMS`), each once: a second SHA256 is a digest a consumer taking the
+    first (or the last) would read unchecked, and an MD5 or SHA512 one nothing here compares
+    (hostile review, 2026-12-04)."""
     out: dict[str, tuple[str, str]] = {}
     problems: list[Problem] = []
     for name, pairs in files:
-        sums = {a: _lower(v) for a, v in pairs}
+        sums, refused = _file_sums(name, pairs)
+        if refused:
+            problems.extend(refused)
+            continue
         path = name.removeprefix("./")
         if "SHA1" not in sums or "SHA256" not in sums:
             problems.append(Problem(file=SPDX_WHERE, field=f"files[{name}]", message="needs SHA1 and SHA256"))
@@ -1068,6 +1099,24 @@ def _checksum_map(files: Iterable[tuple[str, Iterable[tuple[str, str]]]]) -> dic
     if problems:
         raise IntegrityError(problems=problems)
     return out
+
+
+def _file_sums(name: str, pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, str], list[Problem]]:
+    """Algorithm -> lowercase value of one file's checksums, and why they are not our writer's
+    (an algorithm it does not write, or one given twice)."""
+    sums: dict[str, str] = {}
+    problems: list[Problem] = []
+    field = f"files[{name}].checksums"
+    for algorithm, value in pairs:
+        if algorithm not in FILE_CHECKSUMS:
+            message = f"{algorithm!r} is not SHA1 or SHA256, the checksums ninfer-release writes"
+            problems.append(Problem(file=SPDX_WHERE, field=field, message=message))
+        elif algorithm in sums:
+            message = f"{algorithm} is given more than once"
+            problems.append(Problem(file=SPDX_WHERE, field=field, message=message))
+        else:
+            sums[algorithm] = _lower(value)
+    return sums, problems
 
 
 def _lower(value: str) -> str:
