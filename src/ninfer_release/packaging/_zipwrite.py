@@ -343,7 +343,7 @@ class _ReadBack:
 
     The scan is given the index to let go as it goes (``consume``), and what is kept of the
     members is what the final verify reads (:attr:`ZipScan.members`, :meth:`digests`): columns of
-    the compressed members' own name, size, SHA-256, CRC-32 and method objects, made into
+    the compressed members' own name, size, SHA-256, SHA-1, CRC-32 and method objects, made into
     :class:`MemberDigest` rows when read — not a tuple and equal copies of the strings per member
     (issue 13: ~31 MB at 100k members before, ~4 MB now, held through the final verify). Only
     members that read back as compressed are kept: any other fails the self-check.
@@ -354,7 +354,9 @@ class _ReadBack:
         self.count = 0
         self.same_names = True
         self.mismatches: list[Problem] = []
-        self.columns: tuple[list[str], list[int], list[str], list[int], list[int]] = ([], [], [], [], [])
+        self.columns: tuple[list[str], list[int], list[str], list[str], list[int], list[int]] = (
+            [], [], [], [], [], []
+        )  # fmt: skip
 
     def take(self, d: MemberDigest) -> None:
         """The next member's digests as read back (central-directory order)."""
@@ -367,10 +369,11 @@ class _ReadBack:
         if problems:
             self.mismatches += problems
             return
-        names, sizes, sha256s, crcs, methods = self.columns
+        names, sizes, sha256s, sha1s, crcs, methods = self.columns
         names.append(m.name)
         sizes.append(m.size)
         sha256s.append(m.sha256)
+        sha1s.append(m.sha1)
         crcs.append(m.crc32)
         methods.append(m.method)
 
@@ -381,12 +384,14 @@ class _ReadBack:
         return self.mismatches
 
     def digests(self) -> MadeOnRead[int]:
-        """The members' digests as the scan gave them (SHA-1 not taken: ``""``), once every member
-        read back as compressed (:meth:`problems` empty)."""
-        names, sizes, sha256s, crcs, methods = self.columns
+        """The members' digests as the scan gave them, once every member read back as compressed
+        (:meth:`problems` empty). The scan takes no SHA-1: each member's is the compressed
+        member's, of the very bytes whose size, CRC-32 and SHA-256 it read back (the SPDX SHA1 the
+        final verify compares with it)."""
+        names, sizes, sha256s, sha1s, crcs, methods = self.columns
         return MadeOnRead(
             range(len(names)),
-            lambda i: MemberDigest._make((names[i], sizes[i], sha256s[i], "", crcs[i], methods[i], ())),
+            lambda i: MemberDigest._make((names[i], sizes[i], sha256s[i], sha1s[i], crcs[i], methods[i], ())),
         )
 
 

@@ -10,7 +10,7 @@ entry), so on two threads they take turns holding the GIL: the scan of a 10k-mem
 
 The worker is :func:`ninfer_release.packaging.scan_zip` itself, the same code as the thread
 (:class:`ninfer_release.releases._verify._ZipScan`): it sends each member's ``(name, sha256,
-problems)`` as scanned, in pickled batches on a private pipe, then the zip's SHA-256 or the error
+sha1, problems)`` as scanned, in pickled batches on a private pipe, then the zip's SHA-256 or the error
 that ended the scan. A reader thread in the parent hands the members on as they arrive, so
 neither process holds the whole list as records and the pipe never fills.
 
@@ -53,8 +53,8 @@ from ninfer_release.releases._contract import ZIP_CONFIG_PATH, zip_spdx_path
 #: parent holds the members as they come (~100 bytes each on the pipe).
 BATCH = 512
 
-#: Called by the reader thread for each member: ``(name, sha256, problems)``.
-MemberSink = Callable[[str, str, tuple[str, ...]], None]
+#: Called by the reader thread for each member: ``(name, sha256, sha1, problems)``.
+MemberSink = Callable[[str, str, str, tuple[str, ...]], None]
 
 #: ``NINFER_VERIFY_WORKER=off`` scans on a thread instead (docs/reliability.md): the same checks
 #: and report in one process, for a system where forking is unwanted or to compare the two.
@@ -106,7 +106,7 @@ class ForkedScan:
         self._pid: int | None = pid
         self._sink = sink
         #: Batches that came before a sink was attached (:meth:`attach`), in order.
-        self._pending: list[list[tuple[str, str, tuple[str, ...]]]] = []
+        self._pending: list[list[tuple[str, str, str, tuple[str, ...]]]] = []
         self._lock = threading.Lock()
         #: The zip's SHA-256, once the worker sent it.
         self.digest: str | None = None
@@ -122,8 +122,8 @@ class ForkedScan:
         """Hand every member to ``sink`` from now on, first those that came before (in order)."""
         with self._lock:
             for batch in self._pending:
-                for name, sha256, problems in batch:
-                    sink(name, sha256, problems)
+                for name, sha256, sha1, problems in batch:
+                    sink(name, sha256, sha1, problems)
             self._pending.clear()
             self._sink = sink
 
@@ -193,8 +193,8 @@ class ForkedScan:
                 if self._sink is None:
                     self._pending.append(message[1])
                 else:
-                    for name, sha256, problems in message[1]:
-                        self._sink(name, sha256, problems)
+                    for name, sha256, sha1, problems in message[1]:
+                        self._sink(name, sha256, sha1, problems)
             return True
         if kind == "index":
             self._index = message[1]
@@ -327,10 +327,10 @@ def _serve(
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(target=_orphaned, args=(fd,), daemon=True).start()
     with contextlib.suppress(OSError), os.fdopen(fd, "wb") as out:
-        batch: list[tuple[str, str, tuple[str, ...]]] = []
+        batch: list[tuple[str, str, str, tuple[str, ...]]] = []
 
         def each(d: packaging.MemberDigest) -> None:
-            batch.append((d.name, d.sha256, d.problems))
+            batch.append((d.name, d.sha256, d.sha1, d.problems))
             if len(batch) >= BATCH:
                 _send(out, ("members", batch[:]))
                 batch.clear()
@@ -342,7 +342,7 @@ def _serve(
         try:
             scan = packaging.scan_zip(
                 zip_path,
-                sha1=False,
+                sha1=True,  # the SPDX SHA1 of every member is compared too (_verify._check_spdx_files)
                 archive_sha256=known,
                 index=index if isinstance(index, list) or index is None else list(index),
                 each=each,
@@ -352,7 +352,7 @@ def _serve(
         except Exception as exc:  # noqa: BLE001 - reported as the scan's error, like the thread's
             _send(out, ("error", str(exc)))
             return
-        batch.extend((d.name, d.sha256, d.problems) for d in scan.members)
+        batch.extend((d.name, d.sha256, d.sha1, d.problems) for d in scan.members)
         if batch:
             _send(out, ("members", batch))
         _send(out, ("end", scan.sha256))

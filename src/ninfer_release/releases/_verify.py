@@ -39,7 +39,7 @@ import os
 import re
 import threading
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -240,6 +240,9 @@ class _SetFiles:
     digests: dict[str, str] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     members: dict[str, str] = field(default_factory=dict)
+    #: The zip members' SHA-1 by name (the SPDX SHA1 of each is compared: SPDX 2.3 requires it,
+    #: and the verification code is made of them); ``""`` for a member the scan did not read.
+    member_sha1s: dict[str, str] = field(default_factory=dict)
     #: Members the scan found a problem with, or saw more than once (their digest is not used
     #: in place of a read of the member).
     troubled: set[str] = field(default_factory=set)
@@ -299,7 +302,7 @@ class _ZipScan:
             # and the index it is given goes as it goes (100k members: ~30 + ~35 MB; issue 13).
             scan = given or packaging.scan_zip(
                 self.zip_path,
-                sha1=False,
+                sha1=True,
                 archive_sha256=self.known,
                 index=index,
                 each=self._member,
@@ -310,6 +313,7 @@ class _ZipScan:
         except Exception as exc:  # noqa: BLE001 - reported as a failure of the zip, never raised
             # What was handed on before the failure is not the zip's member list.
             self.files.members.clear()
+            self.files.member_sha1s.clear()
             self.files.troubled.clear()
             self.errors[:] = [str(exc)]
             return
@@ -318,12 +322,13 @@ class _ZipScan:
             self._member(d)
 
     def _member(self, d: packaging.MemberDigest) -> None:
-        self._take(d.name, d.sha256, d.problems)
+        self._take(d.name, d.sha256, d.sha1, d.problems)
 
-    def _take(self, name: str, sha256: str, problems: tuple[str, ...]) -> None:
+    def _take(self, name: str, sha256: str, sha1: str, problems: tuple[str, ...]) -> None:
         if problems or name in self.files.members:
             self.files.troubled.add(name)
         self.files.members[name] = sha256
+        self.files.member_sha1s[name] = sha1
         # A member that fails its CRC/size check or was not inflated (unsafe name, bomb
         # ratio) is a finding about the zip, whatever its SHA-256 happens to be.
         self.errors.extend(f"member {name!r}: {p}" for p in problems)
@@ -361,6 +366,7 @@ class _ZipScan:
         if worker.error is not None:
             # What was handed on before the failure is not the zip's member list.
             self.files.members.clear()
+            self.files.member_sha1s.clear()
             self.files.troubled.clear()
             self.errors[:] = [worker.error]
         elif worker.digest is not None:
@@ -792,6 +798,7 @@ def _zip_member(run: _Run, files: _SetFiles, member: str, max_bytes: int) -> byt
 
 
 R = TypeVar("R", bound=JsonRecord)
+T = TypeVar("T")
 
 
 def _typed(run: _Run, name: str, data: bytes | None, record: type[R]) -> R | None:
@@ -1000,6 +1007,7 @@ def _let_go_of_sboms(names: AssetNames, files: _SetFiles) -> None:
     config's and the SPDX copy's (:func:`_read_later`; the scan had the rest), so that the
     records parsed next reuse that memory instead of adding to the peak (issue 13)."""
     files.spdx = files.cdx = None
+    files.member_sha1s = {}
     files.index = _read_later(names, files.index)
 
 
@@ -1024,7 +1032,7 @@ def _check_spdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
             f"{names.spdx}: byte-identical to the package copy",
         )
     if not problems:
-        _check_spdx_files(run, names, files.spdx, files.members)
+        _check_spdx_files(run, names, files.spdx, files)
 
 
 def _member_sha256(run: _Run, files: _SetFiles, member: str, max_bytes: int) -> str | None:
@@ -1037,10 +1045,13 @@ def _member_sha256(run: _Run, files: _SetFiles, member: str, max_bytes: int) -> 
     return None if inner is None else sha256_bytes(inner)
 
 
-def _check_spdx_files(run: _Run, names: AssetNames, spdx: sbom.SpdxCheck, members: Mapping[str, str]) -> None:
-    """Every package member but the SPDX copy is listed with its SHA-256, nothing else is listed.
-    Reads the two maps in place (no copies of 100k-entry maps; issue 13)."""
-    listed = spdx.files.get()
+def _check_spdx_files(run: _Run, names: AssetNames, spdx: sbom.SpdxCheck, files: _SetFiles) -> None:
+    """Every package member but the SPDX copy is listed with its SHA-1 and SHA-256, nothing else
+    is listed. Reads the maps in place (no copies of 100k-entry maps; issue 13)."""
+    members = files.members
+    listed = _outcome(run, names.spdx, spdx.files.get)
+    if listed is None:
+        return
     if any(k.startswith("./") for k in listed):
         listed = {k.removeprefix("./"): v for k, v in listed.items()}
     own = zip_spdx_path(names.stem)
@@ -1053,9 +1064,25 @@ def _check_spdx_files(run: _Run, names: AssetNames, spdx: sbom.SpdxCheck, member
     bad = sorted(p for p, v in listed.items() if p != own and p in members and v[1] != members[p])
     for path in bad:
         run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
-    if not missing and not extra and not bad:
+    # SPDX 2.3 requires the SHA1 of every file; the verification code is made of them (§7.9).
+    sha1s = files.member_sha1s
+    bad_sha1 = sorted(p for p, v in listed.items() if p != own and p in sha1s and v[0] != sha1s[p])
+    for path in bad_sha1:
+        run.fail(names.spdx, f"SHA1 of {path!r} differs from the package member")
+    if not missing and not extra and not bad and not bad_sha1:
         inside = len(members) - (own in members)
         run.checked.append(f"{names.spdx}: file checksums = package members ({inside})")
+
+
+def _outcome(run: _Run, name: str, get: Callable[[], T]) -> T | None:
+    """``get()``: an SBOM map the cross-checks read, or ``None`` once each problem that kept the
+    document's reader from making it is a failure of entry ``name`` (its field named)."""
+    try:
+        return get()
+    except IntegrityError as exc:
+        for p in exc.problems:
+            run.fail(name, f"{p.field}: {p.message}" if p.field else p.message)
+        return None
 
 
 def _check_cdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
@@ -1076,7 +1103,10 @@ def _check_cdx(run: _Run, names: AssetNames, files: _SetFiles) -> None:
 def _check_cdx_evidence(run: _Run, names: AssetNames, cdx: sbom.CdxCheck, files: _SetFiles) -> None:
     members = files.members
     before = len(run.failures)
-    hashes = cdx.hashes.get()
+    hashes = _outcome(run, names.cdx, cdx.hashes.get)
+    root = _outcome(run, names.cdx, cdx.root_sha256.get)
+    if hashes is None or len(run.failures) != before:
+        return
     for path, sha in sorted(hashes.items()):
         if path not in members:
             run.fail(names.cdx, f"names {path!r}, which is not in the package")
@@ -1086,7 +1116,7 @@ def _check_cdx_evidence(run: _Run, names: AssetNames, cdx: sbom.CdxCheck, files:
     # the inventory does not list is a hole in it.
     for path in sorted(set(members) - set(hashes)):
         run.fail(names.cdx, f"package member {path!r} is listed by no component")
-    if cdx.root_sha256.get() != files.digests[names.zip]:
+    if root != files.digests[names.zip]:
         run.fail(names.cdx, "metadata.component SHA-256 is not the package's")
     if len(run.failures) == before:
         run.checked.append(
