@@ -525,7 +525,6 @@ MAX_RATIO = 1100
 MAX_TOTAL = 64 << 30
 MAX_CENTRAL_DIRECTORY = 64 << 20
 _CHUNK = 4 << 20
-_PROP_PATH = "ninfer:path"
 
 _GNU = re.compile(rb"^([0-9A-Fa-f]+) ([ *])(.*)$", re.DOTALL)
 _TAG = re.compile(rb"^([A-Za-z0-9-]+) \((.*)\) = ([0-9A-Fa-f]+)$", re.DOTALL)
@@ -854,6 +853,7 @@ class _Inflated:
 
     def __init__(self, limit: int, keep: bool) -> None:
         self.sha256 = hashlib.sha256()
+        self.sha1 = hashlib.sha1(usedforsecurity=False)  # the SPDX SHA1 of the member is compared
         self.crc = 0
         self.size = 0
         self.limit = limit
@@ -865,14 +865,15 @@ class _Inflated:
         if self.size > self.limit:
             return f"inflates past {self.limit} bytes"
         self.sha256.update(chunk)
+        self.sha1.update(chunk)
         self.crc = zlib.crc32(chunk, self.crc)
         if self.kept is not None:
             self.kept += chunk
         return ""
 
 
-def _inflate(f: BinaryIO, member: Member, keep: bool) -> tuple[str, list[str], bytes | None]:
-    """(sha256 hex, problems, bytes if ``keep``) of one member, inflated with zlib."""
+def _inflate(f: BinaryIO, member: Member, keep: bool) -> tuple[_Inflated, list[str], bytes | None]:
+    """(digests, problems, bytes if ``keep``) of one member, inflated with zlib."""
     _name, _flags, method, crc32, csize, usize, _off, data_offset = member
     f.seek(data_offset)
     out = _Inflated(usize, keep)
@@ -882,14 +883,14 @@ def _inflate(f: BinaryIO, member: Member, keep: bool) -> tuple[str, list[str], b
     except zlib.error as exc:
         problem = f"cannot be read: {exc}"
     if problem:
-        return out.sha256.hexdigest(), [problem], None
+        return out, [problem], None
     problems = []
     if out.size != usize:
         problems.append(f"inflates to {out.size} bytes, header declares {usize}")
     elif out.crc != crc32:
         problems.append(f"CRC-32 {out.crc:08x} does not match the header's {crc32:08x}")
     kept = bytes(out.kept) if out.kept is not None and not problems else None
-    return out.sha256.hexdigest(), problems, kept
+    return out, problems, kept
 
 
 def _feed(f: BinaryIO, left: int, inflater: Any, out: _Inflated) -> str:
@@ -1048,9 +1049,13 @@ def _name_rule_problems(names: list[str]) -> list[str]:
     return out
 
 
-def scan_zip(path: str, keep: dict[str, int]) -> tuple[dict[str, str], list[str], dict[str, bytes]]:
-    """``(members name -> sha256, problems, kept name -> bytes)``; raises :class:`Finding`."""
+def scan_zip(
+    path: str, keep: dict[str, int]
+) -> tuple[dict[str, str], list[str], dict[str, bytes], dict[str, str]]:
+    """``(members name -> sha256, problems, kept name -> bytes, members name -> sha1)``; raises
+    :class:`Finding`."""
     members: dict[str, str] = {}
+    sha1s: dict[str, str] = {}
     problems: list[str] = []
     kept: dict[str, bytes] = {}
     with open(path, "rb") as f:
@@ -1073,9 +1078,11 @@ def scan_zip(path: str, keep: dict[str, int]) -> tuple[dict[str, str], list[str]
                 checks.append(f"archive declares more than {MAX_TOTAL} bytes in total; not inflated")
             if checks:
                 members[name] = hashlib.sha256().hexdigest()
+                sha1s[name] = hashlib.sha1(usedforsecurity=False).hexdigest()
             else:
-                sha, checks, data = _inflate(f, member, name in keep and member[5] <= keep[name])
-                members[name] = sha
+                out, checks, data = _inflate(f, member, name in keep and member[5] <= keep[name])
+                members[name] = out.sha256.hexdigest()
+                sha1s[name] = out.sha1.hexdigest()
                 if data is not None and name not in kept:
                     kept[name] = data
             problems.extend(f"member {name!r}: {p}" for p in checks)
@@ -1085,7 +1092,7 @@ def scan_zip(path: str, keep: dict[str, int]) -> tuple[dict[str, str], list[str]
         for name in keep:
             if counts.get(name, 0) != 1:
                 kept.pop(name, None)
-    return members, problems, kept
+    return members, problems, kept, sha1s
 
 
 def _sha256_file(path: str) -> str:
@@ -1250,6 +1257,8 @@ class Files:
         self.sizes: dict[str, int] = {}
         self.small: dict[str, bytes] = {}
         self.members: dict[str, str] = {}
+        #: The package's members, name -> SHA-1 of the inflated bytes (the SPDX SHA1 is compared).
+        self.sha1s: dict[str, str] = {}
         self.kept: dict[str, bytes] = {}
         #: The package's structure was read to the end (its member list is the zip's, even empty).
         self.scanned = False
@@ -1420,7 +1429,7 @@ def _read_files(run: Run, directory: str, names: Names) -> Files:
     if os.path.isfile(zip_path):
         try:
             keep = {ZIP_CONFIG_PATH: bounds[names.config], names.spdx_member: bounds[names.spdx]}
-            files.members, problems, files.kept = scan_zip(zip_path, keep)
+            files.members, problems, files.kept, files.sha1s = scan_zip(zip_path, keep)
             files.scanned = True
         except (Finding, OSError) as exc:
             files.members, problems = {}, [str(exc)]
@@ -1491,15 +1500,27 @@ def _check_spdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
             inner == spdx, names.spdx, "differs from the copy inside the package", f"{names.spdx}: copy"
         )
     if doc is not None and not problems:
-        listed = _spdx_files(doc)
-        inside = {k: v for k, v in files.members.items() if k != names.spdx_member}
-        for path in sorted(set(inside) - set(listed)):
-            run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
-        for path in sorted(set(listed) - set(inside)):
-            run.fail(names.spdx, f"lists {path!r}, which is not in the package")
-        for path in sorted(set(listed) & set(inside)):
-            if listed[path] != inside[path]:
-                run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
+        _check_spdx_files(run, names, files, doc)
+
+
+def _check_spdx_files(run: Run, names: Names, files: Files, doc: dict[str, Any]) -> None:
+    """Every member but the SPDX copy listed once, with its SHA1 and SHA-256; nothing else listed."""
+    listed, refused = _spdx_files(doc)
+    for msg in refused:
+        run.fail(names.spdx, msg)
+    if refused:
+        return
+    inside = {k: v for k, v in files.members.items() if k != names.spdx_member}
+    for path in sorted(set(inside) - set(listed)):
+        run.fail(names.spdx, f"package member {path!r} is not in the file inventory")
+    for path in sorted(set(listed) - set(inside)):
+        run.fail(names.spdx, f"lists {path!r}, which is not in the package")
+    for path in sorted(set(listed) & set(inside)):
+        if listed[path][1] != inside[path]:
+            run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
+        # SPDX 2.3 requires the SHA1 of every file; the verification code is made of them (§7.9).
+        if listed[path][0] != files.sha1s.get(path):
+            run.fail(names.spdx, f"SHA1 of {path!r} differs from the package member")
 
 
 def _check_cdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
@@ -1514,7 +1535,12 @@ def _check_cdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
         run.fail(names.cdx, msg)
     if problems or not have_zip:
         return
-    hashes = _cdx_hashes(doc)
+    hashes, refused = _cdx_hashes(doc)
+    root, root_refused = _cdx_root_sha256(doc)
+    for msg in refused + root_refused:
+        run.fail(names.cdx, msg)
+    if refused or root_refused:
+        return
     for path, sha in sorted(hashes.items()):
         if path not in files.members:
             run.fail(names.cdx, f"names {path!r}, which is not in the package")
@@ -1522,7 +1548,7 @@ def _check_cdx(run: Run, names: Names, files: Files, have_zip: bool) -> None:
             run.fail(names.cdx, f"SHA-256 of {path!r} differs from the package member")
     for path in sorted(set(files.members) - set(hashes)):
         run.fail(names.cdx, f"package member {path!r} is listed by no component")
-    if _cdx_root_sha256(doc) != files.digests.get(names.zip):
+    if root != files.digests.get(names.zip):
         run.fail(names.cdx, "metadata.component SHA-256 is not the package's")
 
 
@@ -1682,26 +1708,47 @@ def _member(
     return None
 
 
-def _spdx_files(doc: dict[str, Any]) -> dict[str, str]:
-    out = {}
+def _spdx_file_sums(name: str, checks: list[Any], problems: list[str]) -> dict[str, str]:
+    """Algorithm -> lowercase value of one file's checksums; why they are not the ones
+    ninfer-release writes (another algorithm, one given twice) appended to ``problems``."""
+    sums: dict[str, str] = {}
+    where = f"files[{name}].checksums"
+    for c in checks:
+        alg = str(c.get("algorithm")) if isinstance(c, dict) else ""
+        if alg not in _SPDX_FILE_CHECKSUMS:
+            problems.append(f"{where}: {alg!r} is not SHA1 or SHA256, the checksums ninfer-release writes")
+        elif alg in sums:
+            problems.append(f"{where}: {alg} is given more than once")
+        else:
+            sums[alg] = str(c.get("checksumValue")).lower()
+    return sums
+
+
+#: The file checksums ninfer-release writes (``sbom/_spdx.py`` ``FILE_CHECKSUMS``): these, each once.
+_SPDX_FILE_CHECKSUMS = ("SHA1", "SHA256")
+
+
+def _spdx_files(doc: dict[str, Any]) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """``(path -> (SHA1, SHA256), problems)`` of the document's files: each has exactly the
+    checksums ninfer-release writes, each once (a second SHA256 is a digest a consumer taking it
+    reads unchecked), and is listed once."""
+    out: dict[str, tuple[str, str]] = {}
+    problems: list[str] = []
     files = doc.get("files", [])
     if not isinstance(files, list):
         raise Finding("SPDX files is not a list")
     for entry in files:
         name = str(entry.get("fileName", "")) if isinstance(entry, dict) else ""
         checks = entry.get("checksums") or [] if isinstance(entry, dict) else []
-        sums = {
-            str(c.get("algorithm")): str(c.get("checksumValue")).lower()
-            for c in checks
-            if isinstance(c, dict)
-        }
+        sums = _spdx_file_sums(name, checks if isinstance(checks, list) else [], problems)
         path = name[2:] if name.startswith("./") else name
         if "SHA1" not in sums or "SHA256" not in sums:
-            raise Finding(f"SPDX file {name!r} needs SHA1 and SHA256")
-        if path in out:
-            raise Finding(f"SPDX file {name!r} listed twice")
-        out[path] = sums["SHA256"]
-    return out
+            problems.append(f"files[{name}]: needs SHA1 and SHA256")
+        elif path in out:
+            problems.append(f"files[{name}]: listed twice")
+        else:
+            out[path] = (sums["SHA1"], sums["SHA256"])
+    return out, problems
 
 
 def _walk(components: Any) -> Iterator[dict[str, Any]]:
@@ -2444,48 +2491,67 @@ def license_id_problems(expression: str) -> list[str]:
     return out
 
 
-def _cdx_hashes(doc: dict[str, Any]) -> dict[str, str]:
-    """Zip path -> SHA-256 of every file the document lists: the evidence occurrences of every
-    component and of ``metadata.component`` (``location``, ``additionalContext`` = ``sha256:<hex>``),
-    and a component of the older one-per-file shape by its ``ninfer:path`` property and hash."""
-    out = {}
+def _cdx_hashes(doc: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """``(zip path -> SHA-256, problems)`` of every file the document lists: the evidence
+    occurrences of every component and of ``metadata.component`` (``location``,
+    ``additionalContext`` = ``sha256:<hex>``). A ``hashes`` anywhere but on ``metadata.component``
+    is a problem: ninfer-release writes none there, and a digest nothing compares is one a
+    consumer may take (the older one-per-file shape, ``ninfer:path`` with a hash, is not read)."""
+    out: dict[str, str] = {}
+    outside = _hashes_outside_root(doc, "$")
+    problems = [f"{w}.hashes: a hash where ninfer-release writes none" for w in outside]
     components = list(_walk(doc.get("components") or []))
     root = _get(doc, "metadata", "component")
     if isinstance(root, dict):
         components.append(root)
     for c in components:
-        listed = []
         evidence = c.get("evidence")
         for o in (evidence.get("occurrences") or []) if isinstance(evidence, dict) else []:
-            if isinstance(o, dict) and isinstance(o.get("location"), str):
-                context = str(o.get("additionalContext") or "")
-                sha = context[len("sha256:") :].lower() if context.startswith("sha256:") else None
-                listed.append((o["location"], sha))
-        props = {
-            str(p.get("name")): str(p.get("value")) for p in c.get("properties") or [] if isinstance(p, dict)
-        }
-        if _PROP_PATH in props:
-            sha = next(
-                (str(h.get("content")).lower() for h in c.get("hashes") or [] if h.get("alg") == "SHA-256"),
-                None,
-            )
-            listed.append((props[_PROP_PATH], sha))
-        for key, sha in listed:
-            if sha is None:
-                raise Finding(f"CycloneDX lists {key!r} without a SHA-256")
-            if key in out:
-                raise Finding(f"CycloneDX lists {key!r} twice")
-            out[key] = sha
-    return out
+            if not (isinstance(o, dict) and isinstance(o.get("location"), str)):
+                continue
+            key, context = o["location"], str(o.get("additionalContext") or "")
+            if not context.startswith("sha256:"):
+                problems.append(f"{key}: listed without a SHA-256")
+            elif key in out:
+                problems.append(f"{key}: listed twice")
+            else:
+                out[key] = context[len("sha256:") :].lower()
+    return out, problems
 
 
-def _cdx_root_sha256(doc: dict[str, Any]) -> str:
-    """The SHA-256 ``metadata.component`` carries (the package's), or ``""``."""
+#: The one object of a lane's CycloneDX document with ``hashes`` (the package's SHA-256).
+_CDX_ROOT_PATH = "$.metadata.component"
+
+
+def _hashes_outside_root(value: Any, where: str) -> Iterator[str]:
+    """The JSON path of every object in ``value`` (at ``where``) with a ``hashes`` key, but the root."""
+    if isinstance(value, dict):
+        if "hashes" in value and where != _CDX_ROOT_PATH:
+            yield where
+        for key, item in value.items():
+            yield from _hashes_outside_root(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _hashes_outside_root(item, f"{where}[{i}]")
+
+
+def _cdx_root_sha256(doc: dict[str, Any]) -> tuple[str, list[str]]:
+    """``(the SHA-256 metadata.component carries or "", problems)``: its ``hashes`` are the one
+    SHA-256 ninfer-release writes there, or none; another algorithm or a second SHA-256 is a
+    problem."""
     root = _get(doc, "metadata", "component")
+    found: str | None = None
+    problems = []
+    field = f"{_CDX_ROOT_PATH}.hashes"
     for h in (root.get("hashes") or []) if isinstance(root, dict) else []:
-        if isinstance(h, dict) and h.get("alg") == "SHA-256":
-            return str(h.get("content")).lower()
-    return ""
+        alg = h.get("alg") if isinstance(h, dict) else None
+        if alg != "SHA-256":
+            problems.append(f"{field}: {alg!r} is not SHA-256, the one hash ninfer-release writes here")
+        elif found is not None:
+            problems.append(f"{field}: SHA-256 is given more than once")
+        else:
+            found = str(h.get("content")).lower()
+    return found or "", problems
 
 
 #: One line of the config as ninfer-release renders it, for the reader used where ``tomllib``
