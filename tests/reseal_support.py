@@ -20,6 +20,7 @@ import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ninfer_release.packaging import PlanEntry, compress_members, read_member, read_zip_index, write_zip
 
@@ -53,23 +54,32 @@ def members_of(set_dir: Path, stem: str) -> list[tuple[str, bytes]]:
     ]
 
 
+#: An edit of a regenerated SBOM document (the parsed JSON object, changed in place).
+Edit = Callable[[dict[str, Any]], None]
+
+
 def rebuild(
     set_dir: Path,
     stem: str,
     tag: str,
     members: Sequence[tuple[str, bytes]],
     entries: Mapping[str, bytes] | None = None,
+    *,
+    spdx_edit: Edit | None = None,
+    cdx_edit: Edit | None = None,
 ) -> None:
     """Write a zip of ``members`` (plus a regenerated SPDX copy) with our writer into ``set_dir``
     and re-seal every binding (module docstring); ``entries`` (``ORDER`` suffix -> bytes, say
-    ``config.toml``) are written first and re-sealed as changed too."""
+    ``config.toml``) are written first and re-sealed as changed too. ``spdx_edit`` / ``cdx_edit``
+    change the regenerated SBOM before it is written (the SPDX verification code is then made
+    again from the edited SHA1 values, so the edit is the only thing left to find)."""
     before = {ext: (set_dir / f"{stem}.{ext}").read_bytes() for ext in ORDER}
     for ext, data in (entries or {}).items():
         (set_dir / f"{stem}.{ext}").write_bytes(data)
-    spdx = _spdx(before["spdx.json"], stem, members)
+    spdx = _spdx(before["spdx.json"], stem, members, spdx_edit)
     (set_dir / f"{stem}.spdx.json").write_bytes(spdx)
     full = sorted([*members, (f"sbom/{stem}.spdx.json", spdx)], key=lambda e: e[0].encode())
-    (set_dir / f"{stem}.cdx.json").write_bytes(_cdx(before["cdx.json"], full))
+    (set_dir / f"{stem}.cdx.json").write_bytes(_cdx(before["cdx.json"], full, cdx_edit))
     with tempfile.TemporaryDirectory() as work:
         compressed = compress_members(
             [PlanEntry(name=n, data=b) for n, b in full], level=6, workdir=Path(work)
@@ -95,7 +105,9 @@ def reseal_entries(set_dir: Path, stem: str, tag: str, entries: Mapping[str, byt
     _propagate(set_dir, stem, tag, before)
 
 
-def _spdx(original: bytes, stem: str, members: Sequence[tuple[str, bytes]]) -> bytes:
+def _spdx(
+    original: bytes, stem: str, members: Sequence[tuple[str, bytes]], edit: Edit | None = None
+) -> bytes:
     doc = json.loads(original)
     by_name = {f["fileName"].removeprefix("./"): f for f in doc["files"]}
     template = doc["files"][0]
@@ -122,13 +134,18 @@ def _spdx(original: bytes, stem: str, members: Sequence[tuple[str, bytes]]) -> b
         for f in files
     ]
     doc["relationships"] = relationships
-    sha1s = "".join(sorted(f["checksums"][0]["checksumValue"] for f in files))
+    if edit is not None:
+        edit(doc)
+    # Every SHA1 value listed, as the validation recomputes the code (an edit may add one).
+    sha1s = "".join(
+        sorted(c["checksumValue"] for f in files for c in f["checksums"] if c["algorithm"] == "SHA1")
+    )
     code = hashlib.sha1(sha1s.encode(), usedforsecurity=False).hexdigest()
     package["packageVerificationCode"]["packageVerificationCodeValue"] = code
     return json.dumps(doc, indent=2, ensure_ascii=False).encode() + b"\n"
 
 
-def _cdx(original: bytes, members: Sequence[tuple[str, bytes]]) -> bytes:
+def _cdx(original: bytes, members: Sequence[tuple[str, bytes]], edit: Edit | None = None) -> bytes:
     doc = json.loads(original)
     current = {n: _sha(b) for n, b in members}
 
@@ -154,6 +171,8 @@ def _cdx(original: bytes, members: Sequence[tuple[str, bytes]]) -> bytes:
         if n not in known
     ]
     doc["metadata"]["component"]["evidence"]["occurrences"] = root
+    if edit is not None:
+        edit(doc)
     return json.dumps(doc, indent=2, ensure_ascii=False).encode() + b"\n"
 
 
