@@ -335,3 +335,19 @@ def registry_namespace(factory: pytest.TempPathFactory, name: str) -> str:
     (or a long-lived ``NINFER_REGISTRY``) never see each other's tags."""
     session = re.sub(r"[^a-z0-9]+", "-", f"{_base(factory).name}-{os.getpid()}".lower()).strip("-")
     return f"{session}/{name}"
+
+
+def record_forks(monkeypatch: Any) -> list[int]:
+    """The pid of every verify scan worker forked from now on (recorded by the parent as each
+    ``releases._scan_worker.ForkedScan`` is made), through ``monkeypatch``."""
+    from ninfer_release.releases import _scan_worker
+
+    pids: list[int] = []
+    real = _scan_worker.ForkedScan.__init__
+
+    def init(self: _scan_worker.ForkedScan, pid: int, *args: Any) -> None:
+        pids.append(pid)
+        real(self, pid, *args)
+
+    monkeypatch.setattr(_scan_worker.ForkedScan, "__init__", init)
+    return pids

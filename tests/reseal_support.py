@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -199,3 +201,24 @@ def _propagate(set_dir: Path, stem: str, tag: str, before: dict[str, bytes]) -> 
     lines = sorted(f"{_sha((set_dir / f'{stem}.{e}').read_bytes())}  {stem}.{e}\n" for e in ORDER)
     lines.sort(key=lambda line: line.split("  ", 1)[1])
     (set_dir / "SHA256SUMS").write_text("".join(lines), encoding="utf-8")
+
+
+def standalone_run(set_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The exported stdlib verifier (``verifier_source``) run on ``set_dir`` as an installer runs
+    it (``python -I -S``), its file written into ``tmp_path``."""
+    from ninfer_release.releases import verifier_source
+
+    script = tmp_path / "ninfer-verify.py"
+    script.write_bytes(verifier_source())
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(script), str(set_dir)], capture_output=True, text=True, check=False
+    )
+
+
+def both_verdicts(set_dir: Path, tmp_path: Path) -> tuple[tuple[int, str], tuple[int, str]]:
+    """(exit code, stderr) of ``ninfer-release verify`` (in-process) and of the stdlib verifier."""
+    from flow_support import cli
+
+    ours = cli("verify", set_dir)
+    alone = standalone_run(set_dir, tmp_path)
+    return (ours.code, ours.err), (alone.returncode, alone.stderr)

@@ -28,7 +28,7 @@ from flow_support import TAGS, cli, qualified_out, release_out, stem
 from ninfer_release.packaging._zipformat import central_header, end_records, local_header
 from ninfer_release.releases import _standalone_verifier as sv
 from ninfer_release.releases import verifier_source
-from reseal_support import members_of, rebuild, replace_zip, reseal_entries
+from reseal_support import ORDER, members_of, rebuild, replace_zip, reseal_entries
 
 LANE = "rtx4090"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "v0.13.1" / LANE
@@ -278,14 +278,7 @@ def test_a_malformed_record_fails_both_naming_the_field(case: str, draft: Path) 
 
 #: The JSON records ``verify`` reads as typed records (entries 5-10), as ``reseal_support.ORDER``
 #: names them.
-RECORDS = (
-    "profile.json",
-    "model.json",
-    "qualification.json",
-    "provenance.json",
-    "route.json",
-    "manifest.json",
-)
+RECORDS = ORDER[ORDER.index("profile.json") :]
 #: What a mutation does at a path: delete the key, or put a value of each JSON type there.
 VALUES: dict[str, Any] = {"null": None, "number": 7, "string": "x", "object": {}, "list": []}
 KINDS = ("delete", *VALUES)

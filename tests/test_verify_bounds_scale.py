@@ -101,12 +101,9 @@ def test_a_document_of_more_objects_than_its_bound_is_not_decoded_by_either_veri
     grows with the package are refused unread (exit 5) by both verifiers, re-sealed."""
     import json
     import shutil
-    import subprocess
-    import sys
 
     from flow_support import TAGS, cli, release_out, stem
-    from ninfer_release.releases import verifier_source
-    from reseal_support import ORDER, _propagate
+    from reseal_support import ORDER, _propagate, standalone_run
 
     d = tmp_path / "set"
     shutil.copytree(release_out(tmp_path_factory) / "rtx4090", d)
@@ -121,10 +118,6 @@ def test_a_document_of_more_objects_than_its_bound_is_not_decoded_by_either_veri
     ours = cli("verify", d)
     assert ours.code == 5, ours.err
     assert f"{s}.{entry}: " in ours.err and "JSON objects and arrays" in ours.err, ours.err
-    script = tmp_path / "ninfer-verify.py"
-    script.write_bytes(verifier_source())
-    alone = subprocess.run(
-        [sys.executable, "-I", "-S", str(script), str(d)], capture_output=True, text=True, check=False
-    )
+    alone = standalone_run(d, tmp_path)
     assert alone.returncode == 5, alone.stdout
     assert f"{s}.{entry}: " in alone.stderr and "JSON objects and arrays" in alone.stderr, alone.stderr

@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flow_support import TAGS, cli, release_out, stem
+from flow_support import TAGS, release_out, stem
 from ninfer_release.releases import _standalone_verifier as standalone
-from ninfer_release.releases import verifier_source
 from ninfer_release.winpaths import plain_path_problem
-from reseal_support import ORDER, _propagate
+from reseal_support import ORDER, _propagate, both_verdicts
 
 LANE = "rtx4090"
 
@@ -75,16 +72,6 @@ def _set(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, edit: Callabl
     return d
 
 
-def _both(d: Path, tmp_path: Path) -> tuple[tuple[int, str], tuple[int, str]]:
-    ours = cli("verify", d)
-    script = tmp_path / "ninfer-verify.py"
-    script.write_bytes(verifier_source())
-    alone = subprocess.run(
-        [sys.executable, "-I", "-S", str(script), str(d)], capture_output=True, text=True, check=False
-    )
-    return (ours.code, ours.err), (alone.returncode, alone.stderr)
-
-
 def _short_program_root(doc: Any) -> None:
     install = doc["install"]
     for key in ("program_root", "config"):
@@ -113,7 +100,7 @@ def test_a_resealed_route_with_other_paths_fails_both_verifiers(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, edit: Callable[[Any], None], says: str | None
 ) -> None:
     d = _set(tmp_path_factory, tmp_path, edit)
-    (ours, ours_err), (alone, alone_err) = _both(d, tmp_path)
+    (ours, ours_err), (alone, alone_err) = both_verdicts(d, tmp_path)
     if says is None:  # the control: re-sealing alone leaves nothing for verify to find
         assert (ours, alone) == (0, 0), (ours_err, alone_err)
         return

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from flow_support import REPO, TAGS, cli, release_out, stem
+from flow_support import REPO, TAGS, release_out, stem
 from ninfer_release.packaging import load_recipe
-from ninfer_release.releases import verifier_source
 from ninfer_release.releases._contract import generated_members
-from reseal_support import members_of, rebuild
+from reseal_support import both_verdicts, members_of, rebuild
 
 LANE = "rtx4090"
 PROFILE_ID = "qwen38-4090-native-v0.7.0-beta.2"
@@ -30,17 +27,6 @@ def resealable(
     d = tmp_path / "set"
     shutil.copytree(release_out(tmp_path_factory) / LANE, d)
     return d, stem(LANE), members_of(d, stem(LANE))
-
-
-def _both(d: Path, tmp_path: Path) -> tuple[tuple[int, str], tuple[int, str]]:
-    """(exit code, stderr) of ``verify`` and of the exported stdlib verifier on ``d``."""
-    ours = cli("verify", d)
-    script = tmp_path / "ninfer-verify.py"
-    script.write_bytes(verifier_source())
-    alone = subprocess.run(
-        [sys.executable, "-I", "-S", str(script), str(d)], capture_output=True, text=True, check=False
-    )
-    return (ours.code, ours.err), (alone.returncode, alone.stderr)
 
 
 def test_the_generated_members_are_the_recipes() -> None:
@@ -56,7 +42,7 @@ def test_control_the_untampered_rebuild_verifies(
 ) -> None:
     d, s, members = resealable
     rebuild(d, s, TAGS[LANE], members)
-    (ours, _), (alone, _) = _both(d, tmp_path)
+    (ours, _), (alone, _) = both_verdicts(d, tmp_path)
     assert (ours, alone) == (0, 0)
 
 
@@ -94,7 +80,7 @@ def test_a_resealed_set_with_other_members_fails_both_verifiers(
     d, s, members = resealable
     assert callable(tamper)
     rebuild(d, s, TAGS[LANE], tamper(members))
-    (ours, ours_err), (alone, alone_err) = _both(d, tmp_path)
+    (ours, ours_err), (alone, alone_err) = both_verdicts(d, tmp_path)
     assert ours == 5, ours_err
     assert says in ours_err, ours_err
     assert alone == 5, alone_err

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import shutil
 import struct
-import subprocess
-import sys
 import unicodedata
 import zlib
 from collections.abc import Callable
@@ -28,8 +26,7 @@ from ninfer_release.packaging import PlanEntry, compress_members, scan_zip, writ
 from ninfer_release.packaging._zipformat import central_header, end_records, local_header
 from ninfer_release.packaging._ziplayout import layout_problems
 from ninfer_release.releases import _standalone_verifier as standalone
-from ninfer_release.releases import verifier_source
-from reseal_support import members_of, rebuild, replace_zip
+from reseal_support import members_of, rebuild, replace_zip, standalone_run
 
 EPOCH = 1763596800
 LANE = "rtx4090"
@@ -234,14 +231,6 @@ def resealable(
     return d, stem(LANE), members_of(d, stem(LANE))
 
 
-def _standalone_verdict(set_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    script = tmp_path / "ninfer-verify.py"
-    script.write_bytes(verifier_source())
-    return subprocess.run(
-        [sys.executable, "-I", "-S", str(script), str(set_dir)], capture_output=True, text=True, check=False
-    )
-
-
 def test_control_an_untampered_rebuild_resealed_verifies(
     resealable: tuple[Path, str, list[tuple[str, bytes]]], tmp_path: Path
 ) -> None:
@@ -250,7 +239,7 @@ def test_control_an_untampered_rebuild_resealed_verifies(
     rebuild(d, s, TAGS[LANE], members)
     result = cli("verify", d)
     assert result.code == 0, result.err
-    alone = _standalone_verdict(d, tmp_path)
+    alone = standalone_run(d, tmp_path)
     assert alone.returncode == 0, alone.stderr
 
 
@@ -288,7 +277,7 @@ def test_a_resealed_tampered_set_fails_both_verifiers(
     result = cli("verify", d)
     assert result.code == 5, result.out
     assert says in result.err, result.err
-    alone = _standalone_verdict(d, tmp_path)
+    alone = standalone_run(d, tmp_path)
     assert alone.returncode == 5, alone.stdout
     assert says in alone.stderr, alone.stderr
 
@@ -314,6 +303,6 @@ def test_a_resealed_set_with_bytes_before_its_central_directory_fails_both_verif
     result = cli("verify", d)
     assert result.code == 5, result.out
     assert "not the package layout" in result.err, result.err
-    alone = _standalone_verdict(d, tmp_path)
+    alone = standalone_run(d, tmp_path)
     assert alone.returncode == 5, alone.stdout
     assert "not the package layout" in alone.stderr, alone.stderr

@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flow_support import TAGS, cli, release_out, stem
-from ninfer_release.releases import _scan_worker, verifier_source
+from flow_support import TAGS, cli, record_forks, release_out, stem
+from ninfer_release.releases import _scan_worker
 from ninfer_release.releases import _standalone_verifier as standalone
 from ninfer_release.releases._verify import verify_set
-from reseal_support import members_of, rebuild
+from reseal_support import members_of, rebuild, standalone_run
 
 LANE = "rtx4090"
 STEM = stem(LANE)
@@ -217,11 +215,7 @@ def _fails_both(d: Path, tmp_path: Path, name: str, says: str, alone_says: str) 
     result = cli("verify", d)
     assert result.code == 5, result.out
     assert f"error: {d}: {name}: {says}" in result.err.splitlines(), result.err
-    script = tmp_path / "ninfer-verify.py"
-    script.write_bytes(verifier_source())
-    alone = subprocess.run(
-        [sys.executable, "-I", "-S", str(script), str(d)], capture_output=True, text=True, check=False
-    )
+    alone = standalone_run(d, tmp_path)
     assert alone.returncode == 5, alone.stdout
     assert f"FAIL: {name}: {alone_says}" in alone.stderr.splitlines(), alone.stderr
 
@@ -236,15 +230,7 @@ def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr("threading.active_count", lambda: 1)
     monkeypatch.delenv(_scan_worker.WORKER_ENV, raising=False)
     monkeypatch.setattr(_scan_worker, "MIN_MEMBERS", 0)
-    pids: list[int] = []
-    real = _scan_worker.ForkedScan.__init__
-
-    def init(self: _scan_worker.ForkedScan, pid: int, *args: Any) -> None:
-        pids.append(pid)
-        real(self, pid, *args)
-
-    monkeypatch.setattr(_scan_worker.ForkedScan, "__init__", init)
-    return pids
+    return record_forks(monkeypatch)
 
 
 @pytest.mark.parametrize("tampered", [False, True], ids=["control", "wrong-sha1"])

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from flow_support import cli, flip_byte, release_out, reseal, stem
+from flow_support import cli, flip_byte, record_forks, release_out, reseal, stem
 from flow_support import gone as _gone
 from ninfer_release import packaging
 from ninfer_release.errors import IntegrityError
@@ -55,15 +55,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
 @pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The pid of every worker forked (recorded by the parent)."""
-    pids: list[int] = []
-    real = _scan_worker.ForkedScan.__init__
-
-    def init(self: _scan_worker.ForkedScan, pid: int, *args: Any) -> None:
-        pids.append(pid)
-        real(self, pid, *args)
-
-    monkeypatch.setattr(_scan_worker.ForkedScan, "__init__", init)
-    return pids
+    return record_forks(monkeypatch)
 
 
 def _has_end_record(zip_path: Path) -> bool:

@@ -164,8 +164,15 @@ def test_verify_with_the_self_checks_scan_reports_what_it_reports_reading_the_zi
 
     directory = release_out(tmp_path_factory) / "rtx4090"
     (zip_path,) = directory.glob("*.zip")
-    scan = packaging.scan_zip(zip_path, sha1=False)
+    scan = packaging.scan_zip(zip_path, sha1=True)  # as the build's self-check gives it
     assert verify_set(directory, zip_scan=scan) == verify_set(directory)
+    # A scan that took no SHA-1 cannot vouch for the SPDX SHA1s: the set fails, never passes.
+    blind = verify_set(directory, zip_scan=packaging.scan_zip(zip_path, sha1=False))
+    assert not blind.ok
+    assert any(
+        "SHA1 of 'NOTICE.txt' cannot be checked: the read of the zip took no SHA-1" in f
+        for f in blind.failures
+    )
     # The scan is taken as the zip's read: one naming other bytes fails the set, as a read would.
     other = dataclasses.replace(scan, sha256="0" * 64)
     assert not verify_set(directory, zip_scan=other).ok

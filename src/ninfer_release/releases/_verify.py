@@ -1065,10 +1065,14 @@ def _check_spdx_files(run: _Run, names: AssetNames, spdx: sbom.SpdxCheck, files:
     for path in bad:
         run.fail(names.spdx, f"SHA-256 of {path!r} differs from the package member")
     # SPDX 2.3 requires the SHA1 of every file; the verification code is made of them (§7.9).
+    # A member whose read took no SHA-1 (a scan made with ``sha1=False``) cannot be checked: fails.
     sha1s = files.member_sha1s
-    bad_sha1 = sorted(p for p, v in listed.items() if p != own and p in sha1s and v[0] != sha1s[p])
+    bad_sha1 = sorted(p for p, v in listed.items() if p != own and p in members and v[0] != sha1s.get(p, ""))
     for path in bad_sha1:
-        run.fail(names.spdx, f"SHA1 of {path!r} differs from the package member")
+        if sha1s.get(path):
+            run.fail(names.spdx, f"SHA1 of {path!r} differs from the package member")
+        else:
+            run.fail(names.spdx, f"SHA1 of {path!r} cannot be checked: the read of the zip took no SHA-1")
     if not missing and not extra and not bad and not bad_sha1:
         inside = len(members) - (own in members)
         run.checked.append(f"{names.spdx}: file checksums = package members ({inside})")
