@@ -532,3 +532,14 @@ def test_verify_https_with_another_key_or_a_changed_bundle_fails_one_line(
     assert res.code == 5, res.text
     lines = _failure_lines(res)
     assert len(lines) == 1 and "SHA256SUMS.sigstore.json: signature does not verify" in lines[0], res.err
+
+
+def test_a_url_whose_tag_names_another_set_fails(nginx: Nginx) -> None:
+    """Second hostile review (2026-12-04): the 4090 set served under the 3090 tag verified OK,
+    even with ``--release-manifest`` (its binding is looked up by the set's own stem)."""
+    dest = nginx.root / "swapped" / TAGS["rtx3090"]
+    shutil.copytree(nginx.root / BASE / TAGS["rtx4090"], dest)
+    res = _run(nginx, "verify", f"{nginx.base}/swapped/{TAGS['rtx3090']}/")
+    assert res.code == 5, res.text
+    want = f"the reference names tag {TAGS['rtx3090']!r}, but the set is {TAGS['rtx4090']!r}"
+    assert any(want in line for line in _errors(res)), res.err

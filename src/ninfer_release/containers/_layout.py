@@ -101,7 +101,10 @@ def ref_name(descriptor: object) -> str | None:
     """The tag a descriptor of ``index.json`` carries (:data:`REF_NAME`, a string), or None."""
     if not isinstance(descriptor, dict):
         return None
-    name = (descriptor.get("annotations") or {}).get(REF_NAME)
+    annotations = descriptor.get("annotations")
+    # Annotations that are no object (a string, a list) carry no tag (second hostile review,
+    # 2026-12-04: they ended verify of the store as "internal error").
+    name = annotations.get(REF_NAME) if isinstance(annotations, dict) else None
     return name if isinstance(name, str) else None
 
 

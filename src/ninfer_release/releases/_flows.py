@@ -274,7 +274,7 @@ def _verify_store(
     Raises:
         InputError: a malformed reference, or one that names no tag or digest (exit 4).
     """
-    from ninfer_release.releases._publish import DRAFT_SUFFIX, open_publisher, parse_target
+    from ninfer_release.releases._publish import DRAFT_SUFFIX, FilesTarget, open_publisher, parse_target
 
     target = parse_target(location)
     ref = target.reference
@@ -288,11 +288,17 @@ def _verify_store(
         dest = Path(tmp) / "set"
         dest.mkdir()
         pulled = publisher.pull(ref, dest)
-        located = LocatedReport(
-            location=location,
-            manifest_digest=pulled.manifest_digest,
-            report=replace(expected.verify(dest, progress), directory=location),
-            draft_reference=target.tag is not None and target.tag.endswith(DRAFT_SUFFIX),
+        located = _named_by(
+            LocatedReport(
+                location=location,
+                manifest_digest=pulled.manifest_digest,
+                report=replace(expected.verify(dest, progress), directory=location),
+                draft_reference=target.tag is not None and target.tag.endswith(DRAFT_SUFFIX),
+            ),
+            target.tag,
+            # a files:// store keeps no manifest (its pull states no annotations)
+            annotations=None if isinstance(target, FilesTarget) else pulled.annotations,
+            sums_sha256=next((f.sha256 for f in pulled.files if f.name == SUMS_NAME), None),
         )
         if signatures is None:
             return located
@@ -305,6 +311,42 @@ def _verify_store(
             return publisher.pull_signatures(tag, subject=pulled.manifest_digest) or {}
 
         return _signed(located, signatures, dest, stored)
+
+
+def _named_by(
+    located: LocatedReport,
+    tag: str | None,
+    *,
+    annotations: Mapping[str, str] | None = None,
+    sums_sha256: str | None = None,
+) -> LocatedReport:
+    """``located`` failing unless the set is the one its reference names: a reference by ``tag``
+    (``<tag>`` or ``<tag>.draft``) holds the set whose component tag is ``tag`` (its stem
+    ``ninfer-<tag>-windows-x64``), and a store's manifest ``annotations`` state that component tag
+    and the ``SHA256SUMS`` digest pulled (``sums_sha256``). Without this, a store or URL whose
+    3090 tag held the 4090 set verified OK, even with ``--release-manifest``, whose binding is
+    looked up by the set's own stem (second hostile review, 2026-12-04). By digest: ``tag`` None."""
+    from ninfer_release.releases._publish import ANN_COMPONENT_TAG, ANN_SHA256SUMS, DRAFT_SUFFIX
+
+    report = located.report
+    if report.stem is None:
+        return located  # the set failed to name its files; verify already says so
+    failures: list[str] = []
+    component = report.stem.removeprefix("ninfer-").removesuffix("-windows-x64")
+    if tag is not None and package_stem(tag.removesuffix(DRAFT_SUFFIX)) != report.stem:
+        failures.append(f"{located.location}: the reference names tag {tag!r}, but the set is {component!r}")
+    if annotations is not None:
+        stated = annotations.get(ANN_COMPONENT_TAG)
+        if stated != component:
+            failures.append(f"{located.location}: manifest component tag {stated!r} is not {component!r}")
+        sums = annotations.get(ANN_SHA256SUMS)
+        if sums_sha256 is None or sums != "sha256:" + sums_sha256:
+            failures.append(f"{located.location}: manifest SHA256SUMS {sums!r} is not the one pulled")
+    checked = () if failures else (f"{located.location}: names the set {report.stem}",)
+    return replace(
+        located,
+        report=replace(report, checked=(*report.checked, *checked), failures=(*report.failures, *failures)),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -367,11 +409,14 @@ def _verify_url(
         set_dir = Path(tmp) / "set"
         fetched = fetch_set(location, set_dir, policy=http, progress=progress, check=expected.verify_fetched)
         sums = next((f.sha256 for f in fetched.files if f.name == SUMS_NAME), None)
-        located = LocatedReport(
-            location=location,
-            manifest_digest=None if sums is None else "sha256:" + sums,
-            report=replace(fetched.report, directory=location),
-            draft_reference=location.rstrip("/").endswith(DRAFT_SUFFIX),
+        located = _named_by(
+            LocatedReport(
+                location=location,
+                manifest_digest=None if sums is None else "sha256:" + sums,
+                report=replace(fetched.report, directory=location),
+                draft_reference=location.rstrip("/").endswith(DRAFT_SUFFIX),
+            ),
+            location.rstrip("/").rsplit("/", 1)[-1],
         )
         # A set that failed is not kept (fetch removes what it added): its verdict stands alone.
         if signatures is None or not located.report.ok:
