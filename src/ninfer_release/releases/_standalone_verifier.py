@@ -2326,33 +2326,40 @@ def _is_license_expression(text: str) -> bool:
             return False
         tokens.append(m.group(1))
         at = m.end()
-    rest = _license_expression(tokens)
-    return rest is not None and not rest and text == text.strip()
+    return _license_expression(tokens) and text == text.strip()
 
 
-def _license_expression(tokens: list[str]) -> list[str] | None:
-    """The tokens after one ``term ((AND|OR) term)*``, or None when they do not start with one."""
-    rest = _license_term(tokens)
-    while rest and rest[0] in ("AND", "OR"):
-        rest = _license_term(rest[1:])
-        if rest is None:
-            return None
-    return rest
+_LICENSE_WORDS = ("AND", "OR", "WITH", "(", ")")
 
 
-def _license_term(tokens: list[str]) -> list[str] | None:
-    """The tokens after one ``( expression )`` or ``id [WITH id]``, or None."""
-    if not tokens:
-        return None
-    if tokens[0] == "(":
-        rest = _license_expression(tokens[1:])
-        return rest[1:] if rest and rest[0] == ")" else None
-    if tokens[0] in ("AND", "OR", "WITH", ")"):
-        return None
-    rest = tokens[1:]
-    if rest and rest[0] == "WITH":
-        return rest[2:] if len(rest) > 1 and rest[1] not in ("AND", "OR", "WITH", "(", ")") else None
-    return rest
+def _license_expression(words: list[str]) -> bool:
+    """Whether ``words`` are exactly one ``term ((AND|OR) term)*``, a term being
+    ``( expression )`` or ``id [WITH id]``: one pass, no recursion (a licence field of 80k terms
+    took 70 s, and 600 nested parentheses a RecursionError, when each term copied the rest of the
+    tokens recursively; second hostile review, 2026-12-04)."""
+    state, depth = "term", 0  # term: a term starts; id: after an id; exception: after WITH; end
+    for word in words:
+        if state == "term":
+            if word == "(":
+                depth += 1
+                continue
+            if word in _LICENSE_WORDS:
+                return False
+            state = "id"
+        elif state == "exception":
+            if word in _LICENSE_WORDS:
+                return False
+            state = "end"
+        elif state == "id" and word == "WITH":
+            state = "exception"
+        elif word in ("AND", "OR"):
+            state = "term"
+        elif word == ")" and depth > 0:
+            depth -= 1
+            state = "end"
+        else:
+            return False
+    return state in ("id", "end") and depth == 0
 
 
 #: Scalar spec -> (test, what the value must be).
