@@ -108,3 +108,84 @@ def test_a_resealed_route_with_other_paths_fails_both_verifiers(
     assert says in ours_err, ours_err
     assert alone == 5, alone_err
     assert says in alone_err, alone_err
+
+
+def test_the_route_constants_are_the_layouts_in_both_verifiers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """One set of values: what the build writes (the sample route, the profiles' key spec and
+    cache grants), what verify compares with, what the stdlib verifier compares with."""
+    from ninfer_release import winpaths
+    from ninfer_release.profiles import KEY_FILE_SPEC
+    from ninfer_release.profiles._layout import CACHE_GRANTS
+    from ninfer_release.releases import _verify
+
+    route = json.loads((release_out(tmp_path_factory) / LANE / f"{stem(LANE)}.route.json").read_bytes())
+    assert _verify.ROUTE_EXTRACT == standalone.ROUTE_EXTRACT == route["install"]["extract"]
+    cache_acl = {"inheritance": "enabled", "grants": [g.as_dict() for g in CACHE_GRANTS]}
+    assert _verify.ROUTE_CACHE_ACL == standalone.ROUTE_CACHE_ACL == cache_acl == route["install"]["cache_acl"]
+    key = {k: v for k, v in route["bearer_key"].items() if k != "file"}
+    assert _verify.ROUTE_KEY_SPEC == standalone.ROUTE_KEY_SPEC == KEY_FILE_SPEC.as_dict() == key
+    assert (standalone.PROGRAM_ROOT, standalone.DATA_ROOT) == (winpaths.PROGRAM_ROOT, winpaths.DATA_ROOT)
+
+
+def _program_root_elsewhere(doc: Any) -> None:
+    install = doc["install"]
+    old = install["program_root"]
+    install["program_root"] = "C:\\Windows\\System32"
+    install["config"] = install["config"].replace(old, "C:\\Windows\\System32")
+
+
+def _set_key(field: str, value: Any) -> Callable[[Any], None]:
+    def edit(doc: Any) -> None:
+        doc["bearer_key"][field] = value
+
+    return edit
+
+
+def _everyone_on_the_cache(doc: Any) -> None:
+    doc["install"]["cache_acl"]["grants"] = [{"principal": "Everyone", "rights": "full"}]
+
+
+def _extract_elsewhere(doc: Any) -> None:
+    doc["install"]["extract"] = "package zip into C:\\Windows\\System32"
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (_program_root_elsewhere, "install.program_root is 'C:\\\\Windows\\\\System32', not "),
+        (_extract_elsewhere, "install.extract is "),
+        (_everyone_on_the_cache, "install.cache_acl is not the cache ACL the layout sets"),
+        (_set_key("random_bytes", 1), "bearer_key.random_bytes is not the key file's 32"),
+        (_set_key("overwrite_existing", True), "bearer_key.overwrite_existing is not the key file's False"),
+        (
+            _set_key(
+                "acl",
+                {
+                    "grants": [{"name": "Everyone", "rights": "full", "sid": "S-1-1-0"}],
+                    "inheritance": "enabled",
+                },
+            ),
+            "bearer_key.acl is not the key file's",
+        ),
+    ],
+    ids=[
+        "program-root-system32",
+        "extract",
+        "cache-acl-everyone",
+        "key-1-byte",
+        "key-overwrite",
+        "key-acl-everyone",
+    ],
+)
+def test_a_resealed_route_with_other_install_instructions_fails_both_verifiers(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, edit: Callable[[Any], None], says: str
+) -> None:
+    """Second hostile review (2026-12-04): each of these verified OK in both verifiers."""
+    d = _set(tmp_path_factory, tmp_path, edit)
+    (ours, ours_err), (alone, alone_err) = both_verdicts(d, tmp_path)
+    assert ours == 5, ours_err
+    assert says in ours_err, ours_err
+    assert alone == 5, alone_err
+    assert says in alone_err, alone_err

@@ -102,6 +102,37 @@ PROVENANCE_SUBJECTS = (
 ZIP_CONFIG_PATH = "config/ninfer.toml"
 ZIP_NOTICE_PATH = "NOTICE.txt"
 SHIPPED_FOLDERS = ("bin/", "licenses/")
+#: What every route states that no input changes: how the package is extracted, the cache
+#: root's ACL, the bearer key's form and ACL (its file aside), the install roots (as
+#: ``ninfer-release verify``, ``releases/_verify.py``; a test keeps them equal).
+ROUTE_EXTRACT = "package zip into program_root, preserving paths"
+ROUTE_CACHE_ACL: dict[str, Any] = {
+    "grants": [{"principal": "engine-account", "rights": "modify"}],
+    "inheritance": "enabled",
+}
+ROUTE_KEY_SPEC: dict[str, Any] = {
+    "acl": {
+        "grants": [
+            {"name": "NT AUTHORITY\\SYSTEM", "rights": "full", "sid": "S-1-5-18"},
+            {"name": "BUILTIN\\Administrators", "rights": "full", "sid": "S-1-5-32-544"},
+            {"principal": "engine-account", "rights": "read"},
+        ],
+        "inheritance": "disabled",
+    },
+    "alphabet": "0123456789abcdef",
+    "bom": False,
+    "encoding": "ascii",
+    "file_bytes": 64,
+    "generated_chars": 64,
+    "min_bytes": 32,
+    "overwrite_existing": False,
+    "random_bytes": 32,
+    "randomness": "operating-system CSPRNG",
+    "stored_in_assets": False,
+    "trailing_newline": False,
+}
+PROGRAM_ROOT = "C:\\Program Files\\OMP NInfer\\<component>"
+DATA_ROOT = "C:\\ProgramData\\OMP NInfer\\<component>"
 
 #: A Windows ACL as the route block writes it (``cache_acl`` and ``bearer_key.acl``).
 _ACL_SHAPE = (
@@ -2659,6 +2690,32 @@ def _route_paths(
         if want[key].casefold().startswith("c:\\program files"):
             run.fail(n_route, f"install.{key} is writable state under C:\\Program Files")
     _route_dirs(run, n_route, install, want)
+    _route_constants(run, n_route, route, install)
+
+
+def _route_constants(run: Run, n_route: str, route: dict[str, Any], install: dict[str, Any]) -> None:
+    """The install roots are the layout's for the route's component tag (and its path budget's),
+    and the extraction, the cache ACL and the bearer key's form and ACL are what the build writes."""
+    tag = route.get("component_tag")
+    if not isinstance(tag, str):
+        return  # the record's shape check reports it
+    for key, root in (("program_root", PROGRAM_ROOT), ("data_root", DATA_ROOT)):
+        want = root.replace("<component>", tag)
+        if install.get(key) != want:
+            run.fail(n_route, f"install.{key} is {install.get(key)!r}, not {want!r} (the layout's)")
+        if _get(install, "path_budget", key, "root") != want:
+            run.fail(n_route, f"install.path_budget.{key}.root is not {want!r}")
+    if install.get("extract") != ROUTE_EXTRACT:
+        run.fail(n_route, f"install.extract is {install.get('extract')!r}, not {ROUTE_EXTRACT!r}")
+    if install.get("cache_acl") != ROUTE_CACHE_ACL:
+        run.fail(n_route, "install.cache_acl is not the cache ACL the layout sets")
+    block = route.get("bearer_key")
+    spec: dict[str, Any] = {k: v for k, v in block.items() if k != "file"} if isinstance(block, dict) else {}
+    for name in sorted(set(spec) | set(ROUTE_KEY_SPEC)):
+        if spec.get(name) != ROUTE_KEY_SPEC.get(name) or type(spec.get(name)) is not type(
+            ROUTE_KEY_SPEC.get(name)
+        ):
+            run.fail(n_route, f"bearer_key.{name} is not the key file's {ROUTE_KEY_SPEC.get(name)!r}")
 
 
 _PLAIN_NAME = re.compile(r'^[^<>:"/\\|?*\x00-\x1f]+$')

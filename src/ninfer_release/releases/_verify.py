@@ -75,7 +75,13 @@ from ninfer_release.releases._records import (
     RouteRecord,
     release_instance_id,
 )
-from ninfer_release.winpaths import INSTANCE_PLACEHOLDER, plain_path_problem, windows_join
+from ninfer_release.winpaths import (
+    DATA_ROOT,
+    INSTANCE_PLACEHOLDER,
+    PROGRAM_ROOT,
+    plain_path_problem,
+    windows_join,
+)
 
 #: Bytes a JSON record or the config of a set can legitimately be: ours are 0.4–6 KiB; 1 MiB is
 #: generous and still bounds what verify holds in memory (docs/reliability.md).
@@ -91,6 +97,36 @@ SBOM_BYTES_PER_MEMBER = 8 << 10
 #: CycloneDX 223). Counted as ``{`` and ``[`` bytes before the document is decoded, because a
 #: decoded ``{}`` costs ~30x its 3 bytes: the same review's 105 MB of ``{}`` took 3 GB.
 SBOM_BASE_CONTAINERS = 4096
+
+#: What every route states that no input changes (``profiles.install_layout``, ``profiles.KEY_FILE_SPEC``,
+#: ``releases._records.route_record``; tests/test_verify_install_paths.py keeps them equal): how
+#: the package is extracted, the cache root's ACL, and the bearer key's form and ACL (its file aside).
+ROUTE_EXTRACT = "package zip into program_root, preserving paths"
+ROUTE_CACHE_ACL: dict[str, Any] = {
+    "grants": [{"principal": "engine-account", "rights": "modify"}],
+    "inheritance": "enabled",
+}
+ROUTE_KEY_SPEC: dict[str, Any] = {
+    "acl": {
+        "grants": [
+            {"name": "NT AUTHORITY\\SYSTEM", "rights": "full", "sid": "S-1-5-18"},
+            {"name": "BUILTIN\\Administrators", "rights": "full", "sid": "S-1-5-32-544"},
+            {"principal": "engine-account", "rights": "read"},
+        ],
+        "inheritance": "disabled",
+    },
+    "alphabet": "0123456789abcdef",
+    "bom": False,
+    "encoding": "ascii",
+    "file_bytes": 64,
+    "generated_chars": 64,
+    "min_bytes": 32,
+    "overwrite_existing": False,
+    "random_bytes": 32,
+    "randomness": "operating-system CSPRNG",
+    "stored_in_assets": False,
+    "trailing_newline": False,
+}
 SBOM_CONTAINERS_PER_MEMBER = 64
 #: Members assumed when the zip's index cannot be read (the zip itself then fails verify).
 _FALLBACK_MEMBERS = 1024
@@ -1324,6 +1360,7 @@ def _check_route_paths(
         if want[key].casefold().startswith("c:\\program files"):
             run.fail(names.route, f"install.{key} {want[key]!r} is writable state under C:\\Program Files")
     _check_route_dirs(run, names, route, want)
+    _check_route_constants(run, names, route)
     if len(run.failures) == before:
         run.checked.append(
             f"{names.route}: endpoint, key, model, cache and checkpoint paths = where {names.config} reads"
@@ -1354,6 +1391,35 @@ def _check_route_dirs(run: _Run, names: AssetNames, route: RouteRecord, want: Ma
             f"install.create_dirs is not the folders the data root's key, model, cache and checkpoint "
             f"paths need: {list(dirs)!r}",
         )
+
+
+def _check_route_constants(run: _Run, names: AssetNames, route: RouteRecord) -> None:
+    """The route's install roots are the layout's for its component tag (``winpaths.PROGRAM_ROOT``,
+    ``winpaths.DATA_ROOT``; its path budget names the same roots), and what no input changes is
+    what the build writes: :data:`ROUTE_EXTRACT`, :data:`ROUTE_CACHE_ACL`, :data:`ROUTE_KEY_SPEC`
+    (second hostile review, 2026-12-04: a re-sealed route extracting into ``C:\\Windows\\System32``,
+    with a one-byte key or Everyone on the key's ACL, verified OK)."""
+    install, tag = route.install, route.component_tag
+    roots = {
+        "program_root": PROGRAM_ROOT.replace("<component>", tag),
+        "data_root": DATA_ROOT.replace("<component>", tag),
+    }
+    for key, root in roots.items():
+        if getattr(install, key) != root:
+            run.fail(names.route, f"install.{key} is {getattr(install, key)!r}, not {root!r} (the layout's)")
+        if getattr(install.path_budget, key).root != root:
+            run.fail(names.route, f"install.path_budget.{key}.root is not {root!r}")
+    if install.extract != ROUTE_EXTRACT:
+        run.fail(names.route, f"install.extract is {install.extract!r}, not {ROUTE_EXTRACT!r}")
+    if install.cache_acl.to_json() != ROUTE_CACHE_ACL:
+        run.fail(names.route, "install.cache_acl is not the cache ACL the layout sets")
+    spec = {k: v for k, v in route.bearer_key.to_json().items() if k != "file"}
+    for field_name in sorted(set(spec) | set(ROUTE_KEY_SPEC)):
+        if spec.get(field_name) != ROUTE_KEY_SPEC.get(field_name):
+            run.fail(
+                names.route,
+                f"bearer_key.{field_name} is not the key file's {ROUTE_KEY_SPEC.get(field_name)!r}",
+            )
 
 
 def _under(root: str, path: str) -> str:
