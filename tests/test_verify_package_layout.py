@@ -191,6 +191,9 @@ def test_the_writers_own_zips_have_the_layout(tmp_path: Path) -> None:
             "8.3",
         ),
         ("a file that is also a folder", lambda p: _ours(p, [("bin/x", b"1"), ("bin/x/y", b"2")]), "folder"),
+        ("a right-to-left override", lambda p: _ours(p, [("bin/\u202eexe.dll", b"1")]), "invisible"),
+        ("a zero-width space", lambda p: _ours(p, [("bin/cudart64_13\u200b.dll", b"1")]), "invisible"),
+        ("a byte order mark", lambda p: _ours(p, [("licenses/\ufeffx.txt", b"1")]), "invisible"),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -306,3 +309,25 @@ def test_a_resealed_set_with_bytes_before_its_central_directory_fails_both_verif
     alone = standalone_run(d, tmp_path)
     assert alone.returncode == 5, alone.stdout
     assert "not the package layout" in alone.stderr, alone.stderr
+
+
+def test_the_invisible_characters_are_unicodes_format_characters() -> None:
+    """One class in the build and the stdlib verifier; it holds every Cf character this Python's
+    ``unicodedata`` knows, and only Cf or unassigned ones (a later Unicode adds some)."""
+    from ninfer_release.packaging._paths import INVISIBLE
+
+    assert INVISIBLE.pattern == standalone._INVISIBLE.pattern
+    for cp in range(0x110000):
+        c = chr(cp)
+        category = unicodedata.category(c)
+        assert bool(INVISIBLE.match(c)) == (category == "Cf") or (category == "Cn" and INVISIBLE.match(c)), (
+            hex(cp)
+        )
+
+
+def test_the_build_refuses_an_invisible_character_in_a_staged_name() -> None:
+    from ninfer_release.packaging._paths import _component_problems
+
+    (problem,) = _component_problems("cudart64_13\u200b.dll")
+    assert problem.startswith("component 'cudart64_13\\u200b.dll' contains invisible formatting characters")
+    assert _component_problems("café.txt") == []

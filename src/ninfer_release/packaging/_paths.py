@@ -31,6 +31,16 @@ _FORBIDDEN = frozenset('<>:"|?*')
 #: A character of :data:`_FORBIDDEN` or a control character (below U+0020).
 _SUSPECT = re.compile(r'[<>:"|?*\x00-\x1f]')
 _DRIVE = re.compile(r"^[A-Za-z]:")
+#: The invisible formatting characters (Unicode category Cf: zero-width spaces and joiners,
+#: bidirectional embeddings, overrides and isolates, the BOM, soft hyphen...): a name holding one
+#: does not read as it is (``bin/\u202eexe.dll`` shows as ``bin/lld.exe``), or reads as another
+#: name (``cudart64_13\u200b.dll``). tests/test_verify_package_layout.py holds the class to
+#: ``unicodedata``'s Cf set.
+INVISIBLE = re.compile(
+    r"[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 _SHORT_NAME = SHORT_NAME
 
 
@@ -58,6 +68,8 @@ def _component_problems(part: str) -> list[str]:
         controls = sorted({c for c in part if ord(c) < 32})
         if controls:
             out.append(f"component {part!r} contains control characters {''.join(controls)!r}")
+    if not part.isascii() and INVISIBLE.search(part):
+        out.append(f"component {part!r} contains invisible formatting characters; a name must read as it is")
     if part.endswith((".", " ")):
         out.append(f"component {part!r} ends in a dot or space; Windows strips it silently (C20)")
     base = part.split(".", 1)[0].rstrip(" ").upper()

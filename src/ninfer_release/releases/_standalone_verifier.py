@@ -1043,6 +1043,13 @@ _DEVICES = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} | {
 #: A Windows 8.3 short name (``NINFER~1.EXE``): NTFS may give another file of the package this
 #: alias, so extracting such a member can overwrite it.
 _SHORT_NAME = re.compile(r"^[^.~]{1,7}~[0-9]{1,7}(\.[^.]{0,3})?$")
+#: Invisible formatting characters (Unicode Cf), as the build refuses them in names
+#: (``packaging/_paths.py``, ``INVISIBLE``; a test keeps them equal).
+_INVISIBLE = re.compile(
+    r"[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 def _name_rule_problems(names: list[str]) -> list[str]:
@@ -1061,6 +1068,8 @@ def _name_rule_problems(names: list[str]) -> list[str]:
         for part in parts:
             if any(c in '<>:"|?*' for c in part):
                 out.append(f"member {name!r}: component {part!r} contains a character Windows forbids")
+            elif not part.isascii() and _INVISIBLE.search(part):
+                out.append(f"member {name!r}: component {part!r} contains invisible formatting characters")
             elif part.endswith((".", " ")):
                 out.append(f"member {name!r}: component {part!r} ends in a dot or space (Windows strips it)")
             elif part.split(".", 1)[0].rstrip(" ").upper() in _DEVICES:
