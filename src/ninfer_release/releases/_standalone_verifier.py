@@ -1418,6 +1418,7 @@ def _verify(run: Run, directory: str, expected_sums_sha256: str | None) -> None:
         _check_generated_members(run, names, files, records.profile.get("profile_id"))
     _check_provenance(run, names, files, records.provenance)
     _identity(run, names, records, files.digests.get(names.zip))
+    _content_bindings(run, names, files, records)
     _constants(run, names, records)
     if isinstance(records.route, dict) and records.config is not None and isinstance(records.manifest, dict):
         instance = records.manifest.get("release_instance_id")
@@ -2772,6 +2773,47 @@ def _route_dirs(run: Run, n_route: str, install: dict[str, Any], want: dict[str,
 
 
 #: Record field path -> the component manifest key it must equal, per record (``_identity``).
+#: Config schema 4 key -> the public profile field it is rendered from, and the keys the route
+#: check reads: every key the config may hold (as ``verify``: ``releases/_verify.py``; a test
+#: keeps them equal).
+CONFIG_FROM_PROFILE: tuple[tuple[str, str], ...] = (
+    ("config_schema", "config_schema"),
+    ("profile_id", "profile_id"),
+    ("component_tag", "component_tag"),
+    ("model.file", "model.local_name"),
+    ("model.sha256", "model.sha256"),
+    ("model.context_tokens", "context_tokens"),
+    ("model.kv_capacity_tokens", "kv_capacity_tokens"),
+    ("model.kv_cache_dtype", "kv_cache_dtype"),
+    ("model.vision", "vision"),
+    ("speculation.mode", "speculation.mode"),
+    ("speculation.lm_head_draft", "speculation.lm_head_draft"),
+    ("speculation.dflash2", "speculation.dflash2"),
+    ("scheduler.concurrent_requests", "concurrent_requests"),
+    ("scheduler.pending_timeout_ms", "pending_timeout_ms"),
+    ("scheduler.extra_device_state_slots", "extra_device_state_slots"),
+    ("scheduler.prefill_chunk_tokens", "prefill_chunk_tokens"),
+    ("scheduler.admission_headroom_mib", "admission_headroom_mib"),
+    ("scheduler.keep_warm_ms", "keep_warm_ms"),
+    ("memory.shared_host_budget_bytes", "shared_host_budget_bytes"),
+    ("memory.shared_host_budget_mib", "shared_host_budget_mib"),
+    ("memory.host_memory_floor_mib", "host_memory_floor_mib"),
+    ("gpu.name", "gpu"),
+    ("gpu.cuda_arch", "cuda_arch"),
+    ("gpu.power_limit_w", "gpu_power_limit_w"),
+    ("server.host", "endpoint.host"),
+    ("server.port", "endpoint.port"),
+    ("server.auth", "endpoint.auth"),
+    ("server.bearer_key_file", "endpoint.key_file"),
+    ("checkpoint.root", "checkpoint.root"),
+    ("checkpoint.dir_template", "checkpoint.dir_template"),
+    ("checkpoint.schema", "checkpoint.schema"),
+    ("checkpoint.require_origin_auth", "checkpoint.require_origin_auth"),
+    ("engine.args", "args"),
+)
+#: Config keys the route check reads (``_config_paths``), not the profile.
+CONFIG_FROM_LAYOUT = ("paths.data_root", "model.path")
+
 _EXTERNAL = ("predicate", "buildDefinition", "externalParameters")
 _INTERNAL = ("predicate", "buildDefinition", "internalParameters")
 _IDENTITY_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
@@ -2791,7 +2833,12 @@ _IDENTITY_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("hardware", "cuda_version"), "cuda_version"),
         (("hardware", "cuda_runtime_version"), "cuda_runtime_version"),
     ),
-    "profile": ((("profile_id",), "profile_id"), (("lane",), "lane")),
+    "profile": (
+        (("profile_id",), "profile_id"),
+        (("lane",), "lane"),
+        (("component_tag",), "component_tag"),
+        (("cuda_arch",), "cuda_arch"),
+    ),
     "provenance": (
         ((*_EXTERNAL, "component_tag"), "component_tag"),
         ((*_EXTERNAL, "lane"), "lane"),
@@ -2830,6 +2877,58 @@ def _constants(run: Run, names: Names, records: Records) -> None:
             got = _get(doc, *path)
             if got != want or type(got) is not type(want):
                 run.fail(getattr(names, record), "{} is {!r}, not {!r}".format(".".join(path), got, want))
+
+
+def _dotted(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
+def _leaves(doc: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in doc.items():
+        out += _leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else [f"{prefix}{key}"]
+    return out
+
+
+def _content_bindings(run: Run, names: Names, files: Files, records: Records) -> None:
+    """The config holds what the profile renders (``CONFIG_FROM_PROFILE``, no other key), the
+    profile's model is the model entry's, and the provenance's internalParameters bind the config
+    bytes and the model (as ``verify``)."""
+    profile, model, provenance = records.profile, records.model, records.provenance
+    cfg = None
+    if records.config is not None:
+        try:
+            cfg = config_toml(records.config)
+        except ValueError:
+            cfg = None  # the route check reports it
+    if isinstance(cfg, dict) and isinstance(profile, dict):
+        for key, field_path in CONFIG_FROM_PROFILE:
+            got, want = _dotted(cfg, key), _dotted(profile, field_path)
+            if got != want or type(got) is not type(want):
+                run.fail(names.config, f"{key} is {got!r}, but {names.profile} {field_path} renders {want!r}")
+        allowed = {k for k, _ in CONFIG_FROM_PROFILE} | set(CONFIG_FROM_LAYOUT)
+        for key in sorted(set(_leaves(cfg)) - allowed):
+            run.fail(names.config, f"{key} is no key the config's template writes")
+    if isinstance(profile, dict) and isinstance(model, dict):
+        for key, field_path in (("sha256", "model.sha256"), ("local_name", "model.local_name")):
+            if model.get(key) != _dotted(profile, field_path):
+                run.fail(names.model, f"{key} is not {names.profile} {field_path}")
+    if isinstance(provenance, dict):
+        _provenance_content(run, names, files, provenance, model)
+
+
+def _provenance_content(run: Run, names: Names, files: Files, provenance: dict[str, Any], model: Any) -> None:
+    internal = _get(provenance, *_INTERNAL)
+    internal = internal if isinstance(internal, dict) else {}
+    config_sha = files.digests.get(names.config)
+    if config_sha is not None and internal.get("config_bytes_sha256") != config_sha:
+        run.fail(names.provenance, "internalParameters.config_bytes_sha256 is not the config's SHA-256")
+    if isinstance(model, dict) and internal.get("model_sha256") != model.get("sha256"):
+        run.fail(names.provenance, "internalParameters.model_sha256 is not the model entry's sha256")
 
 
 def _identity(run: Run, names: Names, records: Records, zip_sha256: str | None) -> None:

@@ -22,6 +22,8 @@ Checks, each failure one line naming the file:
    manifest ``kind``, the model binding, a loopback bearer endpoint, a read-only program root,
    checkpoint schema 3, no key in the assets, no resume onto an older model) are typed as
    literals, so a record stating another value fails to parse;
+   and the config holds exactly what the profile renders (``CONFIG_FROM_PROFILE``), the
+   profile's model is the model entry's, the provenance binds the config and model bytes;
 6. the install paths: every path the route block names (key, model, cache, checkpoints, config)
    is where the config reads it, its endpoint host, port and auth are the config's ``[server]``
    ones, its model URL and revision are the model entry's, every path is a plain absolute Windows
@@ -97,6 +99,50 @@ SBOM_BYTES_PER_MEMBER = 8 << 10
 #: CycloneDX 223). Counted as ``{`` and ``[`` bytes before the document is decoded, because a
 #: decoded ``{}`` costs ~30x its 3 bytes: the same review's 105 MB of ``{}`` took 3 GB.
 SBOM_BASE_CONTAINERS = 4096
+
+#: Config schema 4 as ``profiles/templates/native-engine.toml.j2`` renders it: each config key
+#: (a ``.`` path) and the public profile's field it is rendered from (``None`` in the profile: the
+#: key is left out). With ``paths.data_root`` and ``model.path`` (the route check's) these are
+#: every key the config may hold (second hostile review, 2026-12-04: a re-sealed config with
+#: another model SHA-256, extra engine args, another arch or a ``[debug]`` section verified OK).
+#: The stdlib verifier holds the same table (tests/test_verify_content_bindings.py).
+CONFIG_FROM_PROFILE: tuple[tuple[str, str], ...] = (
+    ("config_schema", "config_schema"),
+    ("profile_id", "profile_id"),
+    ("component_tag", "component_tag"),
+    ("model.file", "model.local_name"),
+    ("model.sha256", "model.sha256"),
+    ("model.context_tokens", "context_tokens"),
+    ("model.kv_capacity_tokens", "kv_capacity_tokens"),
+    ("model.kv_cache_dtype", "kv_cache_dtype"),
+    ("model.vision", "vision"),
+    ("speculation.mode", "speculation.mode"),
+    ("speculation.lm_head_draft", "speculation.lm_head_draft"),
+    ("speculation.dflash2", "speculation.dflash2"),
+    ("scheduler.concurrent_requests", "concurrent_requests"),
+    ("scheduler.pending_timeout_ms", "pending_timeout_ms"),
+    ("scheduler.extra_device_state_slots", "extra_device_state_slots"),
+    ("scheduler.prefill_chunk_tokens", "prefill_chunk_tokens"),
+    ("scheduler.admission_headroom_mib", "admission_headroom_mib"),
+    ("scheduler.keep_warm_ms", "keep_warm_ms"),
+    ("memory.shared_host_budget_bytes", "shared_host_budget_bytes"),
+    ("memory.shared_host_budget_mib", "shared_host_budget_mib"),
+    ("memory.host_memory_floor_mib", "host_memory_floor_mib"),
+    ("gpu.name", "gpu"),
+    ("gpu.cuda_arch", "cuda_arch"),
+    ("gpu.power_limit_w", "gpu_power_limit_w"),
+    ("server.host", "endpoint.host"),
+    ("server.port", "endpoint.port"),
+    ("server.auth", "endpoint.auth"),
+    ("server.bearer_key_file", "endpoint.key_file"),
+    ("checkpoint.root", "checkpoint.root"),
+    ("checkpoint.dir_template", "checkpoint.dir_template"),
+    ("checkpoint.schema", "checkpoint.schema"),
+    ("checkpoint.require_origin_auth", "checkpoint.require_origin_auth"),
+    ("engine.args", "args"),
+)
+#: Config keys the route check reads (``_config_paths``), not the profile.
+CONFIG_FROM_LAYOUT = ("paths.data_root", "model.path")
 
 #: What every route states that no input changes (``profiles.install_layout``, ``profiles.KEY_FILE_SPEC``,
 #: ``releases._records.route_record``; tests/test_verify_install_paths.py keeps them equal): how
@@ -1023,6 +1069,7 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
         )
     if records.route is not None and names.zip in files.digests:
         _check_route_package(run, names, files, records.route, records.model)
+    _check_content_bindings(run, names, files, records, config)
     return records
 
 
@@ -1439,6 +1486,73 @@ def _check_route_endpoint(run: _Run, names: AssetNames, route: RouteRecord, cfg:
             run.fail(names.route, f"endpoint.{key} is {got!r}, but {names.config} [server] has {want!r}")
 
 
+def _dotted(doc: Any, path: str) -> Any:
+    """The value at the ``.`` path ``path`` of the decoded document ``doc`` (``None``: absent)."""
+    for part in path.split("."):
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
+def _leaves(doc: dict[str, Any], prefix: str = "") -> list[str]:
+    """The ``.`` paths of every value of ``doc`` that is not a table."""
+    out: list[str] = []
+    for key, value in doc.items():
+        path = f"{prefix}{key}"
+        out += _leaves(value, path + ".") if isinstance(value, dict) else [path]
+    return out
+
+
+def _check_content_bindings(
+    run: _Run, names: AssetNames, files: _SetFiles, records: _Records, config: bytes | None
+) -> None:
+    """Check 5 (content): the config holds what the profile renders into it (:data:`CONFIG_FROM_PROFILE`,
+    no other key), the profile's model is the model entry's, and the provenance's
+    ``internalParameters`` bind the config and model bytes (second hostile review, 2026-12-04:
+    each could be re-sealed alone unnoticed)."""
+    before = len(run.failures)
+    profile = records.profile.to_json() if records.profile is not None else None
+    model = records.model.to_json() if records.model is not None else None
+    cfg = tomllib.loads(config.decode("utf-8")) if config is not None and _is_toml(config) else None
+    if cfg is not None and profile is not None:
+        for key, field_path in CONFIG_FROM_PROFILE:
+            got, want = _dotted(cfg, key), _dotted(profile, field_path)
+            if got != want or type(got) is not type(want):
+                run.fail(names.config, f"{key} is {got!r}, but {names.profile} {field_path} renders {want!r}")
+        allowed = {k for k, _ in CONFIG_FROM_PROFILE} | set(CONFIG_FROM_LAYOUT)
+        for key in sorted(set(_leaves(cfg)) - allowed):
+            run.fail(names.config, f"{key} is no key the config's template writes")
+    if profile is not None and model is not None:
+        for key, field_path in (("sha256", "model.sha256"), ("local_name", "model.local_name")):
+            if model.get(key) != _dotted(profile, field_path):
+                run.fail(names.model, f"{key} is not {names.profile} {field_path}")
+    if records.provenance is not None:
+        _check_provenance_content(run, names, files, records)
+    if len(run.failures) == before and cfg is not None and profile is not None:
+        run.checked.append(f"{names.config}: every key = what {names.profile} renders")
+
+
+def _is_toml(config: bytes) -> bool:
+    try:
+        tomllib.loads(config.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False  # the route check reports it
+    return True
+
+
+def _check_provenance_content(run: _Run, names: AssetNames, files: _SetFiles, records: _Records) -> None:
+    """The provenance's ``internalParameters`` bind the config bytes and the model."""
+    assert records.provenance is not None
+    definition = records.provenance.predicate.buildDefinition.to_json()
+    internal = definition.get("internalParameters") or {}
+    config_sha = files.digests.get(names.config)
+    if config_sha is not None and internal.get("config_bytes_sha256") != config_sha:
+        run.fail(names.provenance, f"{_INTERNAL}.config_bytes_sha256 is not {names.config}'s SHA-256")
+    if records.model is not None and internal.get("model_sha256") != records.model.sha256:
+        run.fail(names.provenance, f"{_INTERNAL}.model_sha256 is not {names.model} sha256")
+
+
 def _config_toml(run: _Run, names: AssetNames, config: bytes) -> dict[str, Any] | None:
     """The config parsed once as UTF-8 TOML, or ``None`` (reported)."""
     try:
@@ -1499,6 +1613,8 @@ def _identity_pairs(names: AssetNames, records: _Records) -> list[tuple[str, str
         pairs += [
             (names.profile, "profile_id", p.profile_id, "profile_id"),
             (names.profile, "lane", p.lane, "lane"),
+            (names.profile, "component_tag", p.component_tag, "component_tag"),
+            (names.profile, "cuda_arch", p.cuda_arch, "cuda_arch"),
         ]
     if records.provenance is not None:
         definition = records.provenance.predicate.buildDefinition
