@@ -222,3 +222,12 @@ def both_verdicts(set_dir: Path, tmp_path: Path) -> tuple[tuple[int, str], tuple
     ours = cli("verify", set_dir)
     alone = standalone_run(set_dir, tmp_path)
     return (ours.code, ours.err), (alone.returncode, alone.stderr)
+
+
+def both_fail(set_dir: Path, tmp_path: Path, says: str) -> None:
+    """Both verifiers refuse the set (exit 5), each with ``says`` in what it prints."""
+    (ours, ours_err), (alone, alone_err) = both_verdicts(set_dir, tmp_path)
+    assert ours == 5, ours_err
+    assert says in ours_err, ours_err
+    assert alone == 5, alone_err
+    assert says in alone_err, alone_err
