@@ -32,13 +32,33 @@ pytest_plugins = ["registry_fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
 REQUIRE = os.environ.get("NINFER_REQUIRE_SERVICES") == "1"
-# Builds in tests use a deflate cache of their own (packaging.DeflateCache), never the user's.
-os.environ.setdefault("NINFER_DEFLATE_CACHE", tempfile.mkdtemp(prefix="ninfer-test-deflate-cache-"))
-# ... and a key of their own that signs its records (never the user's ~/.local/state one).
-os.environ.setdefault(
-    "NINFER_DEFLATE_CACHE_KEY",
-    str(Path(tempfile.mkdtemp(prefix="ninfer-test-deflate-key-")) / "deflate-cache.key"),
-)
+#: Temporary directories this session made for itself; removed when it ends (pytest_unconfigure).
+_SESSION_DIRS: list[str] = []
+
+
+def _session_dir(prefix: str) -> str:
+    path = tempfile.mkdtemp(prefix=prefix)
+    _SESSION_DIRS.append(path)
+    return path
+
+
+# Builds in tests use a deflate cache of their own (packaging.DeflateCache), never the user's,
+# and a key of their own that signs its records (never the user's ~/.local/state one). Made only
+# when not given (subprocesses of the session inherit them), removed with the session.
+if "NINFER_DEFLATE_CACHE" not in os.environ:
+    os.environ["NINFER_DEFLATE_CACHE"] = _session_dir("ninfer-test-deflate-cache-")
+if "NINFER_DEFLATE_CACHE_KEY" not in os.environ:
+    os.environ["NINFER_DEFLATE_CACHE_KEY"] = str(
+        Path(_session_dir("ninfer-test-deflate-key-")) / "deflate-cache.key"
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's own deflate cache and key directories (they leaked, two per run)."""
+    import shutil
+
+    for path in _SESSION_DIRS:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 # --- the fast unit subset: ./dev test -m "not slow" (README "Tests") ------------------------------
