@@ -224,6 +224,17 @@ def _wait_for_entry(proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.001)
 
 
+def _ended(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
+    """``proc.communicate`` within ``timeout`` s; a process still running then is killed (never
+    left behind: one hung for hours after such a test failed) and the test fails."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running {timeout} s after the signal: {proc.args!r}")
+
+
 @pytest.mark.parametrize("point", range(12))
 def test_sigint_in_the_first_milliseconds_prints_no_traceback(
     point: int, tmp_path_factory: pytest.TempPathFactory
@@ -239,7 +250,7 @@ def test_sigint_in_the_first_milliseconds_prints_no_traceback(
     _wait_for_entry(proc)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = _ended(proc, 60)
     assert b"Traceback" not in err, err.decode()
     if proc.returncode == -signal.SIGINT:
         # It landed after the command ended, once the interpreter's shutdown had put the default
@@ -326,7 +337,7 @@ def _kill_at(args: list[str | Path], delay: float, sig: int) -> int:
     time.sleep(delay)
     if proc.poll() is None:
         proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
+    _, err = _ended(proc, 120)
     assert b"Traceback" not in err, err.decode()
     return proc.returncode
 
