@@ -2880,11 +2880,7 @@ def _constants(run: Run, names: Names, records: Records) -> None:
 
 
 def _dotted(doc: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(part)
-    return doc
+    return _get(doc, *path.split("."))
 
 
 def _leaves(doc: dict[str, Any], prefix: str = "") -> list[str]:

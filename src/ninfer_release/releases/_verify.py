@@ -1054,6 +1054,8 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
     # The provenance statement grows with the package (20 MB at 100k files): read, then let go.
     files.small.pop(names.provenance, None)
     config = files.small.get(names.config)
+    # Parsed once for the route and content checks; its error is the route check's to report.
+    parsed = _parse_toml(config) if config is not None else None
     if config is not None:
         _check_config(run, names, files, records, config)
     if records.manifest is not None:
@@ -1063,13 +1065,13 @@ def _check_bindings(run: _Run, names: AssetNames, files: _SetFiles) -> _Records:
     if records.provenance is not None:
         _check_provenance(run, names, files, records.provenance)
     _check_identity(run, names, records, zip_sha256=files.digests.get(names.zip))
-    if records.route is not None and config is not None and records.manifest is not None:
+    if records.route is not None and parsed is not None and records.manifest is not None:
         _check_route_paths(
-            run, names, route=records.route, config=config, instance=records.manifest.release_instance_id
+            run, names, route=records.route, config=parsed, instance=records.manifest.release_instance_id
         )
     if records.route is not None and names.zip in files.digests:
         _check_route_package(run, names, files, records.route, records.model)
-    _check_content_bindings(run, names, files, records, config)
+    _check_content_bindings(run, names, files, records, parsed[0] if parsed is not None else None)
     return records
 
 
@@ -1380,7 +1382,12 @@ def _check_route_package(
 
 
 def _check_route_paths(
-    run: _Run, names: AssetNames, *, route: RouteRecord, config: bytes, instance: str
+    run: _Run,
+    names: AssetNames,
+    *,
+    route: RouteRecord,
+    config: tuple[dict[str, Any] | None, str | None],
+    instance: str,
 ) -> None:
     """Check 6: every path the route names is where the config looks (issue 8 §3).
 
@@ -1389,7 +1396,9 @@ def _check_route_paths(
     no writable path may sit under ``C:\\Program Files``.
     """
     before = len(run.failures)
-    cfg = _config_toml(run, names, config)
+    cfg, error = config
+    if error is not None:
+        run.fail(names.config, f"is not UTF-8 TOML: {error}")
     want = None if cfg is None else _config_paths(run, names, cfg, instance)
     if cfg is None or want is None:
         return
@@ -1488,11 +1497,7 @@ def _check_route_endpoint(run: _Run, names: AssetNames, route: RouteRecord, cfg:
 
 def _dotted(doc: Any, path: str) -> Any:
     """The value at the ``.`` path ``path`` of the decoded document ``doc`` (``None``: absent)."""
-    for part in path.split("."):
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(part)
-    return doc
+    return _get(doc, *path.split("."))
 
 
 def _leaves(doc: dict[str, Any], prefix: str = "") -> list[str]:
@@ -1505,7 +1510,7 @@ def _leaves(doc: dict[str, Any], prefix: str = "") -> list[str]:
 
 
 def _check_content_bindings(
-    run: _Run, names: AssetNames, files: _SetFiles, records: _Records, config: bytes | None
+    run: _Run, names: AssetNames, files: _SetFiles, records: _Records, cfg: dict[str, Any] | None
 ) -> None:
     """Check 5 (content): the config holds what the profile renders into it (:data:`CONFIG_FROM_PROFILE`,
     no other key), the profile's model is the model entry's, and the provenance's
@@ -1514,7 +1519,6 @@ def _check_content_bindings(
     before = len(run.failures)
     profile = records.profile.to_json() if records.profile is not None else None
     model = records.model.to_json() if records.model is not None else None
-    cfg = tomllib.loads(config.decode("utf-8")) if config is not None and _is_toml(config) else None
     if cfg is not None and profile is not None:
         for key, field_path in CONFIG_FROM_PROFILE:
             got, want = _dotted(cfg, key), _dotted(profile, field_path)
@@ -1533,14 +1537,6 @@ def _check_content_bindings(
         run.checked.append(f"{names.config}: every key = what {names.profile} renders")
 
 
-def _is_toml(config: bytes) -> bool:
-    try:
-        tomllib.loads(config.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False  # the route check reports it
-    return True
-
-
 def _check_provenance_content(run: _Run, names: AssetNames, files: _SetFiles, records: _Records) -> None:
     """The provenance's ``internalParameters`` bind the config bytes and the model."""
     assert records.provenance is not None
@@ -1553,13 +1549,12 @@ def _check_provenance_content(run: _Run, names: AssetNames, files: _SetFiles, re
         run.fail(names.provenance, f"{_INTERNAL}.model_sha256 is not {names.model} sha256")
 
 
-def _config_toml(run: _Run, names: AssetNames, config: bytes) -> dict[str, Any] | None:
-    """The config parsed once as UTF-8 TOML, or ``None`` (reported)."""
+def _parse_toml(config: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """The config parsed once as UTF-8 TOML, or ``None`` and why not (the route check reports it)."""
     try:
-        return tomllib.loads(config.decode("utf-8"))
+        return tomllib.loads(config.decode("utf-8")), None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        run.fail(names.config, f"is not UTF-8 TOML: {exc}")
-        return None
+        return None, str(exc)
 
 
 def _config_paths(run: _Run, names: AssetNames, cfg: dict[str, Any], instance: str) -> dict[str, str] | None:
