@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from ninfer_release import transport as shared
 from ninfer_release.registry import RegistryClient, RegistryError, RegistryOptions, _transport
 from ninfer_release.releases._oci_publisher import OciPublisher
 from registry_fixtures import LoopbackCA, Registry, write_docker_config
@@ -39,7 +40,7 @@ def test_publish_and_pull_over_tls_reuse_connections_and_load_the_ca_once(
     names = make_set(tmp_path / "set", files)
     contexts: list[object] = []
     loads: list[object] = []
-    real_context = _transport.trust_context
+    real_context = shared.trust_context
     real_load = ssl.SSLContext.load_verify_locations
 
     def context(location: str | bool) -> ssl.SSLContext:
@@ -241,7 +242,7 @@ def test_a_connection_back_in_the_pool_is_out_of_reach_of_the_watchdog(server: _
             resp = transport.request("GET", "/v2/r/manifests/small", repo="r")
             assert watch.conn is not None  # held while the answer is read
             assert _transport.read_capped(resp, 1 << 16, what="manifest") == MANIFEST
-            _transport.release(resp)
+            shared.release(resp)
             assert watch.conn is None  # back in the pool, no longer this watch's
     finally:
         transport.close()

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 import pytest
 
 from ninfer_release.registry import RegistryOptions
-from ninfer_release.registry._transport import _WATCHDOG, Transport, _Socket, _Watch
+from ninfer_release.registry._transport import Transport, _Watch
+from ninfer_release.transport import _WATCHDOG, _Socket
 
 
 class _Ping(http.server.BaseHTTPRequestHandler):

@@ -18,7 +18,8 @@ from ninfer_release.registry._client import (
 from ninfer_release.registry._credentials import Credential, docker_config_path, find_credential
 from ninfer_release.registry._options import RegistryOptions
 from ninfer_release.registry._referrers import ArtifactPush, fallback_tag, push_artifact, referrers_of
-from ninfer_release.registry._transport import Challenge, RegistryError, is_loopback_host
+from ninfer_release.registry._transport import Challenge, RegistryError
+from ninfer_release.transport import is_loopback_host
 
 __all__ = [
     "MANIFEST_ACCEPT",

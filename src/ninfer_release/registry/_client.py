@@ -23,6 +23,7 @@ import requests
 import urllib3.exceptions
 
 from ninfer_release.progress import SILENT, Progress
+from ninfer_release.transport import release
 
 from ._options import RegistryOptions
 from ._transport import (
@@ -33,7 +34,6 @@ from ._transport import (
     error_detail,
     exchange,
     read_capped,
-    release,
     shrank,
 )
 

@@ -7,31 +7,31 @@ and the registry needs, is here:
   ``[::1]``) falls back to plain HTTP when its port does not speak TLS (what docker does); any other
   host only when named in ``--insecure-registry``, with a warning on stderr;
 * **trust** — ``--ca-file``, else ``certs.d/HOST:PORT/ca.crt`` (docker's convention), else
-  ``SSL_CERT_FILE``, else the system store (OpenSSL's default file), loaded once per host into
-  one ``SSLContext`` (:func:`trust_context`) that every HTTPS connection of the host reuses;
+  ``SSL_CERT_FILE``, else the system store (:func:`ninfer_release.transport.resolve_trust`),
+  loaded once per host into one ``SSLContext`` that every HTTPS connection of the host reuses;
 * **connections** — one session per host for the whole command: an answer is read to its end
-  (at most :data:`LEFTOVER` bytes beyond what its reader took) and its connection goes back to
-  the pool for the next request (keep-alive); one not read to its end, or that failed or timed
-  out, is closed, never reused (:func:`release`, :func:`discard`);
+  (at most ``transport.LEFTOVER`` bytes beyond what its reader took) and its connection goes
+  back to the pool for the next request (keep-alive); one not read to its end, or that failed or
+  timed out, is closed, never reused (``transport.release``, ``transport.discard``);
 * **auth** — RFC 7235 challenges: ``Basic`` (RFC 7617) and ``Bearer`` (distribution's token
   spec: realm, service, per-repository scope; tokens cached per repository until they expire,
   re-asked on a 401);
 * **deadlines** — connect/read timeouts per socket operation, plus a wall-clock deadline per
-  exchange enforced by a watchdog that shuts the socket down (a server sending one byte every
-  few seconds defeats read timeouts alone);
-* **retries** — connection errors, 429 (``Retry-After`` honoured) and 500/502/503/504, bounded,
-  exponential backoff with jitter, never past the deadline. Requests whose repetition is not
+  exchange (the shared transport's watchdog);
+* **retries** — connection errors and :data:`~ninfer_release.transport.RETRY_STATUS`, bounded,
+  by the one policy (:func:`~ninfer_release.transport.backoff_wait`: ``Retry-After`` honoured,
+  exponential backoff with jitter, never past the deadline). Requests whose repetition is not
   safe (upload-session ``PATCH``/``PUT``) ask for no retry; their callers restart the upload.
+
+Sessions, connections, trust, the watchdog and the retry policy are the package's one HTTP
+transport (:mod:`ninfer_release.transport`), shared with the fetch by URL.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import logging
 import os
-import random
 import re
 import socket
 import ssl
@@ -40,35 +40,43 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
-import requests.adapters
-import requests.utils
-import urllib3.connection
-import urllib3.connectionpool
 import urllib3.util
 
 from ninfer_release.errors import BackendError
+from ninfer_release.transport import (
+    _WATCHDOG,  # noqa: F401 - the registry tests reach the watchdog here
+    MAX_REDIRECTS,
+    REDIRECTS,
+    RETRY_STATUS,
+    Watch,
+    _Socket,
+    backoff_wait,
+    discard,
+    is_loopback_host,
+    is_untrusted,
+    new_session,
+    release,
+    resolve_trust,
+    trust_context,
+    untrusted_message,
+    watch_fired,
+)
+from ninfer_release.transport import reason as _reason
+from ninfer_release.transport import retry_after as _retry_after
 
 from ._credentials import Credential, find_credential
 from ._options import RegistryOptions
 
-if TYPE_CHECKING:
-    from requests.adapters import _HostParams, _PoolKwargs
+_Watch = Watch  # the name the registry tests use
+_watch_fired = watch_fired
 
 log = logging.getLogger("ninfer_release.registry")
 
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-REDIRECTS = frozenset({301, 302, 303, 307, 308})
-MAX_REDIRECTS = 5
 _ERROR_BODY = 4096
-#: The most bytes :func:`release` reads of an answer beyond what its reader took (an error body, a
-#: 202's JSON) to reach its end and keep the connection; past it the connection is closed instead.
-LEFTOVER = _ERROR_BODY
-USER_AGENT = "ninfer-release"
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
 
@@ -90,124 +98,6 @@ class RegistryError(BackendError):
         self.code = code
 
 
-def is_loopback_host(host: str) -> bool:
-    """Whether ``HOST[:PORT]`` is loopback (``localhost``, ``127.*``, ``[::1]``)."""
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name in {"localhost", "[::1]"} or name.startswith("127.")
-
-
-# --- the watchdog -------------------------------------------------------------------------------
-
-_local = threading.local()
-
-
-class _Watchdog:
-    """One daemon thread that fires every due :class:`_Watch` of the process (a deadline heap).
-
-    A watch per exchange used to be a ``threading.Timer``: a thread started per request, and
-    ``Thread.start`` waits until the new thread has run, which takes up to a GIL switch interval
-    per request while the publish verification's thread holds the GIL (issue 11: ~40 exchanges).
-    Here entering a watch is a heap push under a lock; the thread starts once.
-    """
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        """Empty, with no thread yet (it starts on the first watch). Also a forked child's start
-        (``os.register_at_fork``): the parent's thread is not in the child, and its lock may have
-        been held when the child was forked."""
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, _Watch]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def arm(self, watch: _Watch, seconds: float) -> None:
-        """Fire ``watch`` in ``seconds`` unless it is disarmed first."""
-        with self._cond:
-            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), watch))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="registry-watchdog", daemon=True)
-                self._thread.start()
-            elif self._heap[0][2] is watch:
-                self._cond.notify()  # an earlier deadline than the one the thread sleeps towards
-
-    def disarm(self, watch: _Watch) -> None:
-        """``watch`` never fires from now on (its heap entry is dropped when it comes up)."""
-        with self._cond:
-            watch.armed = False
-
-    def _run(self) -> None:
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                while self._heap and (not self._heap[0][2].armed or self._heap[0][0] <= now):
-                    _, _, due = heapq.heappop(self._heap)
-                    if due.armed:
-                        due.armed = False
-                        due.fire()  # a socket shutdown: never blocks
-                self._cond.wait(self._heap[0][0] - now if self._heap else None)
-
-
-_WATCHDOG = _Watchdog()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_WATCHDOG.reset)
-
-
-@dataclass(frozen=True)
-class _Socket:
-    """A bare socket where the watchdog looks for a connection's (``conn.sock``)."""
-
-    sock: socket.socket
-
-
-class _Watch:
-    """Shuts down the socket this thread is using when the deadline passes."""
-
-    def __init__(self, seconds: float) -> None:
-        self.fired = False
-        self.armed = False
-        self.conn: urllib3.connection.HTTPConnection | _Socket | None = None
-        self._seconds = max(seconds, 0.0)
-        self._outer: _Watch | None = None
-
-    def fire(self) -> None:
-        self.fired = True
-        conn = self.conn
-        sock = getattr(conn, "sock", None) if conn is not None else None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def __enter__(self) -> _Watch:
-        self._outer = getattr(_local, "watch", None)
-        _local.watch = self
-        self.armed = True
-        _WATCHDOG.arm(self, self._seconds)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _WATCHDOG.disarm(self)
-        _local.watch = self._outer
-
-
-def _track(conn: urllib3.connection.HTTPConnection) -> None:
-    watch = getattr(_local, "watch", None)
-    if watch is not None:
-        watch.conn = conn
-
-
-def _untrack(conn: object) -> None:
-    """``conn`` goes back to the pool: no watch of this thread may shut it down any more (another
-    thread's next exchange may take it before this thread's watch is disarmed)."""
-    watch = getattr(_local, "watch", None)
-    while watch is not None:
-        if watch.conn is conn:
-            with _WATCHDOG._cond:  # fire() runs under it: after this, it cannot reach conn
-                watch.conn = None
-        watch = watch._outer
-
-
 @dataclass(frozen=True)
 class FileRange:
     """``length`` bytes of the open file ``file`` from byte ``offset``: a piece of a request body
@@ -221,6 +111,10 @@ class FileRange:
 
     def __len__(self) -> int:
         return self.length
+
+    def send_to(self, sock: socket.socket) -> None:
+        """Send this range on ``sock`` (the transport's connections call it for such a piece)."""
+        send_file_range(sock, self)
 
 
 #: The most bytes one ``os.sendfile`` call is asked for (Linux moves at most 2 GiB per call).
@@ -292,94 +186,6 @@ def shrank(name: str) -> RegistryError:
     return RegistryError(
         f"{name or 'upload'}: file shrank while uploading", kind="protocol", code="DIGEST_INVALID"
     )
-
-
-class _HTTPConnection(urllib3.connection.HTTPConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _track(self)
-        super().request(*args, **kwargs)
-
-    def send(self, data: Any) -> None:
-        if isinstance(data, FileRange):
-            send_file_range(self.sock, data)
-        else:
-            super().send(data)
-
-
-class _HTTPSConnection(urllib3.connection.HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _track(self)
-        super().request(*args, **kwargs)
-
-    def send(self, data: Any) -> None:
-        if isinstance(data, FileRange):
-            send_file_range(self.sock, data)
-        else:
-            super().send(data)
-
-
-class _HTTPPool(urllib3.connectionpool.HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
-
-    def _put_conn(self, conn: Any) -> None:
-        _untrack(conn)
-        super()._put_conn(conn)
-
-
-class _HTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
-
-    def _put_conn(self, conn: Any) -> None:
-        _untrack(conn)
-        super()._put_conn(conn)
-
-
-def trust_context(location: str | bool) -> ssl.SSLContext:
-    """A verifying client ``SSLContext`` trusting ``location``: a CA bundle file, a hashed CA
-    directory, or ``True`` when the system has neither (requests' bundle then, as requests would
-    use). Loading costs 30-130 ms of CPU, so a :class:`Transport` builds one per host, on its
-    first HTTPS connection, and keeps it.
-
-    Raises:
-        OSError: the bundle cannot be read (ssl.SSLError: it holds no certificate).
-    """
-    context = urllib3.util.ssl_.create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED)
-    path = requests.utils.DEFAULT_CA_BUNDLE_PATH if location is True else str(location)
-    if Path(path).is_dir():
-        context.load_verify_locations(capath=path)
-    else:
-        context.load_verify_locations(cafile=path)
-    return context
-
-
-class _Adapter(requests.adapters.HTTPAdapter):
-    """requests' adapter with connections the watchdog can reach, no urllib3 retries (ours), and
-    every HTTPS pool on one ``SSLContext`` (``context()``, built once by the transport): requests
-    would hand urllib3 the CA path instead, which loads it again for every new connection."""
-
-    def __init__(self, context: Callable[[], ssl.SSLContext], **kwargs: Any) -> None:
-        self._context = context
-        super().__init__(**kwargs)
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
-
-    def build_connection_pool_key_attributes(
-        self, request: requests.PreparedRequest, verify: bool | str, cert: Any = None
-    ) -> tuple[_HostParams, _PoolKwargs]:
-        host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
-        if host_params.get("scheme") == "https":
-            pool_kwargs = {"cert_reqs": "CERT_REQUIRED", "ssl_context": self._context()}
-        return host_params, pool_kwargs
-
-    def cert_verify(self, conn: Any, url: str, verify: bool | str, cert: Any) -> None:
-        if url.lower().startswith("https"):  # the pool's context holds the trust: no CA path
-            conn.cert_reqs = "CERT_REQUIRED"
-            conn.ca_certs = None
-            conn.ca_cert_dir = None
-            return
-        super().cert_verify(conn, url, verify, cert)  # type: ignore[no-untyped-call]
 
 
 # --- auth ---------------------------------------------------------------------------------------
@@ -490,12 +296,7 @@ class Transport:
         self.host = host
         self.options = options
         self.api_host = "registry-1.docker.io" if host == "docker.io" else host
-        self._session = requests.Session()
-        self._session.trust_env = False  # no .netrc, no proxy variables: what we send is what we chose
-        self._session.headers["User-Agent"] = USER_AGENT
-        adapter = _Adapter(self._ssl_context, pool_connections=4, pool_maxsize=8, max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
+        self._session = new_session(self._ssl_context)
         self._trusted: str | bool = self._trust()
         self._context: ssl.SSLContext | None = None
         self._scheme: str | None = None
@@ -529,19 +330,8 @@ class Transport:
 
     def _trust(self) -> str | bool:
         opts = self.options
-        if opts.ca_file is not None:
-            return str(opts.ca_file)
-        for base in opts.certs_dirs:
-            ca = base / self.host / "ca.crt"
-            if ca.is_file():
-                return str(ca)
-        env_file = opts.environ.get("SSL_CERT_FILE")
-        if env_file:
-            return env_file
-        default = ssl.get_default_verify_paths()
-        if default.cafile and Path(default.cafile).is_file():
-            return default.cafile
-        return default.capath if default.capath and Path(default.capath).is_dir() else True
+        certs_d = tuple(base / self.host / "ca.crt" for base in opts.certs_dirs)
+        return resolve_trust(opts.ca_file, opts.environ, certs_d)
 
     @property
     def insecure(self) -> bool:
@@ -568,11 +358,10 @@ class Transport:
                     release(resp)
                 return "https"
             except requests.exceptions.SSLError as exc:
-                text = str(exc)
-                if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+                if is_untrusted(exc):
                     raise RegistryError(
-                        f"{self.host}: TLS certificate not trusted ({_reason(exc)}); give the CA with "
-                        f"--ca-file, SSL_CERT_FILE or certs.d/{self.host}/ca.crt",
+                        f"{self.host}: "
+                        + untrusted_message(_reason(exc), certs_d=f"certs.d/{self.host}/ca.crt"),
                         kind="unreachable",
                     ) from None
                 if not self.insecure:
@@ -891,49 +680,20 @@ class Transport:
         return attempt < self.options.retries and self.remaining() > 0
 
     def _sleep(self, attempt: int, retry_after: float | None) -> None:
-        base = self.options.backoff * (2 ** (attempt - 1))
-        wait = min(base + random.uniform(0, base), self.options.backoff_max)  # noqa: S311 - jitter, not crypto
-        if retry_after is not None:
-            wait = max(wait, retry_after)
-        time.sleep(max(0.0, min(wait, self.remaining())))
+        opts = self.options
+        time.sleep(
+            backoff_wait(
+                attempt,
+                backoff=opts.backoff,
+                backoff_max=opts.backoff_max,
+                retry_after=retry_after,
+                remaining=self.remaining(),
+            )
+        )
 
     def close(self) -> None:
         """Close pooled connections."""
         self._session.close()
-
-
-def _watch_fired() -> bool:
-    watch = getattr(_local, "watch", None)
-    return bool(watch is not None and watch.fired)
-
-
-def _retry_after(resp: requests.Response) -> float | None:
-    value = resp.headers.get("Retry-After", "")
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our backoff
-
-
-def _reason(exc: BaseException) -> str:
-    """The cause a person can act on (``Connection refused``, a TLS error), not the HTTP
-    library's wrapping: the innermost OS error's text when there is one."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    cause: OSError | None = None
-    while pending:  # urllib3 wraps the OS error two or three times
-        e = pending.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, OSError) and e.strerror:
-            cause = e
-        linked = (e.__cause__, e.__context__, getattr(e, "reason", None), *e.args)
-        pending += [x for x in linked if isinstance(x, BaseException)]
-    if cause is not None:
-        return str(cause.strerror)
-    text = re.sub(r"<?urllib3[^>]*>:?\s*|_?HTTPS?Connection\([^)]*\):?\s*", "", str(exc))
-    return f"{exc.__class__.__name__}: {text}".replace("\n", " ")[:300]
 
 
 def _public(url: str) -> str:
@@ -960,33 +720,6 @@ def read_capped(resp: requests.Response, cap: int, *, what: str) -> bytes:
             discard(resp)
             raise RegistryError(f"{what}: more than the {cap} bytes allowed", kind="protocol")
     return bytes(out)
-
-
-def release(resp: requests.Response, leftover: int = LEFTOVER) -> None:
-    """Done with ``resp``: read what is left of its body, at most ``leftover`` bytes (dropped), so
-    its connection goes back to the pool for the next request; an answer longer than that, or a
-    read that fails (reset, timeout, the watchdog), closes the connection (:func:`discard`)."""
-    raw = resp.raw
-    left = leftover
-    try:
-        # Decoded as its reader read it (urllib3 refuses raw reads after decoded ones); a blob read
-        # raw and left unfinished fails to decode if it was encoded, and is closed.
-        while not raw.closed and (data := raw.read(min(left + 1, 64 * 1024), decode_content=True)):
-            left -= len(data)
-            if left < 0:
-                discard(resp)
-                return
-    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError):
-        discard(resp)
-        return
-    resp.close()  # read to its end: urllib3 has put the connection back; this only tidies up
-
-
-def discard(resp: requests.Response) -> None:
-    """Close ``resp`` and its connection (its unread bytes would be the next request's answer);
-    the pool opens a new one when it is next needed."""
-    resp.raw.close()
-    resp.close()
 
 
 def error_detail(resp: requests.Response) -> tuple[str, str]:
