@@ -195,3 +195,25 @@ def test_a_partial_written_on_its_helper_thread_is_the_bytes_in_order(tmp_path: 
     resumed = _Partial.open(path, len(data) + 1)  # a resume hashes the prefix it finds
     assert resumed.size == len(data)
     resumed.close(sync=False)
+
+
+@pytest.mark.parametrize(
+    ("target", "allowed"),
+    [
+        ("http://127.0.0.1:1/x", True),  # same loopback host, plain http between loopback: allowed
+        ("http://localhost:1/x", False),  # another (loopback) host: --no-cross-host-redirects holds
+        ("https://localhost:1/x", False),
+    ],
+)
+def test_no_cross_host_redirects_holds_between_loopback_hosts(target: str, allowed: bool) -> None:
+    # issue 36: the loopback-http rule was decided before the cross-host one, so a redirect from
+    # http://127.0.0.1 to http://localhost was followed with --no-cross-host-redirects.
+    import urllib3
+
+    with HttpFetcher(HttpPolicy(cross_host_redirects=False)) as http:
+        first = urllib3.util.parse_url("http://127.0.0.1:1/set/SHA256SUMS")
+        if allowed:
+            http._check_redirect(first, "http://127.0.0.1:1/set/SHA256SUMS", target)
+        else:
+            with pytest.raises(InputError, match="cross-host redirects are off"):
+                http._check_redirect(first, "http://127.0.0.1:1/set/SHA256SUMS", target)

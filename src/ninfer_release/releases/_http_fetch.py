@@ -282,14 +282,15 @@ class HttpFetcher:
         why = None
         if parsed is None or not parsed.host:
             why = "not a URL"
+        elif not self.policy.cross_host_redirects and parsed.host != first.host:
+            # Before the scheme rules: --no-cross-host-redirects holds for loopback http too.
+            why = f"another host ({parsed.host}) and cross-host redirects are off"
         elif parsed.scheme == "http":
             # Plain HTTP only between loopback hosts (tests, a local mirror): never a downgrade.
             if not (first.scheme == "http" and is_loopback_host(parsed.host)):
                 why = "not https://"
         elif parsed.scheme != "https":
             why = "not https://"
-        elif not self.policy.cross_host_redirects and parsed.host != first.host:
-            why = f"another host ({parsed.host}) and cross-host redirects are off"
         if why is not None:
             raise InputError(problems=[Problem(file=current, message=f"redirect to {target} refused: {why}")])
 
