@@ -46,6 +46,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(1.5)
             self.close_connection = True
+        elif self.path == "/trickle":  # one byte every 0.2 s: never a read timeout
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            for _ in range(100):
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.2)
         elif self.path == "/flaky" and n == 1:
             self.send_response(503)
             self.send_header("Content-Length", "0")
@@ -123,6 +134,16 @@ def test_a_server_ignoring_range_restarts_from_byte_zero(server: str, tmp_path: 
 def test_the_overall_deadline_stops_retries(server: str, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="deadline of 1 s passed"):
         _fetch(server + "/stall", tmp_path, deadline=1.0, retries=10)
+
+
+def test_a_trickling_body_read_whole_ends_by_the_deadline(server: str) -> None:
+    # issue 36: the capped whole-body reader (SHA256SUMS, the records) checked no deadline, so a
+    # server sending one byte per read timeout kept `fetch URL --deadline 5` running forever.
+    with (
+        HttpFetcher(HttpPolicy(deadline=1.0, read_timeout=0.5, retries=0)) as http,
+        pytest.raises(InputError, match="deadline of 1 s passed"),
+    ):
+        http.read_capped(server + "/trickle", cap=1000, name="SHA256SUMS")
 
 
 def test_redirect_loop_and_404(server: str, tmp_path: Path) -> None:

@@ -294,6 +294,29 @@ class HttpFetcher:
         if why is not None:
             raise InputError(problems=[Problem(file=current, message=f"redirect to {target} refused: {why}")])
 
+    def _stream(self, resp: urllib3.BaseHTTPResponse, url: str) -> Iterator[bytes]:
+        """The body in chunks; a cut connection or read timeout is a :class:`_Retry`.
+
+        The overall deadline is checked after every socket read, so a body trickling in (one byte
+        every read timeout) still ends by ``--deadline`` (issue 36), whoever reads it.
+
+        Raises:
+            InputError: the deadline passed.
+        """
+        try:
+            while True:
+                # read1: whatever one socket read returns (<= 1 MiB), so the bytes that arrived
+                # before a cut or a stall are kept in the partial, not lost in a half-filled buffer.
+                chunk = resp.read1(_CHUNK)
+                self._remaining(url)
+                if not chunk:
+                    return
+                yield chunk
+        except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError) as exc:
+            raise _Retry(f"{url}: {_reason(exc)}") from None
+        except urllib3.exceptions.SSLError as exc:
+            raise _Retry(f"{url}: TLS read failed: {_reason(exc)}") from None
+
     # -- whole files ---------------------------------------------------------------------------
 
     def read_capped(self, url: str, *, cap: int, name: str) -> tuple[bytes, str]:
@@ -308,7 +331,7 @@ class HttpFetcher:
             resp, final = self.open(url)
             try:
                 data = bytearray()
-                for chunk in _stream(resp, url):
+                for chunk in self._stream(resp, url):
                     data += chunk
                     if len(data) > cap:
                         raise IntegrityError(
@@ -444,8 +467,7 @@ class HttpFetcher:
                     f"wrong size: the server announces {int(length) + state.size} bytes, "
                     f"expected {wanted.size}",
                 )
-            for chunk in _stream(resp, wanted.url):
-                self._remaining(wanted.url)
+            for chunk in self._stream(resp, wanted.url):
                 if state.size + len(chunk) > wanted.size:
                     state.discard()
                     raise _wrong(
@@ -464,22 +486,6 @@ class HttpFetcher:
 def _wrong(wanted: Wanted, message: str) -> IntegrityError:
     """A finding about the bytes served for ``wanted`` (exit 5), naming its URL and file."""
     return IntegrityError(problems=[Problem(file=wanted.url, field=wanted.name, message=message)])
-
-
-def _stream(resp: urllib3.BaseHTTPResponse, url: str) -> Iterator[bytes]:
-    """The body in chunks; a cut connection or read timeout is a :class:`_Retry`."""
-    try:
-        while True:
-            # read1: whatever one socket read returns (<= 1 MiB), so the bytes that arrived before
-            # a cut or a stall are kept in the partial, not lost in a half-filled buffer.
-            chunk = resp.read1(_CHUNK)
-            if not chunk:
-                return
-            yield chunk
-    except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError) as exc:
-        raise _Retry(f"{url}: {_reason(exc)}") from None
-    except urllib3.exceptions.SSLError as exc:
-        raise _Retry(f"{url}: TLS read failed: {_reason(exc)}") from None
 
 
 def _reason(exc: BaseException) -> str:
