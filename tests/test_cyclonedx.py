@@ -301,9 +301,7 @@ def test_catalog_cpes_reach_the_components() -> None:
 def test_stand_ins_are_flagged_and_described() -> None:
     c = components(load(make()))
     assert props(c[DSTORAGE_REF])["ninfer:stand-in"] == "true"
-    assert c[DSTORAGE_REF]["description"].startswith(
-        "STAND-IN, not the real Microsoft.Direct3D.DirectStorage 1.2.2"
-    )
+    assert c[DSTORAGE_REF]["description"].startswith("STAND-IN, not the real Microsoft DirectStorage runtime")
     assert "description" not in c[CUDART_REF]
 
 
@@ -461,7 +459,7 @@ def test_cross_check_cyclonedx_against_zip_members() -> None:
 
 
 def test_stand_in_description_is_not_repeated() -> None:
-    prefix = "STAND-IN, not the real Microsoft.Direct3D.DirectStorage 1.2.2: "
+    prefix = "STAND-IN, not the real Microsoft DirectStorage runtime: "
     prefix += "a placeholder file for samples and tests."
     worded = dataclasses.replace(DSTORAGE, description="STAND-IN sample file, not the real redistributable")
     other = dataclasses.replace(DSTORAGE, description="DirectStorage runtime")
@@ -653,3 +651,41 @@ def test_a_failing_prewarm_prints_nothing(
     _cyclonedx.prewarm_validators().join(timeout=60)
     assert seen == []
     assert "Traceback" not in capsys.readouterr().err
+
+
+def _pe_of(company: str, version: str, signer: str | None = None) -> PeInfo:
+    strings = MappingProxyType({"CompanyName": company})
+    return dataclasses.replace(
+        pe("kernel32.dll", file_version=version), version_strings=strings, signer=signer
+    )
+
+
+def test_manufacturer_is_the_files_company_and_the_signer_is_recorded_per_file(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pes = dict(PES)
+    pes["bin/msvcp140.dll"] = _pe_of("Microsoft Corporation", "14.44.35211.0", "Microsoft Code Signer")
+    pes["bin/vcruntime140.dll"] = _pe_of("Microsoft Corporation", "14.44.35211.0")
+    crt = dataclasses.replace(CRT, supplier="NOASSERTION")
+    c = components(load(make([ENGINE, CUDART, crt, DSTORAGE, JSON_LIB], pes)))[
+        "redistributable:msvc-runtime@14.44.35112"
+    ]
+    assert c["manufacturer"] == {"name": "Microsoft Corporation"}
+    assert "supplier" not in c  # NOASSERTION: who distributed the wheel is not known
+    assert props(c)["ninfer:file:bin/msvcp140.dll:authenticode-signer"] == "Microsoft Code Signer"
+    assert "ninfer:file:bin/vcruntime140.dll:authenticode-signer" not in props(c)
+    assert props(c)["ninfer:file:bin/msvcp140.dll:pe-file-version"] == "14.44.35211.0"
+    assert c["version"] == "14.44.35112"  # the package version
+    warned = [
+        r.getMessage() for r in caplog.records if "differs from the file's FileVersion" in r.getMessage()
+    ]
+    tail = "lock version 14.44.35112 (package msvc-runtime) differs from the file's FileVersion 14.44.35211.0"
+    assert warned == [f"bin/msvcp140.dll: {tail}", f"bin/vcruntime140.dll: {tail}"]
+
+
+def test_two_company_names_give_no_manufacturer() -> None:
+    pes = dict(PES)
+    pes["bin/msvcp140.dll"] = _pe_of("Microsoft Corporation", "14.44.35211.0")
+    pes["bin/vcruntime140.dll"] = _pe_of("Contoso", "14.44.35211.0")
+    c = components(load(make(pes=pes)))["redistributable:msvc-runtime@14.44.35112"]
+    assert "manufacturer" not in c

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from ninfer_release.errors import InputError
 from ninfer_release.packaging import (
     DependencyLock,
+    EngineFile,
     IncludeRule,
     PackageRecipe,
     Redistributable,
@@ -316,3 +318,29 @@ def test_render_notice_sorted_and_stable(tmp_path: Path) -> None:
     )
     assert a == b
     assert a.endswith(b"\n") and not a.endswith(b"\n\n") and b"\r" not in a
+
+
+def test_render_notice_names_only_the_vendored_sources_an_engine_file_contains() -> None:
+    zlib = VendoredSource(
+        name="zlib",
+        version="1.3.1",
+        commit="51b7f2abdade71cd9bb0e7a373ef2610ec6f9daf",
+        license="Zlib",
+        purl="pkg:github/madler/zlib@v1.3.1",
+        source_url="https://github.com/madler/zlib/archive/v1.3.1.tar.gz",
+        supplier="Jean-loup Gailly and Mark Adler",
+    )
+    fmt = dataclasses.replace(zlib, name="fmt", version="11.0.2", license="MIT")
+    deps = DependencyLock(vendored=(zlib, fmt), redistributables=())
+    engine = EngineFile(path="bin/a.exe", license="Apache-2.0", vendored=("zlib",))
+    stand_in = EngineFile(path="bin/b.exe", license="Apache-2.0", stand_in=True)
+    text = render_notice(deps, engine_files=(engine, stand_in)).decode()
+    assert "bin/a.exe\n  license:  Apache-2.0\n  vendored: zlib 1.3.1\n\n" in text
+    assert "bin/b.exe\n  license:  Apache-2.0\n  vendored: (none)\n  NOTE:     stand-in" in text
+    assert "zlib 1.3.1\n  license:  Zlib" in text
+    assert "fmt 11.0.2" not in text  # in the lock, but build-info puts it in no file
+    none = render_notice(deps, engine_files=(stand_in,)).decode()
+    assert (
+        "Vendored sources (compiled into the engine)\n-------------------------------------------\n(none)\n"
+        in none
+    )

@@ -331,6 +331,12 @@ def test_real_msvc_runtime_version_policy(wheel_dlls: dict[str, Path]) -> None:
     assert check_pe_against_lock(path="bin/msvcp140.dll", group="other", lock_version="14.44.35112", pe=info)
 
 
+def test_real_dlls_name_their_authenticode_signer(wheel_dlls: dict[str, Path]) -> None:
+    """The signing certificate's subject CN as read from the security directory (issue 35 item 2)."""
+    assert read_pe(wheel_dlls["cudart64_13.dll"]).signer == "NVIDIA Corporation"
+    assert read_pe(wheel_dlls["msvcp140.dll"]).signer == "Microsoft Windows Software Compatibility Publisher"
+
+
 def test_cuda_versions_may_differ_in_precision_but_never_contradict() -> None:
     short = _info(cuda_version="13.3")
     assert check_pe_against_lock(path="bin/c.dll", group="cuda", lock_version="13.3.29", pe=short) == []

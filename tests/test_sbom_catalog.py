@@ -115,3 +115,55 @@ def test_license_refs_of_feeds_load_license_texts() -> None:
     assert sorted(load_license_texts(refs, licenses_dir=SBOM_DIR / "licenses")) == list(refs)
     with pytest.raises(InputError, match="is not a licence id"):
         license_refs_of(["Acme Gov't (JPEG/netpbm)"])
+
+
+def test_cpe_version_follows_the_catalog_source_per_component() -> None:
+    """msvc-runtime's CPE carries its DLLs' 14.44.35211, not the wheel's 14.44.35112; the CUDA
+    runtime's the CUDA version its strings name, not NVIDIA's fixed 6.14.11.13030 (issue 35)."""
+    from types import MappingProxyType
+
+    from ninfer_release.sbom import PeInfo
+
+    catalog = load_catalog(SBOM_DIR)
+    crt = DependencyRecord(
+        kind="redistributable",
+        name="msvc-runtime",
+        version="14.44.35112",
+        purl="pkg:pypi/msvc-runtime@14.44.35112",
+        group="crt",
+        files=(
+            ShippedFile(path="bin/msvcp140.dll", sha256="a" * 64),
+            ShippedFile(path="bin/vcruntime140.dll", sha256="b" * 64),
+        ),
+    )
+    cudart = DependencyRecord(
+        kind="redistributable",
+        name="nvidia-cuda-runtime",
+        version="13.3.29",
+        purl="pkg:pypi/nvidia-cuda-runtime@13.3.29",
+        group="cuda",
+        files=(ShippedFile(path="bin/cudart64_13.dll", sha256="c" * 64),),
+    )
+
+    def info(version: str, cuda: str | None = None) -> PeInfo:
+        return PeInfo(machine="x86_64", file_version=version, product_version=version,
+                      version_strings=MappingProxyType({}), cuda_version=cuda)  # fmt: skip
+
+    pes = {"bin/msvcp140.dll": info("14.44.35211.0"), "bin/vcruntime140.dll": info("14.44.35211.0"),
+           "bin/cudart64_13.dll": info("6.14.11.13030", "13.3.29")}  # fmt: skip
+    out = {d.name: d for d in apply_catalog([crt, cudart], catalog, pe_infos=pes)}
+    assert out["msvc-runtime"].cpe == "cpe:2.3:a:microsoft:visual_c\\+\\+:14.44.35211:*:*:*:*:*:*:*"
+    assert out["msvc-runtime"].supplier == "NOASSERTION"  # the wheel names no distributor
+    assert out["nvidia-cuda-runtime"].cpe == "cpe:2.3:a:nvidia:cuda_runtime:13.3.29:*:*:*:*:*:*:*"
+    # Files that disagree (or say nothing) give no CPE rather than a guessed one.
+    pes["bin/vcruntime140.dll"] = info("14.44.35212.0")
+    assert apply_catalog([crt], catalog, pe_infos=pes)[0].cpe is None
+    assert apply_catalog([crt], catalog)[0].cpe is None
+
+
+def test_unknown_cpe_version_source_is_refused(tmp_path: Path) -> None:
+    entry = {"name": "x", "kind": "redistributable", "group": "other", "supplier": "S", "license": "MIT"}
+    entry |= {"purl_type": "generic", "cpe_vendor": "v", "cpe_product": "p", "cpe_version": "guess"}
+    (tmp_path / "catalog.json").write_text(json.dumps({"schema": 1, "entries": [entry]}))
+    with pytest.raises(InputError, match="unknown cpe_version 'guess'"):
+        load_catalog(tmp_path)

@@ -271,3 +271,57 @@ def test_check_lock_digests(tmp_path: Path) -> None:
     ]
     with pytest.raises(InputError):
         check_lock_digests(staged, {})
+
+
+def _engine(**extra: Any) -> dict[str, Any]:
+    return {"path": "bin/ninfer-server.exe", "license": "Apache-2.0", **extra}
+
+
+def test_engine_file_vendored_and_built_by_are_read(tmp_path: Path) -> None:
+    built_by = {"script": "samples/build-standins.sh", "commit": "8cb11bdba697dc1494a1c361d941dfee6b0965c9"}
+    info = build_info(engine_files=[_engine(vendored=["nlohmann-json"], built_by=built_by)])
+    staged = load_staged_tree(make_staged_tree(tmp_path / "t", info=info), **LANE)
+    engine = staged.build_info.engine_files[0]
+    assert engine.vendored == ("nlohmann-json",)
+    assert engine.built_by == ("samples/build-standins.sh", "8cb11bdba697dc1494a1c361d941dfee6b0965c9")
+    assert [v.name for v in staged.vendored_in("bin/ninfer-server.exe")] == ["nlohmann-json"]
+    assert [v.name for v in staged.contained_vendored()] == ["nlohmann-json"]
+    assert staged.vendored_in("bin/cudart64_13.dll") == ()
+
+
+def test_no_vendored_list_means_the_file_contains_none(tmp_path: Path) -> None:
+    staged = load_staged_tree(make_staged_tree(tmp_path / "t"), **LANE)
+    assert staged.lock.vendored  # the lock names one
+    assert staged.vendored_in("bin/ninfer-server.exe") == ()
+    assert staged.contained_vendored() == ()
+
+
+@pytest.mark.parametrize(
+    ("engine", "field", "message"),
+    [
+        (_engine(vendored=["fmt"]), "engine_files[0].vendored", "'fmt' is not a vendored source of"),
+        (_engine(vendored="nlohmann-json"), "engine_files[0].vendored", "must be a list"),
+        (_engine(vendored=["nlohmann-json", "nlohmann-json"]), "engine_files[0].vendored", "twice"),
+        (
+            _engine(stand_in=True, vendored=["nlohmann-json"]),
+            "engine_files[0].vendored",
+            "a stand-in contains no",
+        ),
+        (
+            _engine(built_by={"script": "x.sh", "commit": "8cb11bd"}),
+            "engine_files[0].built_by.commit",
+            "40-hex",
+        ),
+        (_engine(built_by={"script": "x.sh", "commit": "0" * 40, "by": 1}), "engine_files[0].built_by", "by"),
+        (_engine(built_by="x.sh"), "engine_files[0].built_by", "must be an object"),
+    ],
+)
+def test_bad_vendored_or_built_by_names_the_field(
+    tmp_path: Path, engine: dict[str, Any], field: str, message: str
+) -> None:
+    root = make_staged_tree(tmp_path / "t", info=build_info(engine_files=[engine]))
+    with pytest.raises(InputError) as exc:
+        load_staged_tree(root, **LANE)
+    assert exc.value.exit_code == 4
+    line = next(line for line in messages(exc) if field in line)
+    assert "build-info.json" in line and message in line

@@ -257,6 +257,7 @@ def _cyclonedx(
             sbom.load_catalog(release.repo_root / "sbom"),
             where=str(staged.root / packaging.LOCK),
             require_entry=False,
+            pe_infos=pe_infos,
         ),
         "pe_infos": pe_infos,
         "component_sha256": zip_sha256,
@@ -522,6 +523,7 @@ def _dependencies(
     engine_licenses = sorted(
         {_concluded_licence(staged, e.path) or "" for e in staged.build_info.engine_files}
     )
+    stand_in = any(e.stand_in for e in staged.build_info.engine_files)
     deps.append(
         sbom.DependencyRecord(
             kind="engine",
@@ -531,12 +533,12 @@ def _dependencies(
             supplier=SBOM_SUPPLIER,
             license=" AND ".join(engine_licenses) if engine_licenses else None,
             files=engine_files,
-            commit=lane.source_commit,
-            description=f"NInfer engine built from {lane.source_commit} for {lane.cuda_arch}",
-            stand_in=any(e.stand_in for e in staged.build_info.engine_files),
+            commit=None if stand_in else lane.source_commit,
+            description=_engine_origin(staged, lane),
+            stand_in=stand_in,
         )
     )
-    for v in staged.lock.vendored:
+    for v in staged.contained_vendored():
         deps.append(
             sbom.DependencyRecord(
                 kind="vendored",
@@ -573,15 +575,31 @@ def _dependencies(
     return deps
 
 
+def _engine_origin(staged: packaging.StagedTree, lane: manifests.Lane) -> str:
+    """How the engine files were built, as the engine component's description (issue 35 item 1):
+    from the lane's source commit, or, for stand-ins, by the script and commit ``build-info.json``
+    names (``engine_files[].built_by``), never the engine source they were not built from."""
+    stand_ins = [e for e in staged.build_info.engine_files if e.stand_in]
+    if not stand_ins:
+        return f"NInfer engine built from {lane.source_commit} for {lane.cuda_arch}"
+    how = sorted({e.built_by for e in stand_ins if e.built_by is not None})
+    built = "; ".join(f"built by {script} at commit {commit} of ninfer-release" for script, commit in how)
+    return (
+        f"Not built from the engine source {lane.source_commit} ({lane.cuda_arch}): "
+        f"{built or 'how it was built is not stated (build-info.json built_by)'}."
+    )
+
+
 def _concluded_licence(staged: packaging.StagedTree, staged_path: str) -> str | None:
     """The licence concluded for a shipped staged file, ``None`` when nothing says (NOASSERTION).
 
-    An engine file is its own licence AND every vendored source's, since those sources are compiled
-    into it (issue 8 item 7); a redistributable carries its lock licence.
+    An engine file is its own licence AND the licence of each vendored source ``build-info.json``
+    says it contains (``engine_files[].vendored``; issue 35 item 1); a redistributable carries its
+    lock licence.
     """
     for e in staged.build_info.engine_files:
         if e.path == staged_path:
-            return sbom.combine_licenses([e.license, *(v.license for v in staged.lock.vendored)])
+            return sbom.combine_licenses([e.license, *(v.license for v in staged.vendored_in(e.path))])
     r = staged.lock.redistributable(staged_path)
     return r.license if r is not None else None
 
@@ -596,7 +614,8 @@ def _file_comment(
     if engine is not None and engine.stand_in:
         parts.append("STAND-IN: a placeholder for samples and tests, NOT the real engine file.")
     elif redist is not None and redist.stand_in:
-        parts.append(f"STAND-IN: a placeholder for samples and tests, NOT the real {redist.package}.")
+        real = sbom.stands_in_for("redistributable", redist.group)
+        parts.append(f"STAND-IN: a placeholder for samples and tests, NOT the real {real}.")
     pe = pe_by_staged.get(staged_path)
     if pe is not None:
         parts.append(sbom.pe_version_summary(pe))

@@ -515,12 +515,14 @@ def plan_package(
 def render_notice(
     lock: DependencyLock, *, product: str = "OMP NInfer", engine_files: Sequence[EngineFile] = ()
 ) -> bytes:
-    """``NOTICE.txt`` bytes for the package: the engine files, every vendored source and redistributable.
+    """``NOTICE.txt`` bytes for the package: the engine files, their vendored sources, every redistributable.
 
     UTF-8, LF, sorted by path / by name then version / by file path, one trailing LF; stand-in
     files (engine or redistributable) are labelled as not being the real thing
     (``docs/staged-inputs.md``; issue 8 item 5). The engine section appears when ``engine_files``
-    (``build-info.json`` ``engine_files``) is given.
+    (``build-info.json`` ``engine_files``) is given; each lists the vendored sources it contains
+    (``engine_files[].vendored``), and the vendored section then names only those (issue 35 item 1);
+    without ``engine_files`` it names every lock ``vendored[]`` source.
     """
     lines = [
         f"{product} - third-party notices",
@@ -530,11 +532,13 @@ def render_notice(
     ]
     if engine_files:
         lines += [
-            "Engine files (built from the engine source)",
-            "-------------------------------------------",
+            "Engine files",
+            "------------",
         ]
         for e in sorted(engine_files, key=lambda e: e.path):
             lines += [e.path, f"  license:  {e.license}"]
+            contained = [f"{v.name} {v.version}" for v in lock.vendored if v.name in e.vendored]
+            lines.append(f"  vendored: {', '.join(contained) if contained else '(none)'}")
             if e.stand_in:
                 lines.append("  NOTE:     stand-in file for samples; NOT the real engine")
             lines.append("")
@@ -542,7 +546,10 @@ def render_notice(
         "Vendored sources (compiled into the engine)",
         "-------------------------------------------",
     ]
-    for v in sorted(lock.vendored, key=lambda v: (v.name, v.version, v.commit)):
+    # With the engine files known, only the sources build-info says one of them contains (issue 35).
+    named = {n for e in engine_files for n in e.vendored}
+    vendored = [v for v in lock.vendored if v.name in named] if engine_files else list(lock.vendored)
+    for v in sorted(vendored, key=lambda v: (v.name, v.version, v.commit)):
         lines += [
             f"{v.name} {v.version}",
             f"  license:  {v.license}",
@@ -552,7 +559,7 @@ def render_notice(
             f"  purl:     {v.purl}",
             "",
         ]
-    if not lock.vendored:
+    if not vendored:
         lines += ["(none)", ""]
     lines += ["Redistributable files (shipped unmodified)", "------------------------------------------"]
     for r in sorted(lock.redistributables, key=lambda r: r.file):

@@ -41,11 +41,18 @@ class EngineFile:
 
     ``stand_in`` (optional in the JSON, default ``false``) declares a placeholder that is not the
     real engine file (the samples' engine stand-in): SBOMs, NOTICE and route say so.
+    ``vendored`` (optional, default none) names the lock's ``vendored[]`` sources the build compiled
+    into this file, sorted: the only evidence the SBOMs take for "file contains source" (issue 35).
+    ``built_by`` (optional; for a stand-in) says how the file was really built: the script and the
+    commit of this repository that holds it (``{"script": "samples/build-standins.sh", "commit":
+    "<40 hex>"}``), as ``(script, commit)``.
     """
 
     path: str
     license: str
     stand_in: bool = False
+    vendored: tuple[str, ...] = ()
+    built_by: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,6 +196,24 @@ class StagedTree:
                 return f
         return None
 
+    def vendored_in(self, engine_path: str) -> tuple[VendoredSource, ...]:
+        """The lock's vendored sources ``build-info.json`` says engine file ``engine_path`` contains
+        (its ``engine_files[].vendored``; none for any other path), in lock order."""
+        return vendored_in(self.build_info, self.lock, engine_path)
+
+    def contained_vendored(self) -> tuple[VendoredSource, ...]:
+        """The lock's vendored sources some engine file contains, per ``build-info.json``, in lock
+        order: the only vendored sources the SBOMs and NOTICE name (issue 35 item 1)."""
+        named = {n for e in self.build_info.engine_files for n in e.vendored}
+        return tuple(v for v in self.lock.vendored if v.name in named)
+
+
+def vendored_in(info: BuildInfo, lock: DependencyLock, engine_path: str) -> tuple[VendoredSource, ...]:
+    """What :meth:`StagedTree.vendored_in` gives, from the two documents (``()`` for a path that is
+    no engine file)."""
+    names = next((set(e.vendored) for e in info.engine_files if e.path == engine_path), set())
+    return tuple(v for v in lock.vendored if v.name in names)
+
 
 #: Field access that collects problems (shared with the samples stage).
 _Doc = FieldReader
@@ -222,6 +247,33 @@ def _flag(doc: _Doc, item: Mapping[str, Any], key: str, where: str) -> bool:
     return value
 
 
+def _names(doc: _Doc, item: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """``engine_files[i].vendored``: an optional list of distinct non-empty names, sorted."""
+    value = item.get("vendored", [])
+    if not isinstance(value, list) or not all(isinstance(n, str) and n for n in value):
+        doc.bad(f"{where}.vendored", "must be a list of vendored source names (strings)")
+        return ()
+    if len(set(value)) != len(value):
+        doc.bad(f"{where}.vendored", "names a vendored source twice")
+    return tuple(sorted(set(value)))
+
+
+def _built_by(doc: _Doc, item: Mapping[str, Any], where: str) -> tuple[str, str] | None:
+    """``engine_files[i].built_by``: ``{"script": <repo path>, "commit": <40 hex>}`` or absent."""
+    value = item.get("built_by")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        doc.bad(f"{where}.built_by", "must be an object {script, commit}")
+        return None
+    doc.known_keys(value, f"{where}.built_by", ("script", "commit"))
+    script = _check_rel_path(doc, f"{where}.built_by.script", doc.text(value, "script", f"{where}.built_by"))
+    commit = doc.text(value, "commit", f"{where}.built_by")
+    if commit and not _COMMIT.fullmatch(commit):
+        doc.bad(f"{where}.built_by.commit", f"{commit!r} is not a full 40-hex commit")
+    return (script, commit)
+
+
 def _parse_build_info(data: Mapping[str, Any], doc: _Doc) -> BuildInfo:
     doc.known_keys(
         data, "", ("schema", "source_commit", "cuda_version", "cuda_arch", "compiler", "engine_files")
@@ -231,10 +283,18 @@ def _parse_build_info(data: Mapping[str, Any], doc: _Doc) -> BuildInfo:
     engine: list[EngineFile] = []
     for i, item in enumerate(doc.items(data, "engine_files")):
         where = f"engine_files[{i}]"
-        doc.known_keys(item, where, ("path", "license", "stand_in"))
+        doc.known_keys(item, where, ("path", "license", "stand_in", "vendored", "built_by"))
         path = _check_rel_path(doc, f"{where}.path", doc.text(item, "path", where))
         stand_in = _flag(doc, item, "stand_in", where)
-        engine.append(EngineFile(path=path, license=doc.text(item, "license", where), stand_in=stand_in))
+        engine.append(
+            EngineFile(
+                path=path,
+                license=doc.text(item, "license", where),
+                stand_in=stand_in,
+                vendored=_names(doc, item, where),
+                built_by=_built_by(doc, item, where),
+            )
+        )
     return BuildInfo(
         source_commit=doc.text(data, "source_commit", ""),
         cuda_version=doc.text(data, "cuda_version", ""),
@@ -489,6 +549,22 @@ def _check_listed_present(
     for i, r in enumerate(lock.redistributables):
         if r.file and r.file not in present:
             lock_doc.bad(f"redistributables[{i}].file", f"{r.file!r} is not in the staged tree")
+    _check_vendored_claims(info, lock, info_doc)
+
+
+def _check_vendored_claims(info: BuildInfo, lock: DependencyLock, info_doc: _Doc) -> None:
+    """Each ``engine_files[i].vendored`` name is a lock ``vendored[]`` source, and a stand-in names
+    none: a placeholder contains no vendored source (issue 35 item 1)."""
+    locked = {v.name for v in lock.vendored}
+    for i, e in enumerate(info.engine_files):
+        for name in e.vendored:
+            if name not in locked:
+                info_doc.bad(f"engine_files[{i}].vendored", f"{name!r} is not a vendored source of {LOCK}")
+        if e.stand_in and e.vendored:
+            info_doc.bad(
+                f"engine_files[{i}].vendored",
+                "a stand-in contains no vendored source; list none (the real engine build lists its own)",
+            )
 
 
 def _unaccounted_binaries(

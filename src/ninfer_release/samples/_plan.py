@@ -13,7 +13,14 @@ from typing import Any
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.hashing import sha256_bytes
 from ninfer_release.jsonbytes import dumps_stable
-from ninfer_release.samples._spec import LANES_FILE, LaneSpec, SamplesSpec, WheelMember, WheelPin
+from ninfer_release.samples._spec import (
+    LANES_FILE,
+    EngineFileSpec,
+    LaneSpec,
+    SamplesSpec,
+    WheelMember,
+    WheelPin,
+)
 
 BUILD_INFO = "build-info.json"
 LOCK = "dependencies.lock.json"
@@ -80,11 +87,19 @@ def _build_info(spec: SamplesSpec, lane: LaneSpec) -> bytes:
             "cuda_version": spec.cuda_version,
             "cuda_arch": lane.cuda_arch,
             "compiler": spec.compiler,
-            "engine_files": [
-                {"path": e.path, "license": e.license, "stand_in": e.stand_in} for e in lane.engine_files
-            ],
+            "engine_files": [_engine_file(spec, e) for e in lane.engine_files],
         }
     )
+
+
+def _engine_file(spec: SamplesSpec, e: EngineFileSpec) -> dict[str, Any]:
+    """A ``build-info.json`` engine file: a stand-in contains no vendored source and says how it
+    was built (``built_by``: ``lanes.json`` ``stand_in_build``; issue 35 item 1)."""
+    out: dict[str, Any] = {"path": e.path, "license": e.license, "stand_in": e.stand_in}
+    if e.stand_in:
+        script, commit = spec.stand_in_build
+        out |= {"vendored": [], "built_by": {"script": script, "commit": commit}}
+    return out
 
 
 def _lock(spec: SamplesSpec, lane: LaneSpec, wheels: tuple[WheelPin, ...]) -> bytes:

@@ -146,6 +146,9 @@ class SamplesSpec:
     source_commit: str
     cuda_version: str
     compiler: str
+    #: How the committed stand-ins were built: ``lanes.json`` ``stand_in_build`` (script under
+    #: ``samples/``' repository, commit of this repository that holds the script and the bytes).
+    stand_in_build: tuple[str, str]
     lanes: tuple[LaneSpec, ...]
     stand_ins: tuple[StandInSpec, ...]
     licenses: tuple[tuple[str, RepoFile], ...]  # (dest under the lane tree, committed text)
@@ -330,6 +333,15 @@ def _licenses(root: Path, doc: _Reader, data: Mapping[str, Any]) -> tuple[tuple[
     return tuple(licenses)
 
 
+def _stand_in_build(doc: _Reader, data: Mapping[str, Any]) -> tuple[str, str]:
+    """``stand_in_build``: ``{"script": "samples/build-standins.sh", "commit": "<40 hex>"}``."""
+    found = data.get("stand_in_build")
+    if not isinstance(found, Mapping):
+        doc.bad("stand_in_build", "missing or not an object {script, commit}")
+        return ("", "")
+    return (doc.text(found, "script", "stand_in_build"), doc.text(found, "commit", "stand_in_build", _HEX40))
+
+
 def load_spec(repo_root: Path) -> SamplesSpec:
     """Load and check ``samples/pins.json``, ``samples/lanes.json`` and the files they name.
 
@@ -353,6 +365,7 @@ def load_spec(repo_root: Path) -> SamplesSpec:
         source_commit=doc.text(data, "source_commit", "", _HEX40),
         cuda_version=doc.text(data, "cuda_version", ""),
         compiler=doc.text(data, "compiler", ""),
+        stand_in_build=_stand_in_build(doc, data),
         lanes=lanes,
         stand_ins=stand_ins,
         licenses=licenses,

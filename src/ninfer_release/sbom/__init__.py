@@ -96,6 +96,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers; at run time each loads
         NormalizedLicense,
         PeInfo,
         ShippedFile,
+        stands_in_for,
     )
     from ninfer_release.sbom._spdx import (
         SpdxCheck,
@@ -184,6 +185,7 @@ _EXPORTS = {
         "NormalizedLicense",
         "PeInfo",
         "ShippedFile",
+        "stands_in_for",
     ),
     "._spdx3_write": (
         "Spdx3Written",
@@ -264,6 +266,7 @@ __all__ = [
     "spdx_namespace",
     "spdx_package_id",
     "stand_in_marker",
+    "stands_in_for",
     "started_prewarm",
     "uri_part",
     "uuid5_url",

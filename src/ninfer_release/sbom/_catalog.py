@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,9 @@ from ninfer_release import strictjson
 from ninfer_release.errors import InputError, Problem
 from ninfer_release.sbom._license import license_text_path, normalize_license_expression
 from ninfer_release.sbom._purl import parse_purl
-from ninfer_release.sbom._records import DEPENDENCY_KINDS, REDIST_GROUPS, DependencyRecord
+from ninfer_release.sbom._records import DEPENDENCY_KINDS, REDIST_GROUPS, DependencyRecord, PeInfo
+
+log = logging.getLogger(__name__)
 
 CATALOG_FILE = "catalog.json"
 _FIELDS = {
@@ -35,7 +38,12 @@ _FIELDS = {
     "files",
     "cpe_vendor",
     "cpe_product",
+    "cpe_version",
 }
+#: Where a CPE's version comes from (``cpe_version``; issue 35 item 2): the package (lock) version,
+#: the shipped files' PE FileVersion (trailing ``.0`` dropped), or the CUDA version their version
+#: strings name. The version a product's vulnerability records use, chosen per entry.
+CPE_VERSION_SOURCES = ("package", "file-version", "cuda-version")
 #: CPE 2.3 formatted-string binding (NISTIR 7695 §6.2): these characters stand unquoted in a value.
 _CPE_PLAIN = re.compile(r"[A-Za-z0-9._-]")
 
@@ -65,6 +73,8 @@ class CatalogEntry:
 
     cpe_vendor: str | None = None
     cpe_product: str | None = None
+    #: One of :data:`CPE_VERSION_SOURCES` (default ``package``).
+    cpe_version: str = "package"
 
     def cpe(self, version: str) -> str | None:
         """The CPE 2.3 name of ``version`` of this package, when the catalog maps vendor and product.
@@ -72,7 +82,8 @@ class CatalogEntry:
         ``cpe:2.3:a:<vendor>:<product>:<version>:*:*:*:*:*:*:*`` with every character other than
         letters, digits, ``.``, ``_`` and ``-`` backslash-quoted (``visual_c++`` →
         ``visual_c\\+\\+``; NISTIR 7695 §6.2). The vendor/product pair is curated against the NVD CPE
-        dictionary in ``sbom/catalog.json``; the version is the package version.
+        dictionary in ``sbom/catalog.json``; ``version`` is the one ``cpe_version`` names
+        (:func:`cpe_version_of`).
         """
         if self.cpe_vendor is None or self.cpe_product is None:
             return None
@@ -137,6 +148,7 @@ def _parse_entry(item: object, field: str, problems: list[Problem], where: str) 
         files=tuple(files),
         cpe_vendor=item.get("cpe_vendor"),
         cpe_product=item.get("cpe_product"),
+        cpe_version=item.get("cpe_version", "package"),
     )
 
 
@@ -146,6 +158,9 @@ def _entry_problems(entry: CatalogEntry, seen: Mapping[str, CatalogEntry], where
     problems: list[Problem] = []
     if (entry.cpe_vendor is None) != (entry.cpe_product is None):
         problems.append(Problem(file=where, field=field, message="cpe_vendor and cpe_product go together"))
+    if entry.cpe_version not in CPE_VERSION_SOURCES:
+        message = f"unknown cpe_version {entry.cpe_version!r}; one of {list(CPE_VERSION_SOURCES)}"
+        problems.append(Problem(file=where, field=f"{field}.cpe_version", message=message))
     if entry.kind not in DEPENDENCY_KINDS:
         problems.append(Problem(file=where, field=f"{field}.kind", message=f"unknown kind {entry.kind!r}"))
     if entry.group is not None and entry.group not in REDIST_GROUPS:
@@ -230,15 +245,51 @@ def _catalog_mismatches(dep: DependencyRecord, entry: CatalogEntry, *, where: st
     return problems
 
 
-def _completed(dep: DependencyRecord, entry: CatalogEntry) -> DependencyRecord:
-    """``dep`` with what it leaves out (supplier, licence, homepage, description, CPE) from ``entry``."""
+def cpe_version_of(dep: DependencyRecord, entry: CatalogEntry, pe_infos: Mapping[str, PeInfo]) -> str | None:
+    """The version ``entry.cpe_version`` names for ``dep`` (``pe_infos`` by zip path): the package
+    version, or the one FileVersion / CUDA version all of ``dep``'s PE files carry (``14.44.35211.0``
+    → ``14.44.35211``); ``None`` (no CPE, a warning) when a file has none or two files disagree."""
+    if entry.cpe_version == "package":
+        return dep.version
+    found: set[str | None] = set()
+    for f in dep.files:
+        pe = pe_infos.get(f.path)
+        found.add(
+            None
+            if pe is None
+            else pe.cuda_version
+            if entry.cpe_version == "cuda-version"
+            else pe.file_version
+        )
+    versions = {v for v in found if v is not None}
+    if None in found or len(versions) != 1:
+        log.warning(
+            "%s %s: its files name no single %s (%s); no CPE",
+            dep.name,
+            dep.version,
+            entry.cpe_version,
+            sorted(versions),
+        )
+        return None
+    parts = versions.pop().split(".")
+    while len(parts) > 1 and parts[-1] == "0":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _completed(
+    dep: DependencyRecord, entry: CatalogEntry, pe_infos: Mapping[str, PeInfo]
+) -> DependencyRecord:
+    """``dep`` with what it leaves out (supplier, licence, homepage, description, CPE) from ``entry``;
+    the CPE's version is the one ``entry.cpe_version`` names (:func:`cpe_version_of`)."""
+    cpe_version = cpe_version_of(dep, entry, pe_infos) if dep.cpe is None and entry.cpe_vendor else None
     return dataclasses.replace(
         dep,
         supplier=dep.supplier or entry.supplier,
         license=dep.license or entry.license,
         homepage=dep.homepage or entry.homepage,
         description=dep.description or entry.description,
-        cpe=dep.cpe or entry.cpe(dep.version),
+        cpe=dep.cpe or (entry.cpe(cpe_version) if cpe_version is not None else None),
     )
 
 
@@ -248,12 +299,14 @@ def apply_catalog(
     *,
     where: str = "dependencies.lock.json",
     require_entry: bool = True,
+    pe_infos: Mapping[str, PeInfo] | None = None,
 ) -> tuple[DependencyRecord, ...]:
     """``dependencies`` checked against the curated ``catalog`` and completed from it.
 
     For each vendored or redistributable record with a catalog entry: kind, group, supplier,
     licence and purl type/namespace must agree (a missing supplier/licence/homepage/description is
-    filled in from the catalog). Engine records are passed through.
+    filled in from the catalog). Engine records are passed through. ``pe_infos`` (by zip path)
+    gives the files' versions a ``cpe_version`` other than ``package`` takes.
 
     Raises:
         InputError: a record disagrees with its entry, or (``require_entry``) has none; every
@@ -275,7 +328,7 @@ def apply_catalog(
             out.append(dep)
             continue
         problems += _catalog_mismatches(dep, entry, where=where)
-        out.append(_completed(dep, entry))
+        out.append(_completed(dep, entry, pe_infos or {}))
     if problems:
         raise InputError(problems=problems)
     return tuple(out)

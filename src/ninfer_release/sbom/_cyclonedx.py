@@ -52,7 +52,7 @@ from ninfer_release.sbom._cdx_fast import schema_is_clean, schema_is_clean_own
 from ninfer_release.sbom._ids import uuid5_url
 from ninfer_release.sbom._iri import import_jsonschema_lean, is_iri, is_iri_reference
 from ninfer_release.sbom._license import combine_licenses, normalize_license_expression
-from ninfer_release.sbom._pe import check_pe_against_lock, pe_component_version
+from ninfer_release.sbom._pe import check_pe_against_lock, pe_component_version, versions_equal
 from ninfer_release.sbom._purl import parse_purl
 from ninfer_release.sbom._records import (
     DEPENDENCY_KINDS,
@@ -62,6 +62,7 @@ from ninfer_release.sbom._records import (
     PeInfo,
     ShippedFile,
     attempt,
+    stands_in_for,
 )
 from ninfer_release.sbom._spdx import zip_path_problem
 
@@ -272,9 +273,23 @@ class _Ledger:
         if pe_component_version(pe, group=dep.group) is None:
             log.warning("%s has no usable version resource: its version is left unknown", path)
         if dep.kind == "redistributable":
+            _warn_lock_version(path, dep, pe)
             self.integrity += check_pe_against_lock(
                 path=path, group=dep.group, lock_version=dep.version, pe=pe, stand_in=dep.stand_in
             )
+
+
+def _warn_lock_version(path: str, dep: DependencyRecord, pe: PeInfo) -> None:
+    """A warning naming both when the lock version is not the file's fixed-info FileVersion where
+    the group's rule accepts that (``crt``: only major.minor must agree; issue 35 item 2)."""
+    if dep.group == "crt" and pe.file_version and not versions_equal(pe.file_version, dep.version):
+        log.warning(
+            "%s: lock version %s (package %s) differs from the file's FileVersion %s",
+            path,
+            dep.version,
+            dep.name,
+            pe.file_version,
+        )
 
 
 def _check_plan_inputs(
@@ -864,13 +879,26 @@ def _package_component(
         bom_ref=node.ref,
         purl=parse_purl(dep.purl) if dep.purl else None,
         cpe=dep.cpe,
-        supplier=OrganizationalEntity(name=dep.supplier) if dep.supplier else None,
+        supplier=OrganizationalEntity(name=dep.supplier)
+        if dep.supplier and dep.supplier != "NOASSERTION"
+        else None,
+        manufacturer=_manufacturer(dep, pe_infos),
         licenses=_licence_list(licences[dep.license] if dep.license is not None else None),
         description=_description(dep),
         external_references=ext,
         properties=[Property(name=k, value=v) for k, v in values if v],
         evidence=_evidence(dep.files, held),
     )
+
+
+def _manufacturer(dep: DependencyRecord, pe_infos: Mapping[str, PeInfo]) -> Any:
+    """Who made the files, as they say (issue 35 item 2): the one PE ``CompanyName`` all of the
+    component's PE files carry, else none (the signer names are per-file properties)."""
+    from cyclonedx.model.contact import OrganizationalEntity
+
+    names = {pe_infos[f.path].version_strings.get("CompanyName", "") for f in dep.files if f.path in pe_infos}
+    name = names.pop() if len(names) == 1 else ""
+    return OrganizationalEntity(name=name) if name else None
 
 
 def _pe_properties(path: str, pe: PeInfo | None, group: str | None) -> list[tuple[str, str | None]]:
@@ -883,6 +911,7 @@ def _pe_properties(path: str, pe: PeInfo | None, group: str | None) -> list[tupl
         (f"{prefix}:pe-file-version", pe.file_version),
         (f"{prefix}:pe-product-version", pe.product_version),
         (f"{prefix}:cuda-version", pe.cuda_version),
+        (f"{prefix}:authenticode-signer", pe.signer),
     ]
     # The raw version strings as read, so a consumer sees what the file says about itself.
     values += [(f"{prefix}:pe:{key}", value) for key, value in sorted(pe.version_strings.items())]
@@ -893,7 +922,8 @@ def _pe_properties(path: str, pe: PeInfo | None, group: str | None) -> list[tupl
 
 def _description(dep: DependencyRecord) -> str | None:
     if dep.stand_in:
-        prefix = f"STAND-IN, not the real {dep.name} {dep.version}: a placeholder file for samples and tests."
+        real = stands_in_for(dep.kind, dep.group)
+        prefix = f"STAND-IN, not the real {real}: a placeholder file for samples and tests."
         # A description that already says so (the lock's own wording) is not repeated.
         if dep.description and "stand-in" not in dep.description.lower():
             return f"{prefix} {dep.description}"

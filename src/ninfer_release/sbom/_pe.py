@@ -141,6 +141,7 @@ def _read(*, name: str, path: Path | None = None, data: bytes | None = None) -> 
                 pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_RESOURCE"],
             ]
         )
+        signer = _authenticode_signer(pe, pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_SECURITY"])
         machine_id = int(pe.FILE_HEADER.Machine)
         file_version = product_version = None
         fixed = getattr(pe, "VS_FIXEDFILEINFO", None)
@@ -157,9 +158,42 @@ def _read(*, name: str, path: Path | None = None, data: bytes | None = None) -> 
             cuda_version=cuda_version_from_strings(strings, where=name),
             imports=_import_names(getattr(pe, "DIRECTORY_ENTRY_IMPORT", None) or []),
             delay_imports=_import_names(getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", None) or []),
+            signer=signer,
         )
     finally:
         _close(pe)
+
+
+#: Upper bound on the Authenticode blob read, in bytes (real ones are 10-30 KiB).
+_MAX_SIGNATURE = 1 << 20
+
+
+def _authenticode_signer(pe: Any, index: int) -> str | None:
+    """The signing certificate's subject CN of the security directory (``WIN_CERTIFICATE``:
+    8-byte header, then PKCS#7 DER), or ``None``: unsigned, oversized, unparsable, or not exactly
+    one certificate that issued no other in the bag. The directory's address is a file offset."""
+    import warnings
+
+    from cryptography.hazmat.primitives.serialization import pkcs7
+    from cryptography.x509.oid import NameOID
+
+    directories = pe.OPTIONAL_HEADER.DATA_DIRECTORY
+    if index >= len(directories):
+        return None
+    offset, size = int(directories[index].VirtualAddress), int(directories[index].Size)
+    data = pe.__data__
+    if size <= 8 or size > _MAX_SIGNATURE or offset + size > len(data):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # cryptography's "parsed as BER" note on real signatures
+            certs = pkcs7.load_der_pkcs7_certificates(bytes(data[offset + 8 : offset + size]))
+    except ValueError:
+        return None
+    issuers = {c.issuer for c in certs}
+    leaves = [c for c in certs if c.subject not in issuers]
+    names = [a.value for a in leaves[0].subject.get_attributes_for_oid(NameOID.COMMON_NAME)] if leaves else []
+    return str(names[0]) if len(leaves) == 1 and len(names) == 1 else None
 
 
 def _close(pe: Any) -> None:
@@ -184,6 +218,11 @@ def _numeric(version: str) -> tuple[int, ...] | None:
     while len(parts) > 1 and parts[-1] == 0:
         parts.pop()
     return tuple(parts)
+
+
+def versions_equal(a: str, b: str) -> bool:
+    """Whether two numeric versions are equal, trailing ``.0`` ignored (``1.2.2`` == ``1.2.2.0``)."""
+    return _numeric(a) is not None and _numeric(a) == _numeric(b)
 
 
 def _same_release(have: tuple[int, ...] | None, want: tuple[int, ...]) -> bool:

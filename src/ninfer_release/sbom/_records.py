@@ -12,6 +12,21 @@ RedistGroup = Literal["cuda", "crt", "directstorage", "other"]
 
 DEPENDENCY_KINDS: tuple[str, ...] = ("vendored", "redistributable", "engine")
 REDIST_GROUPS: tuple[str, ...] = ("cuda", "crt", "directstorage", "other")
+#: What a stand-in redistributable of each group stands in for, as its descriptions name it
+#: (issue 35: "NOT the real dstorage-stand-in" named the placeholder, not the real thing).
+STANDS_IN_FOR: Mapping[str, str] = MappingProxyType(
+    {
+        "cuda": "NVIDIA CUDA redistributable",
+        "crt": "Microsoft Visual C++ runtime",
+        "directstorage": "Microsoft DirectStorage runtime",
+        "other": "redistributable",
+    }
+)
+
+
+def stands_in_for(kind: str, group: str | None) -> str:
+    """The real thing a stand-in of ``kind`` (``engine``/``redistributable``) and ``group`` replaces."""
+    return "NInfer engine" if kind == "engine" else STANDS_IN_FOR.get(group or "other", "redistributable")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -85,6 +100,9 @@ class PeInfo:
       (``NVIDIA CUDA Runtime, Version 13.3.29`` → ``13.3.29``); NVIDIA's fixed FileVersion
       (``6.14.11.N``) is not it. ``None`` when no string names CUDA.
     * ``imports`` / ``delay_imports``: imported DLL names, lowercased, sorted, unique.
+    * ``signer``: the subject common name of the Authenticode signing certificate as read from the
+      security directory (the one certificate of its PKCS#7 bag that issued no other), ``None``
+      when unsigned or not one such certificate. Read, not verified: a name, not a trust verdict.
     """
 
     machine: str
@@ -94,6 +112,7 @@ class PeInfo:
     cuda_version: str | None = None
     imports: tuple[str, ...] = ()
     delay_imports: tuple[str, ...] = ()
+    signer: str | None = None
 
     @property
     def all_imports(self) -> tuple[str, ...]:

@@ -292,7 +292,9 @@ def _component(ctx: _Context, c: Mapping[str, Any]) -> Spdx3Package:
     ref = str(c["bom-ref"])
     kind = _properties(c).get("ninfer:kind", ref.split(":", 1)[0])
     artifacts = _occurrences(c)
-    source = ctx.engine_source if kind == "engine" else None
+    # a stand-in engine was not generated from the engine source (issue 35 item 1)
+    stand_in = _properties(c).get("ninfer:stand-in") == "true"
+    source = ctx.engine_source if kind == "engine" and not stand_in else None
     licence = licence_of(c)
     copyright_text = _copyright_lines([ctx.copyrights.get(a) for a in artifacts])
     if kind == "vendored":
