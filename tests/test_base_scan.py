@@ -82,3 +82,70 @@ def test_a_missing_or_broken_layer_is_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "blobs" / "sha256" / ("1" * 64)).write_bytes(gzip.compress(b"not a tar", mtime=0))
     with pytest.raises(InputError, match="not a readable layer tar"):
         read_base_packages(tmp_path, [("sha256:" + "1" * 64, GZIP)])
+
+
+BUSYBOX_STATUS = b"""Package: busybox-static
+Status: install ok installed
+Maintainer: Debian Install System Team <debian-boot@lists.debian.org>
+Architecture: amd64
+Version: 1:1.35.0-4+deb12u1+b1
+"""
+OS_RELEASE = b'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n'
+BANNER = b"\x00BusyBox v1.35.0 (Debian 1:1.35.0-4+deb12u1+b1)\x00BusyBox is copyrighted by many authors\x00"
+
+
+def test_busybox_listed_by_its_dpkg_package_is_that_package_with_the_distro(tmp_path: Path) -> None:
+    """Issue 35 item 5: the Debian identity from dpkg metadata, not a generic purl."""
+    files = {
+        "bin/busybox": BANNER,
+        "etc/os-release": OS_RELEASE,
+        "var/lib/dpkg/status": BUSYBOX_STATUS,
+        "var/lib/dpkg/info/busybox-static.list": b"/bin/busybox\n",
+    }
+    (busybox,) = read_base_packages(tmp_path, [(_layer(tmp_path, files), GZIP)])
+    assert (busybox.name, busybox.version, busybox.purl_type, busybox.purl_namespace) == (
+        "busybox-static", "1:1.35.0-4+deb12u1+b1", "deb", "debian",
+    )  # fmt: skip
+    assert (busybox.arch, busybox.distro, busybox.path) == ("amd64", "debian-12", "bin/busybox")
+    assert busybox.sha256 == hashlib.sha256(BANNER).hexdigest()  # the binary, not the status file
+    assert busybox.license == "GPL-2.0-only"  # BusyBox's, as the binary says
+    assert busybox.copyright == "BusyBox is copyrighted by many authors"
+    from ninfer_release.sbom._image import _base_package_purl
+
+    assert _base_package_purl(busybox) == (
+        "pkg:deb/debian/busybox-static@1:1.35.0-4%2Bdeb12u1%2Bb1?arch=amd64&distro=debian-12"
+    )
+
+
+def test_busybox_no_dpkg_list_names_stays_what_its_banner_says(tmp_path: Path) -> None:
+    files = {"bin/busybox": BANNER, "var/lib/dpkg/status": BUSYBOX_STATUS}
+    found = read_base_packages(tmp_path, [(_layer(tmp_path, files), GZIP)])
+    assert [(p.name, p.purl_type, p.distro) for p in found] == [
+        ("busybox", "generic", None),
+        ("busybox-static", "deb", None),  # no os-release: no distro qualifier
+    ]
+
+
+def test_sample_base_takes_the_dpkg_metadata_of_the_package_that_installed_busybox(tmp_path: Path) -> None:
+    from ninfer_release.containers._samples import _dpkg_evidence
+
+    root = tmp_path / "host"
+    (root / "bin").mkdir(parents=True)
+    (root / "var/lib/dpkg/info").mkdir(parents=True)
+    (root / "etc").mkdir()
+    busybox = root / "bin" / "busybox"
+    busybox.write_bytes(BANNER)
+    other = b"Package: libc6\nStatus: install ok installed\nArchitecture: amd64\nVersion: 2.36\n"
+    (root / "var/lib/dpkg/status").write_bytes(other + b"\n" + BUSYBOX_STATUS)
+    (root / "var/lib/dpkg/info/libc6.list").write_bytes(b"/lib\n")
+    (root / "var/lib/dpkg/info/busybox-static.list").write_bytes(b"/.\n/bin\n/bin/busybox\n/usr/share/doc\n")
+    (root / "etc/os-release").write_bytes(OS_RELEASE)
+    entries = {e.path: e.data for e in _dpkg_evidence(busybox, root)}
+    assert entries == {
+        "etc/os-release": OS_RELEASE,
+        "var/lib/dpkg/status": BUSYBOX_STATUS,
+        "var/lib/dpkg/info/busybox-static.list": b"/bin/busybox\n",
+    }
+    # Another binary that no package lists gets no dpkg claim.
+    (root / "bin" / "other").write_bytes(BANNER)
+    assert _dpkg_evidence(root / "bin" / "other", root) == []

@@ -120,7 +120,7 @@ def test_lane_result_records_image_base_and_semantic_config_digest(lane_out: Pat
     assert (
         entry["base_digest"]
         == record["base"]["digest"]
-        == ("sha256:35b68b4abab50cd9e3c16cfbb26645f78aff9ac7230c3a95cd70a37f94e34970")
+        == ("sha256:05b9227bcd087823cea342920a3f19eee7593333f9bfa89494a535a4a1d3a87c")
     )
     assert entry["config"] == {"hash_kind": "semantic", "sha256": record["engine_config"]["semantic_sha256"]}
     assert entry["config"]["sha256"] != record["engine_config"]["bytes_sha256"]

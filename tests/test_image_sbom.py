@@ -226,8 +226,8 @@ def test_spdx_inventories_the_files_our_layers_add(built: Path) -> None:
     record, doc = _record(built), _spdx(built)
     image, base, busybox = doc["packages"]
     assert (busybox["name"], busybox["versionInfo"], busybox["licenseConcluded"]) == (
-        "busybox",
-        "1.35.0",
+        "busybox-static",
+        "1:1.35.0-4+deb12u1+b1",
         "GPL-2.0-only",
     )
     assert image["name"] == "ghcr.io/alphastorm/ninfer-runtime"
@@ -276,11 +276,15 @@ def test_every_image_component_has_supplier_version_and_licence(built: Path) -> 
 
 def test_busybox_of_the_sample_base_is_found_by_reading_its_layer(built: Path) -> None:
     record, doc = _record(built), _cdx(built)
-    busybox = next(c for c in doc["components"] if c["name"] == "busybox")
-    assert busybox["version"] == "1.35.0"
+    busybox = next(c for c in doc["components"] if c["name"] == "busybox-static")
+    assert busybox["version"] == "1:1.35.0-4+deb12u1+b1"  # the dpkg package the base was made from
     assert busybox["licenses"] == [{"expression": "GPL-2.0-only"}]
-    assert busybox["supplier"] == {"name": "Debian"}  # the banner: "BusyBox v1.35.0 (Debian 1:1.35.0-4+…)"
-    assert busybox["purl"] == "pkg:generic/busybox@1.35.0"
+    assert busybox["supplier"] == {"name": "Debian Install System Team <debian-boot@lists.debian.org>"}
+    # issue 35 item 5: the Debian identity a tracker matches (purl spec: epoch ':' kept, '+' encoded)
+    assert (
+        busybox["purl"]
+        == "pkg:deb/debian/busybox-static@1:1.35.0-4%2Bdeb12u1%2Bb1?arch=amd64&distro=debian-12"
+    )
     assert busybox["evidence"]["occurrences"][0]["location"] == "bin/busybox"
     assert _props(busybox)["ninfer:build-version"] == ["1:1.35.0-4+deb12u1+b1"]
     base_layer = f"layer:0:{record['layers'][0]['digest']}"

@@ -11,6 +11,11 @@ every member size-bounded) and reports:
 * **dpkg packages** — ``var/lib/dpkg/status`` entries whose ``Status`` is ``install ok installed``:
   name, version, maintainer as supplier, and the licence named by a machine-readable (DEP-5)
   ``usr/share/doc/<package>/copyright`` when the layer has one (``License:`` fields, ANDed).
+  A BusyBox binary that a dpkg package's file list (``var/lib/dpkg/info/<package>.list``) names is
+  that package: one entry with the package's identity (``busybox-static`` ``1:1.35.0-4+deb12u1+b1``,
+  purl ``pkg:deb/debian/…``) and the binary's own facts (file, digest, licence, notice).
+* **the distribution** — ``etc/os-release`` (else ``usr/lib/os-release``) ``ID`` and ``VERSION_ID``
+  give dpkg packages the purl ``distro`` qualifier ``<ID>-<VERSION_ID>`` (``debian-12``).
 
 A path that a later layer deletes (whiteout ``.wh.<name>``) or replaces is reported as the last
 layer leaves it. Nothing is executed; nothing is extracted to disk.
@@ -18,6 +23,7 @@ layer leaves it. Nothing is executed; nothing is extracted to disk.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import re
@@ -36,6 +42,10 @@ MAX_SCANNED_MEMBER = 64 << 20
 _BUSYBOX_BANNER = re.compile(rb"BusyBox v(\d+(?:\.\d+){1,3})(?:[^()\x00]*\(([^()\x00]{1,120})\))?")
 _BUSYBOX_COPYRIGHT = re.compile(rb"BusyBox is copyrighted by [^\x00\n]{1,200}")
 _DPKG_STATUS = "var/lib/dpkg/status"
+_DPKG_LIST = re.compile(r"^var/lib/dpkg/info/([^/]+)\.list$")
+_OS_RELEASE = ("etc/os-release", "usr/lib/os-release")
+#: os-release ``ID`` (lowercase, os-release(5)) and ``VERSION_ID`` joined: ``debian-12``.
+_DISTRO = re.compile(r"[a-z0-9._-]+-[a-z0-9._~-]+")
 _DOC_COPYRIGHT = re.compile(r"^usr/share/doc/([^/]+)/copyright$")
 _DEP5_FORMAT = "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0"
 
@@ -63,6 +73,8 @@ class BasePackage:
     purl_namespace: str | None = None
     arch: str | None = None
     copyright: str | None = None
+    #: purl ``distro`` qualifier (``debian-12``) from the layers' os-release, for dpkg packages.
+    distro: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +97,12 @@ def _layer_members(fileobj: IO[bytes], where: str) -> Iterator[tuple[tarfile.Tar
 
 
 def _wanted(path: str) -> bool:
-    return _basename(path) == "busybox" or path == _DPKG_STATUS or bool(_DOC_COPYRIGHT.match(path))
+    return (
+        _basename(path) == "busybox"
+        or path == _DPKG_STATUS
+        or path in _OS_RELEASE
+        or bool(_DOC_COPYRIGHT.match(path) or _DPKG_LIST.match(path))
+    )
 
 
 def _basename(path: str) -> str:
@@ -148,16 +165,59 @@ def read_base_packages(layout: Path, layers: Sequence[tuple[str, str]]) -> tuple
             raise InputError(
                 problems=[Problem(file=str(layout), field=digest, message="layer blob missing")]
             ) from None
+    status = seen.get(_DPKG_STATUS)
+    dpkg = {p.name: p for p in _dpkg_packages(status, seen, _distro(seen))} if status is not None else {}
+    owners = _owners(seen)
     found: list[BasePackage] = []
     for path, item in sorted(seen.items()):
         if _basename(path) == "busybox":
             package = _busybox(path, item)
+            owner = dpkg.pop(owners.get(path, ""), None)
             if package is not None:
-                found.append(package)
-    status = seen.get(_DPKG_STATUS)
-    if status is not None:
-        found += _dpkg_packages(status, seen)
+                found.append(_owned(package, owner) if owner is not None else package)
+    found += dpkg.values()
     return tuple(sorted(found, key=lambda p: (p.name, p.path)))
+
+
+def _owners(seen: Mapping[str, _Seen]) -> dict[str, str]:
+    """Image path → the dpkg package whose file list (``var/lib/dpkg/info/<p>.list``) names it."""
+    owners: dict[str, str] = {}
+    for path, item in sorted(seen.items()):
+        match = _DPKG_LIST.match(path)
+        if match is None:
+            continue
+        package = match.group(1).split(":", 1)[0]  # multi-arch lists are <package>:<arch>.list
+        for line in item.data.decode("utf-8", errors="replace").splitlines():
+            if line.strip("/"):
+                owners.setdefault(line.strip().lstrip("/"), package)
+    return owners
+
+
+def _owned(found: BasePackage, owner: BasePackage) -> BasePackage:
+    """The binary ``found`` as the dpkg package ``owner`` that installed it: the package's name,
+    version, supplier and purl; the binary's file, digest, layer, licence and notice."""
+    return dataclasses.replace(
+        owner,
+        path=found.path,
+        sha256=found.sha256,
+        layer_digest=found.layer_digest,
+        license=owner.license or found.license,
+        copyright=owner.copyright or found.copyright,
+    )
+
+
+def _distro(seen: Mapping[str, _Seen]) -> str | None:
+    """``<ID>-<VERSION_ID>`` of the layers' os-release (``debian-12``), ``None`` without both."""
+    item = next((seen[p] for p in _OS_RELEASE if p in seen), None)
+    if item is None:
+        return None
+    fields: dict[str, str] = {}
+    for line in item.data.decode("utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key.strip()] = value.strip().strip('"').strip("'")
+    distro = f"{fields.get('ID', '')}-{fields.get('VERSION_ID', '')}"
+    return distro if _DISTRO.fullmatch(distro) else None
 
 
 def _busybox(path: str, item: _Seen) -> BasePackage | None:
@@ -216,7 +276,7 @@ def _dep5_license(text: str) -> str | None:
     return " AND ".join(n if " " not in n else f"({n})" for n in names) if names else None
 
 
-def _dpkg_packages(status: _Seen, seen: Mapping[str, _Seen]) -> list[BasePackage]:
+def _dpkg_packages(status: _Seen, seen: Mapping[str, _Seen], distro: str | None) -> list[BasePackage]:
     text = status.data.decode("utf-8", errors="replace")
     out: list[BasePackage] = []
     digest = hashlib.sha256(status.data).hexdigest()
@@ -245,6 +305,7 @@ def _dpkg_packages(status: _Seen, seen: Mapping[str, _Seen]) -> list[BasePackage
                 purl_namespace="debian",
                 arch=arch or None,
                 copyright=notice,
+                distro=distro,
             )
         )
     return out

@@ -93,11 +93,62 @@ def check_sample_base_tool(busybox: Path | None = None) -> None:
         )
 
 
-def make_sample_base_layout(out: Path, *, epoch: int, busybox: Path | None = None) -> str:
+#: Upper bound on a host dpkg/os-release file read for the sample base, in bytes.
+_MAX_HOST_METADATA = 64 << 20
+
+
+def _host_text(path: Path) -> bytes | None:
+    """The bytes of host file ``path`` (symlinks followed), ``None`` when absent or over the bound."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(_MAX_HOST_METADATA + 1)
+    except OSError:
+        return None
+    return data if len(data) <= _MAX_HOST_METADATA else None
+
+
+def _dpkg_evidence(busybox: Path, root: Path) -> list[LayerEntry]:
+    """The host's dpkg metadata of the package that installed ``busybox`` (issue 35 item 5), as
+    base layer entries: its ``var/lib/dpkg/status`` stanza, its file list cut to ``/bin/busybox``
+    (the one file of it the base carries) and ``etc/os-release`` (the distribution it is from).
+    Empty when ``root`` (``/``) has no such package: the SBOM then says only what the binary says.
+    """
+    info = root / "var/lib/dpkg/info"
+    target = busybox.resolve()
+    status = _host_text(root / "var/lib/dpkg/status") or b""
+    for stanza in status.split(b"\n\n"):
+        fields = dict(
+            line.split(b": ", 1) for line in stanza.splitlines() if b": " in line and line[:1] != b" "
+        )
+        name = fields.get(b"Package", b"").decode("ascii", errors="replace")
+        if fields.get(b"Status") != b"install ok installed" or not name:
+            continue
+        arch = fields.get(b"Architecture", b"").decode("ascii", errors="replace")
+        listed = _host_text(info / f"{name}.list") or _host_text(info / f"{name}:{arch}.list") or b""
+        owns = any(
+            line.strip("/") and (root / line.lstrip("/")).resolve() == target
+            for line in listed.decode("utf-8", errors="replace").splitlines()
+        )
+        os_release = _host_text(root / "etc/os-release")
+        if owns and os_release is not None:
+            return [
+                LayerEntry(path="etc/os-release", kind="file", data=os_release),
+                LayerEntry(path="var/lib/dpkg/status", kind="file", data=stanza.strip(b"\n") + b"\n"),
+                LayerEntry(path=f"var/lib/dpkg/info/{name}.list", kind="file", data=b"/bin/busybox\n"),
+            ]
+    return []
+
+
+def make_sample_base_layout(
+    out: Path, *, epoch: int, busybox: Path | None = None, dpkg_root: Path = Path("/")
+) -> str:
     """Write a one-layer busybox base image as an OCI layout at ``out``; returns its manifest digest.
 
     ``out`` must not exist (written atomically). The layout's ``index.json`` names the image
-    ``busybox-static`` (so ``oci:OUT:busybox-static`` works for skopeo/umoci).
+    ``busybox-static`` (so ``oci:OUT:busybox-static`` works for skopeo/umoci). The layer carries
+    the dpkg metadata of the package that installed ``busybox`` on ``dpkg_root`` (its status
+    stanza, its file list cut to ``/bin/busybox``, the host's ``etc/os-release``), so the image
+    SBOM can name the Debian package it came from (``pkg:deb/debian/busybox-static@…``).
 
     Raises:
         InputError: ``busybox`` is missing (``apt-get install busybox-static``) or ``out`` exists.
@@ -105,6 +156,7 @@ def make_sample_base_layout(out: Path, *, epoch: int, busybox: Path | None = Non
     check_sample_base_tool(busybox)
     busybox = BUSYBOX if busybox is None else busybox
     entries = [
+        *_dpkg_evidence(busybox, dpkg_root),
         LayerEntry(path="bin/busybox", kind="file", mode=EXEC_MODE, source=busybox, origin=str(busybox)),
         *(LayerEntry(path=f"bin/{a}", kind="symlink", target="busybox") for a in APPLETS),
         LayerEntry(path="etc/passwd", kind="file", data=_PASSWD),

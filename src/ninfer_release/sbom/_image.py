@@ -528,6 +528,8 @@ def _base_package_ref(package: BasePackage) -> str:
 
 def _base_package_purl(package: BasePackage) -> str:
     qualifiers = {"arch": package.arch} if package.arch else {}
+    if package.distro:
+        qualifiers["distro"] = package.distro
     return canonical_purl(
         package.purl_type, package.purl_namespace, package.name, package.version, qualifiers
     )
