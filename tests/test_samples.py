@@ -121,7 +121,18 @@ def test_build_info_is_exact(fetched: Path, lane: str, arch: str) -> None:
         "compiler": "x86_64-w64-mingw32-gcc 12-win32 "
         "(mingw-w64; sample stand-in build, not the real engine toolchain)",
         # The engine is a stand-in and build-info says so (issue 8 item 5).
-        "engine_files": [{"path": "bin/ninfer-server.exe", "license": "Apache-2.0", "stand_in": True}],
+        "engine_files": [
+            {
+                "path": "bin/ninfer-server.exe",
+                "license": "Apache-2.0",
+                "stand_in": True,
+                "vendored": [],
+                "built_by": {
+                    "script": "samples/build-standins.sh",
+                    "commit": "8cb11bdba697dc1494a1c361d941dfee6b0965c9",
+                },
+            }
+        ],  # fmt: skip
     }
     raw = (fetched / lane / "build-info.json").read_bytes()
     assert raw.endswith(b"}\n") and b"\r" not in raw

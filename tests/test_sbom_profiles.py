@@ -127,7 +127,7 @@ def test_cyclonedx_version_is_purl_version_and_every_file_is_evidence_once(
     assert doc["compositions"][0] == {"aggregate": "complete", "assemblies": [root["bom-ref"]]}
     cpes = {c["name"]: c.get("cpe") for c in doc["components"]}
     assert cpes["nvidia-cuda-runtime"] == "cpe:2.3:a:nvidia:cuda_runtime:13.3.29:*:*:*:*:*:*:*"
-    assert cpes["msvc-runtime"] == "cpe:2.3:a:microsoft:visual_c\\+\\+:14.44.35112:*:*:*:*:*:*:*"
+    assert cpes["msvc-runtime"] == "cpe:2.3:a:microsoft:visual_c\\+\\+:14.44.35211:*:*:*:*:*:*:*"
     engine = next(c for c in doc["components"] if c["name"] == "ninfer-engine")
     props = {p["name"]: p["value"] for p in engine["properties"]}
     # Raw PE version strings kept: the stand-in's own FileVersion says beta.2, not 0.7.0.2.

@@ -109,10 +109,8 @@ def test_spdx3_of_a_set_lists_every_member_with_sha512_and_the_components(
     }
     assert sha512 == expected
     packages = {o["name"]: o for o in graph if o["type"] == "software_Package"}
-    assert {"ninfer-engine", "nvidia-cuda-runtime", "msvc-runtime", "fmt", "nlohmann-json", "spdlog"} < set(
-        packages
-    )
-    assert packages["nlohmann-json"]["software_copyrightText"] == "Copyright (c) 2013-2022 Niels Lohmann"
+    assert {"ninfer-engine", "nvidia-cuda-runtime", "msvc-runtime"} < set(packages)
+    assert "nlohmann-json" not in packages  # the stand-in engine contains no vendored source (issue 35)
     sbom = next(o for o in graph if o["type"] == "software_Sbom")
     assert sbom["software_sbomType"] == ["build"]
     info = next(o for o in graph if o["type"] == "CreationInfo")

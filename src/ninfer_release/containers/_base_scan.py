@@ -195,9 +195,11 @@ def _owners(seen: Mapping[str, _Seen]) -> dict[str, str]:
 
 def _owned(found: BasePackage, owner: BasePackage) -> BasePackage:
     """The binary ``found`` as the dpkg package ``owner`` that installed it: the package's name,
-    version, supplier and purl; the binary's file, digest, layer, licence and notice."""
+    version and purl; the binary's file, digest, layer, licence, notice and the distributor its
+    banner names (``Debian``), which is who supplied it."""
     return dataclasses.replace(
         owner,
+        supplier=found.supplier,
         path=found.path,
         sha256=found.sha256,
         layer_digest=found.layer_digest,
