@@ -132,7 +132,7 @@ def test_build_info_is_exact(fetched: Path, lane: str, arch: str) -> None:
                     "commit": "8cb11bdba697dc1494a1c361d941dfee6b0965c9",
                 },
             }
-        ],  # fmt: skip
+        ],
     }
     raw = (fetched / lane / "build-info.json").read_bytes()
     assert raw.endswith(b"}\n") and b"\r" not in raw

@@ -68,8 +68,8 @@ def test_sample_engine_is_a_declared_stand_in_everywhere(
         notice = zf.read("NOTICE.txt").decode()
         inner = json.loads(zf.read(f"sbom/{stem(lane)}.spdx.json"))
     assert (
-        f"{ENGINE}\n  license:  Apache-2.0\n  vendored: (none)\n  NOTE:     stand-in file for samples; NOT the real engine"
-        in notice
+        f"{ENGINE}\n  license:  Apache-2.0\n  vendored: (none)\n"
+        "  NOTE:     stand-in file for samples; NOT the real engine" in notice
     )
     assert inner == spdx
 
