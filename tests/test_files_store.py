@@ -102,13 +102,11 @@ def test_draft_goes_to_tag_draft_and_is_replaceable(tmp_path: Path) -> None:
         store.publish(request_for(tmp_path / "a", a, draft=True))
 
 
-def test_latest_and_supersession_are_refused(tmp_path: Path) -> None:
+def test_latest_is_refused(tmp_path: Path) -> None:
     names = make_set(tmp_path / "set", ENGINE)
     store = FilesStore(tmp_path / "www")
     with pytest.raises(PublishError, match="latest"):
         store.publish(request_for(tmp_path / "set", names, tag="v1.0.0", move_latest=True))
-    with pytest.raises(PublishError, match="supersession"):
-        store.supersede(TAG, by="v1.0.0-beta.2", epoch=0)
     assert not (tmp_path / "www" / "v1.0.0").exists()
 
 

@@ -274,7 +274,8 @@ def test_a_publish_reads_each_tag_once_and_a_draft_is_not_read_back(
 ) -> None:
     """Every manifest read is a round trip to a registry: the tag is read once (its supersession
     check and the immutability check share the bytes), and a draft tag — replaceable, so a later
-    writer is no conflict — is not read back after the put; a final tag is (the conflict check)."""
+    writer is no conflict — is not read back after the put; a final tag is (the conflict check),
+    and its draft is read to be retired."""
     reads: list[str] = []
     real = backend._read_manifest
 
@@ -289,7 +290,8 @@ def test_a_publish_reads_each_tag_once_and_a_draft_is_not_read_back(
     assert reads == [tag, f"{tag}.superseded", f"{tag}.draft"]
     reads.clear()
     assert backend.publish(request_for(tmp_path / "set", names)).status == "published"
-    assert reads == [tag, f"{tag}.superseded", tag]
+    # then the draft and its marker: publishing the final retires the draft (docs/publishing.md)
+    assert reads == [tag, f"{tag}.superseded", tag, f"{tag}.draft", f"{tag}.draft.superseded"]
 
 
 def _crafted(pub: StorePublisher, tag: str, title: str) -> None:

@@ -923,6 +923,11 @@ def _fetch_events(progress: Progress) -> Callable[[str, str, int], None] | None:
     help="Fail (exit 5) unless the set is qualified (receipts bound to these bytes, no failed gate).",
 )
 @click.option(
+    "--refuse-superseded",
+    is_flag=True,
+    help="Fail (exit 5) when the store records the tag as superseded (<tag>.superseded).",
+)
+@click.option(
     "--key",
     "key_path",
     type=_PLAIN_FILE,
@@ -949,6 +954,7 @@ def verify_cmd(
     sums_sha256: str | None,
     release_manifest: str | None,
     require_qualified: bool,
+    refuse_superseded: bool,
     key_path: str | None,
     require_signature: bool,
     signatures_dir: str | None,
@@ -958,8 +964,10 @@ def verify_cmd(
     """Verify an asset set: a directory, oci://HOST[:PORT]/REPO:TAG, dir://PATH:TAG, files://DIR:TAG
     or https://HOST/.../<tag>/ (fetched into a private temp dir; http:// only for loopback).
 
-    Says whether the set is qualified or an unqualified draft. Exit 0 when every check holds;
-    exit 5 with one line per failure otherwise (with --require-qualified, also when unqualified).
+    Says whether the set is qualified or an unqualified draft, and the successor of a tag its
+    store records as superseded. Exit 0 when every check holds; exit 5 with one line per failure
+    otherwise (with --require-qualified, also when unqualified; with --refuse-superseded, also when
+    superseded).
     With --key, the signatures of the provenance and SHA256SUMS (Sigstore bundles beside the set)
     must verify with that key and sign these exact bytes.
     """
@@ -1002,6 +1010,7 @@ def verify_cmd(
                 registry=options,
                 transfer=progress,
                 signatures=signatures,
+                refuse_superseded=refuse_superseded,
             )
         report = located.report
         _require_ok(report, location)
@@ -1552,6 +1561,8 @@ def publish_cmd(
 
             signed = sign_published(Path(set_dir), to, key, draft=draft, registry=options, transfer=progress)
     lines = [f"{result.status}: {result.ref} ({result.manifest_digest})"]
+    if result.retired_draft is not None:
+        lines.append(f"draft retired: {result.retired_draft} names this tag as its successor")
     if signed is not None:
         lines.append(f"signatures {signed.status}: {signed.ref} ({signed.manifest_digest})")
     emit(
@@ -1562,6 +1573,7 @@ def publish_cmd(
             "ref": result.ref,
             "manifest_digest": result.manifest_digest,
             "latest_moved": result.latest_moved,
+            "retired_draft": result.retired_draft,
             "signatures": None
             if signed is None
             else {"status": signed.status, "ref": signed.ref, "manifest_digest": signed.manifest_digest},

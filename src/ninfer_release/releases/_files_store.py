@@ -16,12 +16,15 @@ Rules (the same as the other stores, :class:`~._publish.StorePublisher`):
 
 A draft is replaced by renaming the old draft into the staging directory and the new one into
 place: while the lock is held, a reader can briefly see no draft (never half of one).
-``latest`` and supersession markers are not kept here (they are OCI store features): asking for
-``latest`` is refused, and :meth:`FilesStore.supersede` is refused with a pointer to ``dir://``.
+``latest`` is an OCI store feature: asking for it is refused. Supersession markers are files
+beside the tag directories, ``DIR/<tag>.superseded`` (the marker manifest's exact bytes, as an OCI
+store tags them), so a web server serving ``DIR`` serves them at ``{base}/{tag}.superseded``;
+publishing a final writes ``DIR/<tag>.draft.superseded`` when ``DIR/<tag>.draft/`` is there.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,18 +35,26 @@ from ninfer_release.errors import InputError, IntegrityError, Problem, PublishEr
 from ninfer_release.releases._contract import ENTRY_SUFFIXES
 from ninfer_release.releases._publish import (
     DRAFT_SUFFIX,
+    MANIFEST_MEDIA_TYPE,
+    MAX_MARKER_BYTES,
     SIGNATURES_SUFFIX,
     SIGNATURES_TYPE,
     SUMS_NAME,
+    SUPERSEDED_SUFFIX,
+    ArtifactPlan,
     Blob,
     PublishRequest,
     PublishResult,
     PulledFile,
     PulledSet,
+    blob_of_bytes,
     default_media_type,
     is_bare_name,
     is_valid_tag,
+    plan_draft_retirement,
     plan_publish,
+    plan_supersession,
+    read_supersession,
 )
 from ninfer_release.releases._store_io import locked_store, write_verified
 
@@ -104,11 +115,16 @@ class FilesStore:
             )
         try:
             with locked_store(self.root) as staging:
+                self._refuse_superseded(tag)
                 for existing in (tag, target_tag):
                     current = self._listing(existing)
                     if current == want:
+                        retired = None if request.draft else self._retire_draft(tag, request.epoch, staging)
                         return PublishResult(
-                            status="already_published", ref=self.url(existing), manifest_digest=sums_digest
+                            status="already_published",
+                            ref=self.url(existing),
+                            manifest_digest=sums_digest,
+                            retired_draft=retired,
                         )
                     if current is not None and existing == tag:
                         raise PublishError(
@@ -122,13 +138,56 @@ class FilesStore:
                     write_verified(blob, stage / str(blob.title))
                 # Only a draft can already be there: the tag itself was refused above.
                 self._commit(stage, target_tag, staging)
+                retired = None if request.draft else self._retire_draft(tag, request.epoch, staging)
         except OSError as exc:
             raise PublishError(
                 problems=[
                     Problem(file=str(self.root), message=f"cannot write the store: {exc.strerror or exc}")
                 ]
             ) from exc
-        return PublishResult(status="published", ref=self.url(target_tag), manifest_digest=sums_digest)
+        return PublishResult(
+            status="published", ref=self.url(target_tag), manifest_digest=sums_digest, retired_draft=retired
+        )
+
+    def _superseded_by(self, tag: str) -> str | None:
+        """The successor named by ``ROOT/<tag>.superseded`` (:func:`~._publish.read_supersession`),
+        else ``None``.
+
+        Raises:
+            IntegrityError: the record is there but is no marker of ``tag`` (exit 5).
+        """
+        name = tag + SUPERSEDED_SUFFIX
+        path = self.root / name
+        if not is_valid_tag(name) or not os.path.lexists(path):
+            return None
+        data = strictjson.read_regular(path, limit=MAX_MARKER_BYTES, error=IntegrityError)
+        return read_supersession(data, tag=tag, source=self.url(name))
+
+    def _refuse_superseded(self, tag: str) -> None:
+        by = self._superseded_by(tag)
+        if by is not None:
+            raise PublishError(
+                f"{self.url(tag)}: tag {tag} was superseded by {by}; a superseded tag is never "
+                "reused — publish under a new tag"
+            )
+
+    def _write_marker(self, plan: ArtifactPlan, staging: Path) -> None:
+        """Write the marker ``plan`` as ``ROOT/<plan.tag>`` (its manifest bytes; one rename)."""
+        stage = staging / plan.tag
+        write_verified(blob_of_bytes(plan.manifest, MANIFEST_MEDIA_TYPE), stage)
+        stage.rename(self.root / plan.tag)
+        fsync_path(self.root)
+
+    def _retire_draft(self, tag: str, epoch: int, staging: Path) -> str | None:
+        """With the final ``tag`` here, mark ``ROOT/<tag>.draft/`` (when there) superseded by it
+        (:func:`~._publish.plan_draft_retirement`); the marker's URL, else ``None``. With the lock held."""
+        draft = tag + DRAFT_SUFFIX
+        if not (self.root / draft).is_dir():
+            return None
+        plan = plan_draft_retirement(tag=tag, epoch=epoch)
+        if self._superseded_by(draft) is None:
+            self._write_marker(plan, staging)
+        return self.url(plan.tag)
 
     def _commit(self, stage: Path, name: str, staging: Path) -> None:
         """Make the complete directory ``stage`` the store's ``ROOT/<name>`` in one rename.
@@ -145,15 +204,35 @@ class FilesStore:
         fsync_path(self.root)
 
     def supersede(self, tag: str, *, by: str, epoch: int) -> PublishResult:
-        """Refused: supersession markers live in OCI stores (``dir://``, ``oci://``).
+        """Record that ``tag`` was superseded by ``by``: the marker file ``ROOT/<tag>.superseded``
+        (:func:`~._publish.plan_supersession` bytes, no ``subject``: a files store keeps no
+        manifest). ``ROOT/<tag>/`` stays as published; publishing to it is refused from now on.
 
         Raises:
-            PublishError: always (exit 7).
+            InputError: bad tags.
+            PublishError: ``tag`` is already recorded as superseded by something else, or the
+                store cannot be written (exit 7).
+            IntegrityError: a record is there that is no marker of ``tag`` (exit 5).
         """
-        raise PublishError(
-            f"{self.url(tag)}: a files:// store keeps no supersession markers; record them with "
-            "'supersede --to dir://…' or 'oci://…'"
-        )
+        plan = plan_supersession(tag=tag, by=by, epoch=epoch, subject=None)
+        try:
+            with locked_store(self.root) as staging:
+                existing = self._superseded_by(tag)
+                if existing is None:
+                    self._write_marker(plan, staging)
+                    return PublishResult(
+                        status="published", ref=self.url(plan.tag), manifest_digest=plan.digest
+                    )
+                same = (self.root / plan.tag).read_bytes() == plan.manifest  # bounded: read above
+        except OSError as exc:
+            raise PublishError(
+                problems=[
+                    Problem(file=str(self.root), message=f"cannot write the store: {exc.strerror or exc}")
+                ]
+            ) from exc
+        if not same:  # as in an OCI store: a marker is never replaced, even by the same successor
+            raise PublishError(f"{self.url(tag)}: tag {tag} is already recorded as superseded by {existing}")
+        return PublishResult(status="already_published", ref=self.url(plan.tag), manifest_digest=plan.digest)
 
     def attach_signatures(self, tag: str, bundles: Mapping[str, bytes], *, epoch: int) -> PublishResult:
         """Write ``bundles`` beside the tag: ``ROOT/<tag>.sigstore/<name>.sigstore.json`` (one
@@ -248,6 +327,7 @@ class FilesStore:
                 problems=[Problem(file=url, field=n, message="not a bare file name") for n in bad]
             )
         wanted = {**listed, SUMS_NAME: hashing.sha256_bytes(sums_bytes)}
+        superseded_by = self._superseded_by(ref)  # an unreadable record stops before any copy
         files: list[PulledFile] = []
         for name, sha in sorted(wanted.items()):
             src = directory / name
@@ -273,6 +353,7 @@ class FilesStore:
             dest=dest,
             files=tuple(files),
             annotations={},
+            superseded_by=superseded_by,
         )
 
 

@@ -55,6 +55,9 @@ class LocatedReport:
     report: VerifyReport
     #: Read from a ``<tag>.draft`` reference (a replaceable draft publication).
     draft_reference: bool = False
+    #: The successor the store's supersession record of the tag names (``<tag>.superseded``; a
+    #: retired draft's is its final), ``None`` when it has none or the set came from a directory.
+    superseded_by: str | None = None
 
     @property
     def draft(self) -> bool:
@@ -66,11 +69,14 @@ class LocatedReport:
         """The one-line verdict: a draft or unqualified set never reads as a plain ``OK``.
 
         ``OK (qualified: 21 pass, 0 fail, 3 not applicable; <stem>, N checks)``,
-        ``OK (unqualified draft, not for release; <stem>, N checks)`` or ``FAILED (...)``.
+        ``OK (unqualified draft, not for release; <stem>, N checks)`` or ``FAILED (...)``; a
+        superseded tag's adds ``; superseded by <tag>`` after the qualification.
         """
         r = self.report
         verdict = "OK" if r.ok else f"FAILED ({len(r.failures)} failures)"
         state = qualification_phrase(r, draft_reference=self.draft_reference)
+        if self.superseded_by is not None:
+            state += f"; superseded by {self.superseded_by}"
         return f"{self.location}: {verdict} ({state}; {r.stem}, {len(r.checked)} checks)"
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,6 +84,7 @@ class LocatedReport:
         doc["location"] = self.location
         doc["artifact_digest"] = self.manifest_digest
         doc["draft"] = self.draft
+        doc["superseded_by"] = self.superseded_by
         return doc
 
 
@@ -167,6 +174,7 @@ def verify_location(
     registry: RegistryOptions | None = None,
     transfer: Progress = SILENT,
     signatures: SignatureCheck | None = None,
+    refuse_superseded: bool = False,
 ) -> LocatedReport:
     """Verify the set at ``location``: a directory, ``oci://HOST/REPO:TAG``, ``dir://PATH:TAG``,
     ``files://DIR:TAG`` or ``https://HOST/…/<tag>/`` (fetched by URL with ``http``, see
@@ -181,11 +189,14 @@ def verify_location(
     signatures, stored beside it (a directory's ``<dir>.sigstore/``, a store's ``<tag>.sigstore``,
     a URL's ``…/<tag>.sigstore/``, or ``signatures.directory``), must verify with the key and
     sign this set's exact bytes (:mod:`._signing`); a missing one is a failure only when
-    ``signatures.require``.
+    ``signatures.require``. A tag that its store records as superseded (``<tag>.superseded``, read
+    by :func:`~._publish.read_supersession`; ``…/<tag>.superseded`` beside a URL's set) has
+    :attr:`LocatedReport.superseded_by`; with ``refuse_superseded`` it is a failure (exit 5).
 
     Raises:
         InputError: the reference is malformed or names nothing (exit 4).
-        IntegrityError: a pulled blob does not match its digest (exit 5).
+        IntegrityError: a pulled blob does not match its digest, or a supersession record is
+            there but is no marker of the tag (exit 5).
     """
     expected = _Expected(sums_sha256=expected_sums_sha256, release_manifest=release_manifest)
     if location.startswith(URL_SCHEMES):
@@ -196,7 +207,17 @@ def verify_location(
         located = _verify_store(location, expected, progress, (registry, transfer), signatures)
     else:
         located = _verify_local(location, expected, progress, signatures)
-    return _required(located, require_qualified)
+    return _not_superseded(_required(located, require_qualified), refuse_superseded)
+
+
+def _not_superseded(located: LocatedReport, refuse: bool) -> LocatedReport:
+    """With ``refuse`` (``--refuse-superseded``), a superseded tag fails with one line naming its
+    successor (issue 33: a consumer can refuse what its publisher withdrew)."""
+    if not refuse or located.superseded_by is None:
+        return located
+    failure = f"superseded by {located.superseded_by}; --refuse-superseded refuses a superseded tag"
+    report = located.report
+    return replace(located, report=replace(report, failures=(*report.failures, failure)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,6 +315,7 @@ def _verify_store(
                 manifest_digest=pulled.manifest_digest,
                 report=replace(expected.verify(dest, progress), directory=location),
                 draft_reference=target.tag is not None and target.tag.endswith(DRAFT_SUFFIX),
+                superseded_by=pulled.superseded_by,
             ),
             target.tag,
             # a files:// store keeps no manifest (its pull states no annotations)
@@ -409,19 +431,40 @@ def _verify_url(
         set_dir = Path(tmp) / "set"
         fetched = fetch_set(location, set_dir, policy=http, progress=progress, check=expected.verify_fetched)
         sums = next((f.sha256 for f in fetched.files if f.name == SUMS_NAME), None)
+        tag = location.rstrip("/").rsplit("/", 1)[-1]
         located = _named_by(
             LocatedReport(
                 location=location,
                 manifest_digest=None if sums is None else "sha256:" + sums,
                 report=replace(fetched.report, directory=location),
                 draft_reference=location.rstrip("/").endswith(DRAFT_SUFFIX),
+                superseded_by=_url_superseded_by(fetched.url, tag, http),
             ),
-            location.rstrip("/").rsplit("/", 1)[-1],
+            tag,
         )
         # A set that failed is not kept (fetch removes what it added): its verdict stands alone.
         if signatures is None or not located.report.ok:
             return located
         return _signed(located, signatures, set_dir, _url_bundles(fetched.url, http, signatures))
+
+
+def _url_superseded_by(base: str, tag: str, http: HttpPolicy) -> str | None:
+    """The successor named by the supersession record beside a set fetched from ``base``
+    (``https://…/<tag>/``): ``https://…/<tag>.superseded``, where a ``files://`` store served as is
+    keeps it (:meth:`~._files_store.FilesStore.supersede`). ``None`` when the server answers 404 or
+    410; a record that is there but is no marker of ``tag`` raises (never read as "not superseded").
+
+    Raises:
+        InputError: the server refused otherwise (exit 4).
+        IntegrityError: the record is larger than a marker or is none (exit 5).
+    """
+    from ninfer_release.releases._http_fetch import HttpFetcher
+    from ninfer_release.releases._publish import MAX_MARKER_BYTES, SUPERSEDED_SUFFIX, read_supersession
+
+    url = base.rstrip("/") + SUPERSEDED_SUFFIX
+    with HttpFetcher(http) as client:
+        data = client.read_if_present(url, cap=MAX_MARKER_BYTES, name=tag + SUPERSEDED_SUFFIX)
+    return None if data is None else read_supersession(data, tag=tag, source=url)
 
 
 def _url_bundles(

@@ -40,7 +40,7 @@ from ninfer_release.registry import (
     referrers_of,
 )
 from ninfer_release.releases._publish import (
-    ANN_SUPERSEDED_BY,
+    ANN_SUPERSEDED_TAG,
     INDEX_MEDIA_TYPE,
     MANIFEST_MEDIA_TYPE,
     SUPERSESSION_TYPE,
@@ -48,6 +48,7 @@ from ninfer_release.releases._publish import (
     Blob,
     StorePublisher,
     is_valid_tag,
+    successor_named,
 )
 
 _LOCK_POLL = 0.05  # seconds between attempts to take a host-local publish lock
@@ -213,8 +214,11 @@ class OciPublisher(StorePublisher):
             raise self._refused(exc) from None
         for desc in found:
             annotations = desc.get("annotations")
-            by = annotations.get(ANN_SUPERSEDED_BY) if isinstance(annotations, dict) else None
-            return str(by or "?")
+            named = annotations.get(ANN_SUPERSEDED_TAG) if isinstance(annotations, dict) else None
+            if named is not None and named != tag:
+                continue  # the marker of another tag holding the same bytes
+            where = f"{self.url()}@{desc.get('digest')} (a supersession referrer of {tag})"
+            return successor_named(annotations, tag=tag, source=where)
         return None
 
     def _read_manifest(self, ref: str) -> bytes | None:

@@ -73,8 +73,11 @@ SUMS_NAME = "SHA256SUMS"
 LATEST_TAG = "latest"
 DRAFT_SUFFIX = ".draft"
 SUPERSEDED_SUFFIX = ".superseded"
-#: Tags are at most 128 characters; a publishable tag leaves room for ``.superseded``.
-MAX_TAG_LENGTH = 128 - len(SUPERSEDED_SUFFIX)
+#: Tags are at most 128 characters; a publishable tag leaves room for ``.draft.superseded``
+#: (the marker that retires its draft once the final is published).
+MAX_TAG_LENGTH = 128 - len(DRAFT_SUFFIX + SUPERSEDED_SUFFIX)
+#: A supersession marker is about 600 bytes; a record past this bound is not one (read bounded).
+MAX_MARKER_BYTES = 64 << 10
 
 #: Default media type per file, by name suffix (longest match first).
 DEFAULT_MEDIA_TYPES: tuple[tuple[str, str], ...] = (
@@ -162,6 +165,9 @@ class PublishResult:
     ref: str
     manifest_digest: str
     latest_moved: bool = False
+    #: The ref of the marker retiring ``<tag>.draft`` when publishing the final found a draft
+    #: (:func:`plan_draft_retirement`; written now or before), else ``None``.
+    retired_draft: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -435,7 +441,7 @@ def _tag_problems(tag: str, where: str) -> list[Problem]:
     if not is_valid_tag(tag):
         return [Problem(file=where, field="tag", message=f"{tag!r} is not a valid OCI tag")]
     if len(tag) > MAX_TAG_LENGTH:
-        message = f"longer than {MAX_TAG_LENGTH} (room for '{SUPERSEDED_SUFFIX}')"
+        message = f"longer than {MAX_TAG_LENGTH} (room for '{DRAFT_SUFFIX}{SUPERSEDED_SUFFIX}')"
         return [Problem(file=where, field="tag", message=message)]
     if tag == LATEST_TAG or tag.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX)):
         message = f"{tag!r} is reserved ('latest', '*{DRAFT_SUFFIX}', '*{SUPERSEDED_SUFFIX}')"
@@ -561,6 +567,17 @@ def plan_publish(request: PublishRequest) -> ArtifactPlan:
     )
 
 
+def _is_publishable(tag: object) -> bool:
+    """Whether ``tag`` may name a publication (a valid tag, not ``latest``, ``*.draft`` or
+    ``*.superseded``): what a supersession names on both sides."""
+    return (
+        isinstance(tag, str)
+        and is_valid_tag(tag)
+        and tag != LATEST_TAG
+        and not tag.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX))
+    )
+
+
 def plan_supersession(*, tag: str, by: str, epoch: int, subject: tuple[str, int] | None) -> ArtifactPlan:
     """The supersession marker for ``tag``: an empty artifact of :data:`SUPERSESSION_TYPE` naming
     the successor ``by``, with ``subject`` = (digest, size) of the superseded manifest if known.
@@ -570,11 +587,7 @@ def plan_supersession(*, tag: str, by: str, epoch: int, subject: tuple[str, int]
     """
     problems: list[Problem] = []
     for fld, value in (("tag", tag), ("by", by)):
-        if (
-            not is_valid_tag(value)
-            or value == LATEST_TAG
-            or value.endswith((DRAFT_SUFFIX, SUPERSEDED_SUFFIX))
-        ):
+        if not _is_publishable(value):
             problems.append(
                 Problem(file="supersede", field=fld, message=f"{value!r} is not a publishable tag")
             )
@@ -584,6 +597,29 @@ def plan_supersession(*, tag: str, by: str, epoch: int, subject: tuple[str, int]
         problems.append(Problem(file="supersede", field="epoch", message=f"{epoch} is negative"))
     if problems:
         raise InputError(problems=problems)
+    return _marker_plan(tag=tag, by=by, epoch=epoch, subject=subject)
+
+
+def plan_draft_retirement(*, tag: str, epoch: int) -> ArtifactPlan:
+    """The marker that retires ``<tag>.draft`` once ``tag`` itself is published: the supersession
+    marker of ``<tag>.draft`` (tagged ``<tag>.draft.superseded``) naming ``tag`` as its successor.
+    It has no ``subject``: a draft promoted unchanged has the final's very manifest, and a referrer
+    of that manifest would read, to a tool that lists referrers, as the final being superseded.
+    The draft keeps its bytes (the receipts of the hardware run are bound to them); verify of it
+    names the final (docs/publishing.md, "A final retires its draft").
+
+    Raises:
+        InputError: ``tag`` is not a publishable tag, or ``epoch`` is negative.
+    """
+    if not _is_publishable(tag) or len(tag) > MAX_TAG_LENGTH or epoch < 0:
+        raise InputError(
+            problems=[Problem(file="publish", field="tag", message=f"{tag!r} has no draft to retire")]
+        )
+    return _marker_plan(tag=tag + DRAFT_SUFFIX, by=tag, epoch=epoch, subject=None)
+
+
+def _marker_plan(*, tag: str, by: str, epoch: int, subject: tuple[str, int] | None) -> ArtifactPlan:
+    """The marker artifact (``<tag>.superseded``) for checked ``tag`` and ``by``."""
     config = blob_of_bytes(EMPTY_JSON, SUPERSESSION_TYPE)
     layer = blob_of_bytes(EMPTY_JSON, EMPTY_MEDIA_TYPE)
     subject_desc = (
@@ -611,6 +647,59 @@ def plan_supersession(*, tag: str, by: str, epoch: int, subject: tuple[str, int]
         manifest=manifest,
         digest="sha256:" + hashing.sha256_bytes(manifest),
     )
+
+
+def read_supersession(data: bytes, *, tag: str, source: str) -> str:
+    """The successor that the supersession record ``data`` (read at ``source``, the marker of
+    ``tag``: ``<tag>.superseded``) names. The one reader of a record, for every store kind and
+    every use: publish refuses to reuse ``tag``, pull and verify report the successor.
+
+    The record must be a manifest of :data:`SUPERSESSION_TYPE` (``artifactType`` or
+    ``config.mediaType``) of at most :data:`MAX_MARKER_BYTES`, whose annotations name ``tag`` as
+    the superseded tag and a publishable tag as its successor (:func:`successor_named`). A record
+    that is there but is not such a marker is never read as "not superseded" nor as an unnamed
+    successor: it raises.
+
+    Raises:
+        IntegrityError: one problem naming ``source`` and the field that is off (exit 5).
+    """
+    if len(data) > MAX_MARKER_BYTES:
+        raise IntegrityError(
+            problems=[
+                Problem(
+                    file=source, message=f"larger than {MAX_MARKER_BYTES} bytes: not a supersession marker"
+                )
+            ]
+        )
+    doc = strictjson.parse_object(data, source=source, error=IntegrityError)
+    config = doc.get("config")
+    kind = doc.get("artifactType") or (config.get("mediaType") if isinstance(config, dict) else None)
+    if kind != SUPERSESSION_TYPE:
+        raise IntegrityError(
+            problems=[
+                Problem(file=source, field="artifactType", message=f"{kind!r} is not {SUPERSESSION_TYPE}")
+            ]
+        )
+    return successor_named(doc.get("annotations"), tag=tag, source=source)
+
+
+def successor_named(annotations: object, *, tag: str, source: str) -> str:
+    """The successor the annotations of ``tag``'s supersession marker name (a manifest's, or a
+    referrer descriptor's, which copies them): :data:`ANN_SUPERSEDED_TAG` must be ``tag`` and
+    :data:`ANN_SUPERSEDED_BY` a publishable tag other than ``tag``.
+
+    Raises:
+        IntegrityError: one problem naming ``source`` and the annotation (exit 5).
+    """
+    ann = annotations if isinstance(annotations, dict) else {}
+    named, by = ann.get(ANN_SUPERSEDED_TAG), ann.get(ANN_SUPERSEDED_BY)
+    if named != tag:
+        field_name, message = ANN_SUPERSEDED_TAG, f"{named!r} is not {tag!r}"
+    elif not _is_publishable(by) or by == tag:
+        field_name, message = ANN_SUPERSEDED_BY, f"{by!r} is not a publishable successor tag"
+    else:
+        return str(by)
+    raise IntegrityError(problems=[Problem(file=source, field=f"annotations.{field_name}", message=message)])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -902,20 +991,20 @@ class StorePublisher(abc.ABC):
         ``None``. ``manifest``: the bytes at ``tag`` as the caller just read them (``None``: none
         there); an adapter that also looks for markers among their referrers uses them instead
         of reading the tag again."""
-        data = self._read_manifest(tag + SUPERSEDED_SUFFIX)
+        marker_tag = tag + SUPERSEDED_SUFFIX
+        data = self._read_manifest(marker_tag) if is_valid_tag(marker_tag) else None
         if data is None:
             return None
-        marker = parse_manifest_loose(data)
-        return str(marker.get(ANN_SUPERSEDED_BY) or "?")
+        return read_supersession(data, tag=tag, source=self.url(marker_tag))
 
     def publish(self, request: PublishRequest) -> PublishResult:
         """Publish the set as one artifact under ``request.tag`` (DESIGN.md §8).
 
         Identical bytes already at the tag → ``already_published``. The tag pointing to other
         bytes, or a supersession marker for it, → refused. A draft goes to ``<tag>.draft``
-        (replaceable). ``latest`` moves only with ``move_latest`` on a non-prerelease.
-        ``request.gate`` is passed before the manifest is put and before any result is returned;
-        the refusals above need no gate (they make nothing visible).
+        (replaceable); a final retires its draft (:meth:`_retire_draft`). ``latest`` moves only
+        with ``move_latest`` on a non-prerelease. ``request.gate`` is passed before the manifest is
+        put and before any result is returned; the refusals above need no gate.
 
         Raises:
             InputError, IntegrityError: see :func:`plan_publish`.
@@ -944,6 +1033,7 @@ class StorePublisher(abc.ABC):
                     ref=self.url(tag),
                     manifest_digest=plan.digest,
                     latest_moved=moved,
+                    retired_draft=None if request.draft else self._retire_draft(tag, request.epoch),
                 )
             if current is not None and request.draft:
                 # The draft tag is free, but a draft of a tag already released would be installed
@@ -971,19 +1061,43 @@ class StorePublisher(abc.ABC):
             self._put_manifest(plan, [target_tag])
             # A registry has no compare-and-swap on tags: check again after the put and report a
             # concurrent writer instead of claiming a tag someone else holds (docs/publishing.md).
-            # A draft tag is replaceable by design: a later writer of it is no conflict, and its
-            # read-back would decide nothing.
+            # A draft tag is replaceable by design: a later writer of it is no conflict.
             if not request.draft:
-                after = self.resolve(target_tag)
-                if after != plan.digest:
-                    raise PublishError(
-                        f"{self.url(tag)}: conflict: tag {tag} now points to {after}, not to this set "
-                        f"{plan.digest}; another publish of the same tag won"
-                    )
+                self._check_won(tag, plan)
             moved = (not request.draft) and self._move_latest(plan, request)
+            retired = None if request.draft else self._retire_draft(tag, request.epoch)
+        url = self.url(target_tag)
         return PublishResult(
-            status="published", ref=self.url(target_tag), manifest_digest=plan.digest, latest_moved=moved
+            status="published",
+            ref=url,
+            manifest_digest=plan.digest,
+            latest_moved=moved,
+            retired_draft=retired,
         )
+
+    def _check_won(self, tag: str, plan: ArtifactPlan) -> None:
+        """Raise :class:`PublishError` unless ``tag`` now holds ``plan`` (a rival publish won)."""
+        after = self.resolve(tag)
+        if after != plan.digest:
+            raise PublishError(
+                f"{self.url(tag)}: conflict: tag {tag} now points to {after}, not to this set "
+                f"{plan.digest}; another publish of the same tag won"
+            )
+
+    def _retire_draft(self, tag: str, epoch: int) -> str | None:
+        """With the final ``tag`` published, mark ``<tag>.draft`` (when there) superseded by it
+        (:func:`plan_draft_retirement`); the ref of its marker, else ``None``. Called with the
+        lock held. A draft already retired is left as it is (a marker is never replaced)."""
+        draft = tag + DRAFT_SUFFIX
+        data = self._read_manifest(draft)
+        if data is None:
+            return None
+        plan = plan_draft_retirement(tag=tag, epoch=epoch)
+        if self._superseded_by(draft, data) is None:
+            for blob in plan.blobs:
+                self._put_blob(blob)
+            self._put_manifest(plan, [plan.tag])
+        return self.url(plan.tag)
 
     def _move_latest(self, plan: ArtifactPlan, request: PublishRequest) -> bool:
         if not request.move_latest:
@@ -1183,15 +1297,3 @@ def _check_ref(ref: str, where: str) -> None:
         raise InputError(
             problems=[Problem(file=where, field="ref", message=f"{ref!r} is not a tag or sha256 digest")]
         )
-
-
-def parse_manifest_loose(data: bytes) -> Mapping[str, str]:
-    """The string annotations of any manifest (empty if unreadable); for supersession markers."""
-    try:
-        doc = strictjson.parse(data, source="manifest", error=IntegrityError)
-    except IntegrityError:
-        return {}
-    ann = doc.get("annotations") if isinstance(doc, dict) else None
-    if not isinstance(ann, dict):
-        return {}
-    return {str(k): str(v) for k, v in ann.items()}
