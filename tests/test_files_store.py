@@ -124,7 +124,10 @@ def test_a_file_changed_after_planning_leaves_no_tag(tmp_path: Path, monkeypatch
     with pytest.raises(IntegrityError, match="changed since it was hashed"):
         FilesStore(tmp_path / "www").publish(request_for(tmp_path / "set", names))
     # nothing partial: the staging directory goes with the refusal (issue 9)
-    assert sorted(p.name for p in (tmp_path / "www").iterdir()) == [".ninfer-publish.lock"]
+    assert sorted(p.name for p in (tmp_path / "www").iterdir()) == [
+        ".ninfer-files-store",
+        ".ninfer-publish.lock",
+    ]
 
 
 _CHILD = textwrap.dedent(

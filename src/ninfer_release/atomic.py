@@ -94,6 +94,16 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
+def within(path: Path, directory: Path) -> bool:
+    """Whether ``path`` is ``directory`` or lies inside it, symlinks resolved (``realpath``; either
+    may not exist yet). The one test of "an output would land in (or a removal would take) an
+    input": ``sign --out SET``, ``publish SET --to files://SET/pub``, ``build --clean`` of an
+    ``OUT`` holding ``--inputs`` (issue 36).
+    """
+    inner, outer = Path(os.path.realpath(path)), Path(os.path.realpath(directory))
+    return inner == outer or outer in inner.parents
+
+
 def check_target(
     target: Path, *, replace_marked: str | None = None, hint: str = "choose a new --out"
 ) -> bool:

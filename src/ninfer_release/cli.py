@@ -1376,22 +1376,59 @@ def receipt() -> None:
     """Qualification receipts: a template bound to a draft set, for the hardware run to complete."""
 
 
+def _option_text(text: str, option: str, field: str = "") -> str:
+    """``text`` from the command line, refused (exit 4) unless it is valid UTF-8: a receipt is
+    UTF-8 JSON, and a byte Python kept as a surrogate escape could not be written into it."""
+    from ninfer_release.errors import InputError, Problem
+
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            problems=[Problem(file=option, field=field, message="not valid UTF-8 text (receipts are UTF-8)")]
+        ) from None
+    return text
+
+
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    """``NAME=VALUE`` options as a mapping; a NAME given twice with different values is refused
+    (exit 4): keeping either would silently drop the other (a failed gate disappearing)."""
+    from ninfer_release.errors import InputError, Problem
+
     out: dict[str, str] = {}
     for v in values:
         key, sep, value = v.partition("=")
         if not sep or not key:
             raise click.UsageError(f"{option} {v!r}: expected NAME=VALUE")
+        _option_text(key, option)
+        _option_text(value, option, key)
+        if key in out and out[key] != value:
+            message = (
+                f"given twice with different values ({out[key]!r}, then {value!r}); refusing to keep one"
+            )
+            raise InputError(problems=[Problem(file=option, field=key, message=message)])
         out[key] = value
     return out
 
 
-def _measurement(text: str) -> float | int | str | bool:
-    """A --measurement value: JSON number or boolean when it parses as one, else the text."""
+def _measurement(name: str, text: str) -> float | int | str | bool:
+    """A --measurement value: JSON number or boolean when it parses as one, else the text.
+
+    Raises:
+        InputError: the value is a number JSON cannot hold (``NaN``, ``Infinity``, ``1e999``),
+            exit 4 naming the measurement (RFC 8259 §6; the strict reader refuses them too).
+    """
+    import math
+
+    from ninfer_release.errors import InputError, Problem
+
     try:
         value = json.loads(text)
     except ValueError:
         return text
+    if isinstance(value, float) and not math.isfinite(value):
+        message = f"{text!r} is not a finite number (JSON has no NaN or infinity)"
+        raise InputError(problems=[Problem(file="--measurement", field=name, message=message)])
     return value if isinstance(value, (int, float, bool)) else text
 
 
@@ -1428,12 +1465,14 @@ def receipt_new(
     from ninfer_release.jsonbytes import dumps_stable
     from ninfer_release.releases import Receipt, receipt_template, verify_set
 
+    given = _pairs(gates, "--gate")
+    measured = {k: _measurement(k, v) for k, v in _pairs(measurements, "--measurement").items()}
     _require_ok(verify_set(Path(set_dir)), set_dir, warn=False)
     doc = receipt_template(Path(set_dir)).as_dict()
-    doc["gates"] = _pairs(gates, "--gate")
-    doc["measurements"] = {k: _measurement(v) for k, v in _pairs(measurements, "--measurement").items()}
+    doc["gates"] = given
+    doc["measurements"] = measured
     if notes is not None:
-        doc["notes"] = notes
+        doc["notes"] = _option_text(notes, "--notes")
     # Through the strict reader: a bad gate id or result is refused as in any receipt.
     filled = Receipt.parse(dumps_stable(doc), source="receipt new")
     write_bytes(Path(out), filled.to_bytes(), overwrite=False)

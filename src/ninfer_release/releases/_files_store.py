@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ninfer_release import hashing, strictjson
-from ninfer_release.atomic import fsync_path
+from ninfer_release.atomic import fsync_path, write_bytes
 from ninfer_release.checksums import parse_sha256sums, sums_bound
 from ninfer_release.errors import InputError, IntegrityError, Problem, PublishError
 from ninfer_release.releases._contract import ENTRY_SUFFIXES
@@ -56,7 +56,12 @@ from ninfer_release.releases._publish import (
     plan_supersession,
     read_supersession,
 )
-from ninfer_release.releases._store_io import locked_store, write_verified
+from ninfer_release.releases._store_io import LOCK_NAME, TMP_NAME, locked_store, write_verified
+
+#: Written into a files:// root by its first publish: a non-empty root without it is not ours
+#: and is never written into (the rule ``dir://`` applies with ``oci-layout``; issue 36).
+STORE_MARKER = ".ninfer-files-store"
+STORE_MARKER_BYTES = b'{"written_by":"ninfer-release","kind":"files-store"}\n'
 
 
 class FilesStore:
@@ -109,14 +114,12 @@ class FilesStore:
         sums_digest = next(b.digest for b in plan.layers if b.title == SUMS_NAME)
         tag = request.tag
         target_tag = tag + DRAFT_SUFFIX if request.draft else tag
-        if self.root.exists() and not self.root.is_dir():
-            raise PublishError(
-                problems=[Problem(file=str(self.root), message="store path is not a directory")]
-            )
+        self._refuse_foreign_directory()
         try:
-            with locked_store(self.root) as staging:
+            with locked_store(self.root, prepare=self._mark) as staging:
                 self._refuse_superseded(tag)
                 for existing in (tag, target_tag):
+                    self._refuse_non_directory(existing)
                     current = self._listing(existing)
                     if current == want:
                         retired = None if request.draft else self._retire_draft(tag, request.epoch, staging)
@@ -189,6 +192,44 @@ class FilesStore:
             self._write_marker(plan, staging)
         return self.url(plan.tag)
 
+    def _refuse_foreign_directory(self) -> None:
+        """Never turn a directory with other content (a set, ``$HOME``) into a store: the root must
+        be absent, empty, or hold :data:`STORE_MARKER` (written by the first publish), as a
+        ``dir://`` root must hold ``oci-layout``.
+
+        Raises:
+            PublishError: the root is not a directory, or is a non-empty directory without the marker.
+        """
+        if self.root.is_symlink() or (self.root.exists() and not self.root.is_dir()):
+            raise PublishError(
+                problems=[Problem(file=str(self.root), message="store path is not a directory")]
+            )
+        if not self.root.is_dir() or (self.root / STORE_MARKER).is_file():
+            return
+        ours = {LOCK_NAME, TMP_NAME}
+        entries = (p.name for p in self.root.iterdir())
+        if any(n not in ours and not n.startswith(f".{STORE_MARKER}.") for n in entries):
+            message = f"not a files:// store (no {STORE_MARKER}) and not empty; refusing to write into it"
+            raise PublishError(problems=[Problem(file=str(self.root), message=message)])
+
+    def _mark(self) -> None:
+        """Write :data:`STORE_MARKER` into a new store (called with the lock held)."""
+        marker = self.root / STORE_MARKER
+        if not marker.is_file():
+            write_bytes(marker, STORE_MARKER_BYTES, overwrite=False)
+
+    def _refuse_non_directory(self, name: str) -> None:
+        """Anything but a real directory at ``ROOT/<name>`` (a regular file, a symlink, a FIFO) is
+        refused, never replaced: it is not a tag this store wrote.
+
+        Raises:
+            PublishError: ``ROOT/<name>`` exists and is not a directory (exit 7).
+        """
+        path = self.root / name
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            message = "exists and is not a tag directory (a file or a symlink); refusing to replace it"
+            raise PublishError(problems=[Problem(file=str(path), message=message)])
+
     def _commit(self, stage: Path, name: str, staging: Path) -> None:
         """Make the complete directory ``stage`` the store's ``ROOT/<name>`` in one rename.
 
@@ -251,8 +292,10 @@ class FilesStore:
             raise PublishError(f"{self.url(tag)}: nothing published at {tag} to attach signatures to")
         want = {n: (hashing.sha256_bytes(d), len(d)) for n, d in bundles.items()}
         sums_digest = "sha256:" + hashing.sha256_file(self.root / tag / SUMS_NAME)
+        self._refuse_foreign_directory()
         try:
-            with locked_store(self.root) as staging:
+            with locked_store(self.root, prepare=self._mark) as staging:
+                self._refuse_non_directory(name)
                 current = self._listing(name)
                 if current == want:
                     return PublishResult(

@@ -546,9 +546,10 @@ def publish_set(
         IntegrityError: a file changed after the verification (exit 5; on ``oci://`` the registry
             refuses the blob, ``registry says the bytes are not sha256:…``).
     """
-    from ninfer_release.releases._publish import OciTarget, parse_target
+    from ninfer_release.releases._publish import OciTarget, parse_target, refuse_store_in_set
 
     parsed = parse_target(target)  # a malformed target is exit 4 before any work
+    refuse_store_in_set(parsed, set_dir, target)
     publication = _Publication(
         set_dir=set_dir,
         target=target,

@@ -825,6 +825,21 @@ def parse_target(url: str) -> Target:
     return FilesTarget(path=Path(base), tag=tag)
 
 
+def refuse_store_in_set(target: Target, set_dir: Path, url: str) -> None:
+    """Refuse a local store (``dir://``, ``files://``) that is the set's own directory or lies
+    inside it: writing there would add entries to the sealed set, which then fails verify.
+
+    Raises:
+        PublishError: the store path is ``set_dir`` or inside it (exit 7).
+    """
+    from ninfer_release.atomic import within
+
+    path = getattr(target, "path", None)
+    if isinstance(target, (DirTarget, FilesTarget)) and path is not None and within(path, set_dir):
+        message = f"is inside the set {set_dir}; a store must lie outside the set it publishes"
+        raise PublishError(problems=[Problem(file=url, field="target", message=message)])
+
+
 _TARGET_USAGE = "expected oci://HOST[:PORT]/REPO[:TAG], dir://PATH[:TAG] or files://PATH"
 
 

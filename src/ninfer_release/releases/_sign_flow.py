@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ninfer_release.errors import IntegrityError, Problem
+from ninfer_release.atomic import within
+from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.progress import SILENT, Progress
 from ninfer_release.releases._contract import AssetNames, stem_from_names
 from ninfer_release.releases._records import ComponentManifest
@@ -45,8 +46,12 @@ def sign_local(set_dir: Path, key: SigningKey, *, out: Path | None = None) -> li
 
     Raises:
         IntegrityError: the set does not verify (exit 5).
-        InputError: a bundle with other bytes is already there (exit 4).
+        InputError: a bundle with other bytes is already there, or ``out`` is ``set_dir`` or
+            inside it (exit 4).
     """
+    if out is not None and within(out, set_dir):
+        message = f"is inside the set {set_dir}; signatures are written beside a set, never into it"
+        raise InputError(problems=[Problem(file=str(out), field="--out", message=message)])
     names = _verified_names(set_dir)
     return write_bundles(out or signatures_dir_for(set_dir), sign_set(set_dir, names, key))
 
@@ -67,11 +72,18 @@ def sign_published(
         IntegrityError: the set does not verify (exit 5).
         PublishError: nothing is published at the tag, or other signatures are attached (exit 7).
     """
-    from ninfer_release.releases._publish import DRAFT_SUFFIX, open_publisher, parse_target
+    from ninfer_release.releases._publish import (
+        DRAFT_SUFFIX,
+        open_publisher,
+        parse_target,
+        refuse_store_in_set,
+    )
 
+    parsed = parse_target(target)
+    refuse_store_in_set(parsed, set_dir, target)
     names = _verified_names(set_dir)
     manifest = ComponentManifest.parse((set_dir / names.manifest).read_bytes(), source=names.manifest)
     tag = manifest.component_tag + (DRAFT_SUFFIX if draft else "")
-    publisher = open_publisher(parse_target(target), options=registry, progress=transfer)
+    publisher = open_publisher(parsed, options=registry, progress=transfer)
     bundles = sign_set(set_dir, names, key)
     return publisher.attach_signatures(tag, bundles, epoch=manifest.source_date_epoch)

@@ -27,13 +27,13 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ninfer_release import strictjson
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.jsonbytes import dumps_stable
 from ninfer_release.releases._contract import SUMS_NAME, AssetNames
@@ -59,18 +59,15 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:
-    try:
-        with path.open("rb") as f:
-            data = f.read(limit + 1)
-    except FileNotFoundError:
-        raise InputError(problems=[Problem(file=str(path), message=f"{what} not found")]) from None
-    except OSError as exc:
-        raise InputError(problems=[Problem(file=str(path), message=f"cannot read: {exc.strerror}")]) from None
-    if len(data) > limit:
-        raise InputError(
-            problems=[Problem(file=str(path), message=f"larger than {limit} bytes; not a {what}")]
-        )
-    return data
+    """The bytes of the regular file ``path`` (a key, a set file or a bundle), at most ``limit``.
+
+    Through :func:`ninfer_release.strictjson.read_regular`: opened non-blocking and type-checked
+    before any read, so a FIFO or a device at ``--key`` is refused instead of waited on.
+
+    Raises:
+        InputError: missing, not a regular file, larger than ``limit`` or unreadable (exit 4).
+    """
+    return strictjson.read_regular(path, limit=limit, missing=f"{what} not found")
 
 
 def _key_id(public_key: Any) -> str:
@@ -214,10 +211,9 @@ class Bundle:
         def bad(field: str, message: str) -> IntegrityError:
             return IntegrityError(problems=[Problem(file=where, field=field, message=message)])
 
-        try:
-            doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise bad("", f"not UTF-8 JSON: {exc}") from None
+        # The one strict reader (duplicate keys, depth, number forms): a bundle of 100,000
+        # nested "[" is refused, never a RecursionError.
+        doc = strictjson.parse(data, source=where, error=IntegrityError)
         if not isinstance(doc, dict) or doc.get("mediaType") != BUNDLE_MEDIA_TYPE:
             raise bad("mediaType", f"not a Sigstore bundle ({BUNDLE_MEDIA_TYPE})")
         envelope = doc.get("dsseEnvelope")

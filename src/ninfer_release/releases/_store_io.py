@@ -19,7 +19,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ninfer_release.errors import IntegrityError, Problem
+from ninfer_release.errors import IntegrityError, Problem, PublishError
 from ninfer_release.releases._publish import Blob
 
 LOCK_NAME = ".ninfer-publish.lock"
@@ -36,6 +36,7 @@ def locked_store(root: Path, *, prepare: Callable[[], None] | None = None) -> It
 
     Raises:
         OSError: ``root`` cannot be created or locked.
+        PublishError: ``ROOT/.ninfer-tmp`` is a file or a symlink (exit 7; it is left as it is).
     """
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -44,6 +45,10 @@ def locked_store(root: Path, *, prepare: Callable[[], None] | None = None) -> It
         if prepare is not None:
             prepare()
         staging = root / TMP_NAME
+        if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
+            # Not a directory a publisher of ours left: never removed, never written through.
+            message = "exists and is not the store's staging directory (a file or a symlink); remove it"
+            raise PublishError(problems=[Problem(file=str(staging), message=message)])
         # Staging left by a killed publisher is garbage once we hold the lock.
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
