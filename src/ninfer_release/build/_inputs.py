@@ -10,6 +10,7 @@ builds each lane from its own tree.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,13 +24,28 @@ SBOM_SUPPLIER = "OMP NInfer"
 BUILD_INFO = "build-info.json"
 
 
+def require_inputs_directory(inputs: Path) -> None:
+    """``--inputs`` must be an existing directory (issue 36: a file given as ``--inputs`` was
+    reported as a missing lane tree under it).
+
+    Raises:
+        InputError: ``inputs`` is missing or is not a directory (exit 4).
+    """
+    if inputs.is_dir():
+        return
+    what = "not a directory" if os.path.lexists(inputs) else "no such directory"
+    raise InputError(problems=[Problem(file=str(inputs), field="--inputs", message=what)])
+
+
 def lane_staged_dir(inputs: Path, lane_id: str) -> Path:
     """The staged tree of lane ``lane_id`` under ``--inputs``: ``inputs/<lane>/`` when it is a
     directory, else ``inputs`` itself when it holds ``build-info.json``.
 
     Raises:
-        InputError: neither (exit 4), naming the directory expected.
+        InputError: ``inputs`` is not a directory, or holds neither (exit 4), naming the
+            directory expected.
     """
+    require_inputs_directory(inputs)
     if (inputs / lane_id).is_dir():
         return inputs / lane_id
     if (inputs / BUILD_INFO).is_file():
@@ -55,6 +71,7 @@ def check_release_inputs(inputs: Path, modes: Mapping[str, str]) -> None:
     Raises:
         InputError: ``inputs`` holds ``build-info.json`` and lacks a built lane's directory (exit 4).
     """
+    require_inputs_directory(inputs)
     if not (inputs / BUILD_INFO).is_file():
         return
     built = [lane_id for lane_id, mode in modes.items() if mode != "carry"]
