@@ -32,3 +32,12 @@ def test_unknown_command_is_usage_error(run_cli: RunCli) -> None:
     code, _, err = run_cli("no-such-command")
     assert code == 2
     assert "Traceback" not in err
+
+
+def test_a_problem_is_one_line_whatever_its_parts_hold() -> None:
+    # issue 36: `verify 'oci://h/x:t<LF>error: …'` printed two lines, the second a forged one.
+    from ninfer_release.errors import Problem
+
+    line = str(Problem(file="oci://h/x:t\nerror: forged", field="ref\r", message="bad \x1b[31m ü 中"))
+    assert line == "oci://h/x:t\\nerror: forged: ref\\r: bad \\x1b[31m ü 中"
+    assert len(line.splitlines()) == 1

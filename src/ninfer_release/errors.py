@@ -50,8 +50,20 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        """``file: field: message`` on ONE line: control characters a hostile input can carry (a
+        newline in a reference or a file name, an escape sequence) are shown escaped, never
+        passed to the terminal (issue 36: a reference holding a newline split the error line)."""
         where = f"{self.file}: {self.field}" if self.field else self.file
-        return f"{where}: {self.message}"
+        return _one_line(f"{where}: {self.message}")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every character :meth:`str.isprintable` refuses (C0/C1 controls, DEL, format
+    characters such as bidi overrides, separators other than the space) escaped as Python does
+    (``\\n``, ``\\x1b``, ``\\u202e``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
 
 
 class NinferError(Exception):

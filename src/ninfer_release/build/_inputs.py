@@ -25,16 +25,15 @@ BUILD_INFO = "build-info.json"
 
 
 def require_inputs_directory(inputs: Path) -> None:
-    """``--inputs`` must be an existing directory (issue 36: a file given as ``--inputs`` was
-    reported as a missing lane tree under it).
+    """``--inputs`` that exists must be a directory (issue 36: a file given as ``--inputs`` was
+    reported as a missing lane tree under it). A missing one is left to the caller's own message,
+    which names the lane tree expected.
 
     Raises:
-        InputError: ``inputs`` is missing or is not a directory (exit 4).
+        InputError: ``inputs`` exists and is not a directory (exit 4).
     """
-    if inputs.is_dir():
-        return
-    what = "not a directory" if os.path.lexists(inputs) else "no such directory"
-    raise InputError(problems=[Problem(file=str(inputs), field="--inputs", message=what)])
+    if os.path.lexists(inputs) and not inputs.is_dir():
+        raise InputError(problems=[Problem(file=str(inputs), field="--inputs", message="not a directory")])
 
 
 def lane_staged_dir(inputs: Path, lane_id: str) -> Path:
