@@ -101,8 +101,8 @@ def test_404_tls_failure_and_plain_http_are_one_line_exit_4(nginx: Nginx) -> Non
     res = _run(nginx, "verify", f"{nginx.base}/{BASE}/v9.9.9-nothing/")
     assert res.code == 4 and len(_errors(res)) == 1 and "HTTP 404" in res.err, res.text
     res = cli("verify", _url(nginx, "rtx4090"))  # no --ca-file: the test CA is not trusted
-    assert res.code == 4 and len(_errors(res)) == 1 and "TLS failure" in res.err, res.text
-    assert "certificate verify failed" in res.err
+    assert res.code == 4 and len(_errors(res)) == 1 and "TLS certificate not trusted" in res.err, res.text
+    assert "certificate verify failed" in res.err and "--ca-file or SSL_CERT_FILE" in res.err
     with pytest.raises(InputError, match="loopback"):
         check_url("http://example.org/omp/v1/")
     res = cli("verify", f"{nginx.http_base}/{BASE}/{TAGS['rtx3090']}/")  # loopback: plain http allowed

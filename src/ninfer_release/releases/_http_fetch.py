@@ -45,7 +45,7 @@ from typing import Literal, TypeVar
 
 import urllib3
 
-from ninfer_release import __version__
+from ninfer_release import __version__, transport
 from ninfer_release.atomic import fsync_path
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_file
@@ -244,9 +244,12 @@ class HttpFetcher:
                     timeout=timeout,
                 )
             except urllib3.exceptions.SSLError as exc:
-                raise InputError(
-                    problems=[Problem(file=current, message=f"TLS failure: {_reason(exc)}")]
-                ) from None
+                why = _reason(exc)
+                # An untrusted certificate has a fix: the registry's wording, naming --ca-file.
+                text = (
+                    transport.untrusted_message(why) if transport.is_untrusted(exc) else f"TLS failure: {why}"
+                )
+                raise InputError(problems=[Problem(file=current, message=text)]) from None
             except urllib3.exceptions.HTTPError as exc:
                 raise _Retry(f"{current}: {_reason(exc)}") from None
             if resp.status in _REDIRECTS:
