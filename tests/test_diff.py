@@ -97,9 +97,9 @@ def test_sbom_components_added_removed_upgraded(
     cdx_path = next(new.glob("*.cdx.json"))
     cdx = json.loads(cdx_path.read_bytes())
     components = cdx["components"]
-    spdlog = next(c for c in components if c["name"] == "spdlog")
-    spdlog["version"] = "1.16.0"
-    components[:] = [c for c in components if c["name"] != "fmt"]
+    msvc = next(c for c in components if c["name"] == "msvc-runtime")
+    msvc["version"] = "14.44.35113"
+    components[:] = [c for c in components if c["name"] != "dstorage-stand-in"]
     components.append(
         {"type": "library", "name": "zlib", "version": "1.3.1", "bom-ref": "vendored:zlib@1.3.1"}
     )
@@ -107,9 +107,9 @@ def test_sbom_components_added_removed_upgraded(
     doc = json.loads(cli("diff", old, new, "--json").out)
     assert _lane(doc, "rtx4090")["sbom"] == {
         "added": ["zlib"],
-        "removed": ["fmt"],
-        # CycloneDX component versions are purl versions (issue 14): spdlog's purl says v1.15.0.
-        "upgraded": [{"path": "spdlog", "old": "v1.15.0", "new": "1.16.0"}],
+        "removed": ["dstorage-stand-in"],
+        # CycloneDX component versions are purl versions (issue 14): the purl says 14.44.35112.
+        "upgraded": [{"path": "msvc-runtime", "old": "14.44.35112", "new": "14.44.35113"}],
     }
 
 

@@ -233,6 +233,7 @@ VERIFY_JSON_KEYS = [
     "qualification",
     "sha256sums_sha256",
     "stem",
+    "superseded_by",
     "warnings",
 ]
 

@@ -138,7 +138,7 @@ def _tool_hash(doc: dict[str, Any]) -> None:
 
 
 def _reference_hash(doc: dict[str, Any]) -> None:
-    ref = _component(doc, "fmt")["externalReferences"][0]
+    ref = _component(doc, "msvc-runtime")["externalReferences"][0]
     ref["hashes"] = [{"alg": "SHA-256", "content": "0" * 64}]
 
 
@@ -203,7 +203,7 @@ def test_the_edits_land_where_the_cases_say(resealable: tuple[Path, list[tuple[s
     d, _ = resealable
     cdx = json.loads((d / f"{STEM}.cdx.json").read_bytes())
     assert cdx["components"][0]["name"] == "ninfer-engine"
-    assert cdx["components"][2]["name"] == "fmt"
+    assert cdx["components"][2]["name"] == "msvc-runtime"
     spdx = json.loads((d / f"{STEM}.spdx.json").read_bytes())
     assert spdx["files"][5]["fileName"] == SERVER
     assert [c["algorithm"] for c in spdx["files"][5]["checksums"]] == ["SHA1", "SHA256"]
