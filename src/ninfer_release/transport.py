@@ -187,30 +187,30 @@ def _untrack(conn: object) -> None:
         watch = watch._outer
 
 
-class _HTTPConnection(urllib3.connection.HTTPConnection):
+class _Tracked:
+    """What both connection classes add: the watchdog tracks the connection from its first
+    request, and a body piece that sends itself (a file range) is sent by it."""
+
+    sock: Any
+
     def request(self, *args: Any, **kwargs: Any) -> None:
-        _track(self)
-        super().request(*args, **kwargs)
+        _track(self)  # type: ignore[arg-type]
+        super().request(*args, **kwargs)  # type: ignore[misc]
 
     def send(self, data: Any) -> None:
-        send_to = getattr(data, "send_to", None)  # a body piece that sends itself (a file range)
+        send_to = getattr(data, "send_to", None)
         if send_to is not None:
             send_to(self.sock)
         else:
-            super().send(data)
+            super().send(data)  # type: ignore[misc]
 
 
-class _HTTPSConnection(urllib3.connection.HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _track(self)
-        super().request(*args, **kwargs)
+class _HTTPConnection(_Tracked, urllib3.connection.HTTPConnection):
+    pass
 
-    def send(self, data: Any) -> None:
-        send_to = getattr(data, "send_to", None)  # a body piece that sends itself (a file range)
-        if send_to is not None:
-            send_to(self.sock)
-        else:
-            super().send(data)
+
+class _HTTPSConnection(_Tracked, urllib3.connection.HTTPSConnection):
+    pass
 
 
 class _HTTPPool(urllib3.connectionpool.HTTPConnectionPool):
