@@ -30,6 +30,18 @@ STEM = "ninfer-v0.7.0-qwen38-4090-beta.2-windows-x64"
 PROFILE = "qwen38-4090-native-v0.7.0-beta.2"
 
 
+#: One vendored source, as a lock names it (the tests' example).
+_ZLIB = VendoredSource(
+    name="zlib",
+    version="1.3.1",
+    commit="51b7f2abdade71cd9bb0e7a373ef2610ec6f9daf",
+    license="Zlib",
+    purl="pkg:github/madler/zlib@v1.3.1",
+    source_url="https://github.com/madler/zlib/archive/v1.3.1.tar.gz",
+    supplier="Jean-loup Gailly and Mark Adler",
+)
+
+
 def generated(**extra: bytes | None) -> dict[str, bytes | None]:
     out: dict[str, bytes | None] = {
         "config/ninfer.toml": b"[server]\n",
@@ -253,17 +265,7 @@ def test_install_path_length_uses_component(tmp_path: Path) -> None:
 
 def test_render_notice_exact_bytes() -> None:
     deps = DependencyLock(
-        vendored=(
-            VendoredSource(
-                name="zlib",
-                version="1.3.1",
-                commit="51b7f2abdade71cd9bb0e7a373ef2610ec6f9daf",
-                license="Zlib",
-                purl="pkg:github/madler/zlib@v1.3.1",
-                source_url="https://github.com/madler/zlib/archive/v1.3.1.tar.gz",
-                supplier="Jean-loup Gailly and Mark Adler",
-            ),
-        ),
+        vendored=(_ZLIB,),
         redistributables=(
             Redistributable(
                 file="bin/dstorage.dll",
@@ -321,15 +323,7 @@ def test_render_notice_sorted_and_stable(tmp_path: Path) -> None:
 
 
 def test_render_notice_names_only_the_vendored_sources_an_engine_file_contains() -> None:
-    zlib = VendoredSource(
-        name="zlib",
-        version="1.3.1",
-        commit="51b7f2abdade71cd9bb0e7a373ef2610ec6f9daf",
-        license="Zlib",
-        purl="pkg:github/madler/zlib@v1.3.1",
-        source_url="https://github.com/madler/zlib/archive/v1.3.1.tar.gz",
-        supplier="Jean-loup Gailly and Mark Adler",
-    )
+    zlib = _ZLIB
     fmt = dataclasses.replace(zlib, name="fmt", version="11.0.2", license="MIT")
     deps = DependencyLock(vendored=(zlib, fmt), redistributables=())
     engine = EngineFile(path="bin/a.exe", license="Apache-2.0", vendored=("zlib",))
