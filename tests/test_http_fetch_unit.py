@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ninfer_release.errors import InputError, IntegrityError
+from ninfer_release.releases import _http_fetch
 from ninfer_release.releases._http_fetch import HttpFetcher, HttpPolicy, Wanted, check_url
 
 BODY = bytes(range(256)) * 1024  # 256 KiB
@@ -57,6 +58,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 except OSError:
                     return
                 time.sleep(0.2)
+        elif self.path == "/busy" and n == 1:  # 429 with a Retry-After the client must wait
+            self.send_response(429)
+            self.send_header("Retry-After", "0.4")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif self.path == "/flaky" and n == 1:
             self.send_response(503)
             self.send_header("Content-Length", "0")
@@ -66,7 +72,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Location", "/redirect-loop")
             self.send_header("Content-Length", "0")
             self.end_headers()
-        elif self.path in ("/flaky", "/no-range"):  # /no-range ignores Range: always 200, whole body
+        elif self.path in ("/flaky", "/no-range", "/busy"):  # /no-range ignores Range: always 200, whole body
             self.send_response(200)
             self.send_header("Content-Length", str(len(BODY)))
             self.end_headers()
@@ -121,6 +127,18 @@ def test_a_stalled_server_hits_the_read_timeout_then_the_retry_bound(server: str
 def test_a_503_is_retried(server: str, tmp_path: Path) -> None:
     assert _fetch(server + "/flaky", tmp_path).read_bytes() == BODY
     assert _Handler.counts["/flaky"] == 2
+
+
+def test_a_retry_waits_at_least_the_servers_retry_after(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The one retry policy (transport.backoff_wait): backoff 0.01 s plus jitter, but never less
+    # than the 0.4 s the server asked for.
+    waits: list[float] = []
+    monkeypatch.setattr(_http_fetch.time, "sleep", waits.append)
+    assert _fetch(server + "/busy", tmp_path).read_bytes() == BODY
+    assert _Handler.counts["/busy"] == 2
+    assert waits == [0.4]
 
 
 def test_a_server_ignoring_range_restarts_from_byte_zero(server: str, tmp_path: Path) -> None:

@@ -65,8 +65,21 @@ FAILURES: tuple[type[BaseException], ...] = (
     urllib3.exceptions.HTTPError,
     OSError,
 )
+#: What a TLS failure raises: on connecting (requests' wrapping) and on a body read (urllib3's).
+TLS_FAILURES: tuple[type[BaseException], ...] = (requests.exceptions.SSLError, urllib3.exceptions.SSLError)
 #: A response of :func:`new_session` (``requests.Response``; read its body through ``.raw``).
 Response = requests.Response
+#: A parsed URL (:func:`parse_url`): ``scheme``, ``host``, ``port``, ``auth``, ``path``.
+Url = urllib3.util.Url
+
+
+def parse_url(url: str) -> Url | None:
+    """``url`` parsed as the transport will send it (RFC 3986, urllib3's parser); ``None`` when it
+    is not a URL at all."""
+    try:
+        return urllib3.util.parse_url(url)
+    except urllib3.exceptions.LocationParseError:
+        return None
 
 
 def is_loopback_host(host: str) -> bool:

@@ -2,17 +2,22 @@
 
 This is the HTTP client for *static file servers* (nginx, GitHub release downloads, an S3
 bucket): ``GET`` of ``{base}/{tag}/{name}``, nothing else. OCI registries speak another protocol
-and have their own client. One library: urllib3 (the HTTP layer of requests).
+and have their own client. Requests go through the package's one HTTP transport
+(:mod:`ninfer_release.transport`: trust order, sessions without proxies or ``.netrc``, the
+deadline watchdog, the retry policy with jitter, ``Retry-After``), as the registry client's do.
 
 Rules (docs/publishing.md, "Fetching by URL"):
 
 * **Schemes** — ``https://``; plain ``http://`` only for loopback hosts (``127.*``, ``localhost``,
-  ``[::1]``), as for registries. TLS is verified against the system CAs, or ``ca_file``.
+  ``[::1]``), as for registries. TLS is verified against ``ca_file``, else ``SSL_CERT_FILE``,
+  else the system CAs (:func:`ninfer_release.transport.resolve_trust`).
 * **Bounded reads** — a file is read with its expected size (and SHA-256) known beforehand; at
   most that many bytes are accepted (a longer answer is cut and refused). Files of unknown size
   (``SHA256SUMS``, the component manifest) have a cap instead.
-* **Time** — connect and read timeouts per request, one overall deadline for the whole fetch,
-  bounded retries (connection errors, cut connections, read timeouts, 5xx, 429) with backoff.
+* **Time** — connect and read timeouts per request, one overall deadline for the whole fetch
+  (each attempt runs under the transport's watchdog, which shuts the socket down when the
+  deadline passes), bounded retries (connection errors, cut connections, read timeouts, 5xx,
+  429) waiting :func:`ninfer_release.transport.backoff_wait` (jitter; ``Retry-After`` honoured).
 * **Resume** — HTTP ``Range``, but only onto a partial *named by the SHA-256 it must reach*
   (``<partials>/<sha256>.partial``): the partial of another artifact has another name, so it is
   never appended to (the release notes forbid resuming the version-3 model onto a version-2
@@ -43,18 +48,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
-import urllib3
-
 from ninfer_release import __version__, transport
 from ninfer_release.atomic import fsync_path
 from ninfer_release.errors import InputError, IntegrityError, Problem
 from ninfer_release.hashing import sha256_file
-from ninfer_release.releases._publish import is_bare_name, is_loopback_host
+from ninfer_release.releases._publish import is_bare_name
+from ninfer_release.transport import is_loopback_host
 
 _CHUNK = 1 << 20  # 1 MiB
 _T = TypeVar("_T")
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+#: The longest wait between two attempts (seconds), whatever the backoff has grown to.
+_BACKOFF_MAX = 10.0
 
 #: ``progress(kind, name, n)``: ``"total"`` (n = bytes the whole fetch will read), ``"start"``
 #: (n = the file's size), ``"advance"`` (n = bytes just read, or skipped because already present).
@@ -71,7 +75,8 @@ class HttpPolicy:
     deadline: float = 6 * 3600.0
     #: Extra attempts per file after the first (each resumes where the last stopped).
     retries: int = 4
-    #: First backoff (seconds), doubled per retry, at most 10 s.
+    #: First backoff (seconds), doubled per retry plus jitter, at most 10 s
+    #: (:func:`ninfer_release.transport.backoff_wait`).
     backoff: float = 0.5
     max_redirects: int = 5
     cross_host_redirects: bool = True
@@ -117,7 +122,12 @@ class Fetched:
 
 
 class _Retry(Exception):
-    """A transient failure: try again (resuming) while attempts and time remain."""
+    """A transient failure: try again (resuming) while attempts and time remain; ``retry_after``:
+    the server's ``Retry-After`` in seconds, if it sent one."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class NotFound(InputError):
@@ -125,16 +135,13 @@ class NotFound(InputError):
     reads it as absent)."""
 
 
-def check_url(url: str) -> urllib3.util.Url:
+def check_url(url: str) -> transport.Url:
     """Parse ``url``: ``https://HOST/…``, or ``http://`` for a loopback host only.
 
     Raises:
         InputError: another scheme, no host, or plain HTTP to a non-loopback host (exit 4).
     """
-    try:
-        parsed = urllib3.util.parse_url(url)
-    except urllib3.exceptions.LocationParseError:
-        parsed = None
+    parsed = transport.parse_url(url)
     if parsed is None or not parsed.host or parsed.scheme not in {"https", "http"}:
         raise InputError(problems=[Problem(file=url, message="not an https:// URL")])
     if parsed.scheme == "http" and not is_loopback_host(parsed.host):
@@ -157,17 +164,19 @@ class HttpFetcher:
     """Downloads files by URL under one :class:`HttpPolicy` and one overall deadline."""
 
     def __init__(self, policy: HttpPolicy, *, progress: FetchProgress | None = None) -> None:
-        """Raises: InputError: ``policy.ca_file`` cannot be read as a PEM CA bundle (exit 4)."""
+        """Raises: InputError: the CA bundle to trust (``policy.ca_file``, else ``SSL_CERT_FILE``)
+        cannot be read as PEM certificates (exit 4)."""
         self.policy = policy
         self.progress = progress
         self._deadline = time.monotonic() + policy.deadline
+        trust = transport.resolve_trust(policy.ca_file, os.environ)
         try:
-            context = ssl.create_default_context(cafile=str(policy.ca_file) if policy.ca_file else None)
+            context = transport.trust_context(trust)
         except (OSError, ssl.SSLError) as exc:
             raise InputError(
-                problems=[Problem(file=str(policy.ca_file), message=f"cannot load the CA file: {exc}")]
+                problems=[Problem(file=str(trust), message=f"cannot load the CA file: {exc}")]
             ) from None
-        self._pool = urllib3.PoolManager(ssl_context=context, retries=False)
+        self._session = transport.new_session(lambda: context)
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-fsync")
         self._syncs: list[tuple[Path, Future[None]]] = []
 
@@ -177,7 +186,7 @@ class HttpFetcher:
         Raises:
             InputError: a placed file could not be made durable (``fsync`` failed; exit 4).
         """
-        self._pool.clear()
+        self._session.close()
         self._syncer.shutdown(wait=True)
         failed = []
         for path, done in self._syncs:
@@ -214,10 +223,11 @@ class HttpFetcher:
         if self.progress is not None:
             self.progress(kind, name, n)
 
-    def open(self, url: str, *, start: int = 0) -> tuple[urllib3.BaseHTTPResponse, str]:
+    def open(self, url: str, *, start: int = 0) -> tuple[transport.Response, str]:
         """``GET url`` (from byte ``start``), following redirects by the policy.
 
-        Returns the unread response (status 200 or 206) and the URL that answered.
+        Returns the unread response (status 200 or 206; its body read through ``.raw``) and the
+        URL that answered.
 
         Raises:
             InputError: 404 and other 4xx, a refused redirect, TLS failure, too many redirects.
@@ -226,62 +236,59 @@ class HttpFetcher:
         first = check_url(url)
         current = url
         for _hop in range(self.policy.max_redirects + 1):
-            left = self._remaining(url)
-            headers = {"Accept-Encoding": "identity", "User-Agent": f"ninfer-release/{__version__}"}
-            if start:
-                headers["Range"] = f"bytes={start}-"
-            timeout = urllib3.Timeout(
-                connect=min(self.policy.connect_timeout, left), read=min(self.policy.read_timeout, left)
-            )
-            try:
-                resp = self._pool.request(
-                    "GET",
-                    current,
-                    headers=headers,
-                    redirect=False,
-                    preload_content=False,
-                    decode_content=False,
-                    timeout=timeout,
-                )
-            except urllib3.exceptions.SSLError as exc:
-                why = _reason(exc)
-                # An untrusted certificate has a fix: the registry's wording, naming --ca-file.
-                text = (
-                    transport.untrusted_message(why) if transport.is_untrusted(exc) else f"TLS failure: {why}"
-                )
-                raise InputError(problems=[Problem(file=current, message=text)]) from None
-            except urllib3.exceptions.HTTPError as exc:
-                raise _Retry(f"{current}: {_reason(exc)}") from None
-            if resp.status in _REDIRECTS:
+            resp = self._get(current, start)
+            if resp.status_code in transport.REDIRECTS:
                 location = resp.headers.get("Location")
-                resp.drain_conn()
-                resp.release_conn()
+                transport.release(resp)
                 if not location:
                     raise InputError(
-                        problems=[Problem(file=current, message=f"HTTP {resp.status} without Location")]
+                        problems=[Problem(file=current, message=f"HTTP {resp.status_code} without Location")]
                     )
                 target = urllib.parse.urljoin(current, location)
                 self._check_redirect(first, current, target)
                 current = target
                 continue
-            if resp.status in (200, 206):
+            if resp.status_code in (200, 206):
                 return resp, current
-            resp.drain_conn()
-            resp.release_conn()
-            if resp.status in _RETRY_STATUS:
-                raise _Retry(f"{current}: HTTP {resp.status}")
+            transport.release(resp)
+            if resp.status_code in transport.RETRY_STATUS:
+                raise _Retry(f"{current}: HTTP {resp.status_code}", retry_after=transport.retry_after(resp))
             reason = resp.reason or ""
-            error = NotFound if resp.status in (404, 410) else InputError
-            raise error(problems=[Problem(file=current, message=f"HTTP {resp.status} {reason}".rstrip())])
+            error = NotFound if resp.status_code in (404, 410) else InputError
+            raise error(
+                problems=[Problem(file=current, message=f"HTTP {resp.status_code} {reason}".rstrip())]
+            )
         raise InputError(
             problems=[Problem(file=url, message=f"more than {self.policy.max_redirects} redirects; refused")]
         )
 
-    def _check_redirect(self, first: urllib3.util.Url, current: str, target: str) -> None:
+    def _get(self, url: str, start: int) -> transport.Response:
+        """One ``GET`` of ``url`` (its headers; the body unread), redirects not followed.
+
+        Raises:
+            InputError: a TLS failure (an untrusted certificate names ``--ca-file``), the deadline.
+            _Retry: a connection failure or timeout.
+        """
+        left = self._remaining(url)
+        headers = {"Accept-Encoding": "identity", "User-Agent": f"ninfer-release/{__version__}"}
+        if start:
+            headers["Range"] = f"bytes={start}-"
+        timeout = (min(self.policy.connect_timeout, left), min(self.policy.read_timeout, left))
         try:
-            parsed = urllib3.util.parse_url(target)
-        except urllib3.exceptions.LocationParseError:
-            parsed = None
+            return self._session.get(
+                url, headers=headers, allow_redirects=False, stream=True, timeout=timeout
+            )
+        except transport.TLS_FAILURES as exc:
+            why = transport.reason(exc)
+            # An untrusted certificate has a fix: the registry's wording, naming --ca-file.
+            text = transport.untrusted_message(why) if transport.is_untrusted(exc) else f"TLS failure: {why}"
+            raise InputError(problems=[Problem(file=url, message=text)]) from None
+        except transport.FAILURES as exc:
+            self._remaining(url)  # the watchdog shut the socket down: the deadline, not a retry
+            raise _Retry(f"{url}: {transport.reason(exc)}") from None
+
+    def _check_redirect(self, first: transport.Url, current: str, target: str) -> None:
+        parsed = transport.parse_url(target)
         why = None
         if parsed is None or not parsed.host:
             why = "not a URL"
@@ -297,7 +304,7 @@ class HttpFetcher:
         if why is not None:
             raise InputError(problems=[Problem(file=current, message=f"redirect to {target} refused: {why}")])
 
-    def _stream(self, resp: urllib3.BaseHTTPResponse, url: str) -> Iterator[bytes]:
+    def _stream(self, resp: transport.Response, url: str) -> Iterator[bytes]:
         """The body in chunks; a cut connection or read timeout is a :class:`_Retry`.
 
         The overall deadline is checked after every socket read, so a body trickling in (one byte
@@ -310,15 +317,17 @@ class HttpFetcher:
             while True:
                 # read1: whatever one socket read returns (<= 1 MiB), so the bytes that arrived
                 # before a cut or a stall are kept in the partial, not lost in a half-filled buffer.
-                chunk = resp.read1(_CHUNK)
+                chunk = resp.raw.read1(_CHUNK)
                 self._remaining(url)
                 if not chunk:
                     return
                 yield chunk
-        except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError) as exc:
-            raise _Retry(f"{url}: {_reason(exc)}") from None
-        except urllib3.exceptions.SSLError as exc:
-            raise _Retry(f"{url}: TLS read failed: {_reason(exc)}") from None
+        except transport.TLS_FAILURES as exc:
+            self._remaining(url)
+            raise _Retry(f"{url}: TLS read failed: {transport.reason(exc)}") from None
+        except transport.FAILURES as exc:
+            self._remaining(url)  # a socket the watchdog shut down: the deadline
+            raise _Retry(f"{url}: {transport.reason(exc)}") from None
 
     # -- whole files ---------------------------------------------------------------------------
 
@@ -344,7 +353,7 @@ class HttpFetcher:
                         )
                 return bytes(data), final
             finally:
-                resp.release_conn()
+                transport.release(resp)
 
         return self._with_retries(url, attempt)
 
@@ -361,15 +370,25 @@ class HttpFetcher:
             return None
 
     def _with_retries(self, url: str, attempt: Callable[[], _T]) -> _T:
+        """``attempt()`` under the watchdog (its socket shut down when the deadline passes), again
+        after each transient failure while retries remain, waiting the one retry policy's time."""
         last = ""
         for n in range(self.policy.retries + 1):
             try:
-                return attempt()
+                with transport.Watch(self._remaining(url)):
+                    return attempt()
             except _Retry as exc:
                 last = str(exc)
                 if n == self.policy.retries:
                     break
-                time.sleep(min(self.policy.backoff * (2**n), 10.0, self._remaining(url)))
+                wait = transport.backoff_wait(
+                    n + 1,
+                    backoff=self.policy.backoff,
+                    backoff_max=_BACKOFF_MAX,
+                    retry_after=exc.retry_after,
+                    remaining=self._remaining(url),
+                )
+                time.sleep(wait)
         raise InputError(
             problems=[Problem(file=url, message=f"failed after {self.policy.retries + 1} attempts: {last}")]
         )
@@ -451,11 +470,11 @@ class HttpFetcher:
     def _download_into(self, wanted: Wanted, state: _Partial) -> str:
         resp, final = self.open(wanted.url, start=state.size)
         try:
-            if state.size and resp.status == 200:
+            if state.size and resp.status_code == 200:
                 # The server ignored Range: the body starts at byte 0 again.
                 self._note("advance", wanted.name, -state.size)
                 state.restart()
-            elif resp.status == 206:
+            elif resp.status_code == 206:
                 want_range = f"bytes {state.size}-{wanted.size - 1}/{wanted.size}"
                 if resp.headers.get("Content-Range", "") != want_range:
                     raise _wrong(
@@ -483,20 +502,12 @@ class HttpFetcher:
                 raise _Retry(f"{wanted.url}: connection closed at byte {state.size} of {wanted.size}")
             return final
         finally:
-            resp.release_conn()
+            transport.release(resp)
 
 
 def _wrong(wanted: Wanted, message: str) -> IntegrityError:
     """A finding about the bytes served for ``wanted`` (exit 5), naming its URL and file."""
     return IntegrityError(problems=[Problem(file=wanted.url, field=wanted.name, message=message)])
-
-
-def _reason(exc: BaseException) -> str:
-    """The innermost reason of a urllib3 error, on one line."""
-    inner: BaseException = exc
-    while isinstance(getattr(inner, "reason", None), BaseException):
-        inner = inner.reason  # type: ignore[attr-defined]
-    return " ".join(str(inner).split()) or type(inner).__name__
 
 
 class _Partial:

@@ -860,12 +860,6 @@ def _oci_target(
     return OciTarget(host=host, repository=repo, tag=tag, digest=digest)
 
 
-def is_loopback_host(host: str) -> bool:
-    """Whether ``HOST[:PORT]`` is loopback (``localhost``, ``127.*``, ``[::1]``): plain HTTP allowed."""
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name in {"localhost", "[::1]"} or name.startswith("127.")
-
-
 def open_publisher(
     target: str | Target,
     *,
