@@ -19,11 +19,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from conftest import unavailable
 from flow_support import Result, cli, registry_namespace, release_out, stem
 from ninfer_release.releases._signing import (
     BUNDLE_MEDIA_TYPE,
     INTOTO_PAYLOAD_TYPE,
     Bundle,
+    load_verifying_key,
     pae,
 )
 
@@ -100,6 +102,55 @@ def test_sign_then_verify_a_local_set(local_set: Path, keys: dict[str, tuple[Pat
     assert verified.code == 0, verified.text
     checked = json.loads(verified.out)["checked"]
     assert sum(1 for c in checked if "signature by" in c) == 2
+    key_id = load_verifying_key(public).key_id[:16]
+    assert json.loads(verified.out)["signatures"] == f"signed by {key_id}"
+    line = cli("verify", local_set, "--key", public).out.splitlines()[-1]
+    assert line.startswith(f"{local_set}: OK (") and f"; signed by {key_id};" in line
+
+
+@pytest.mark.parametrize("kind", ["ed25519", "p256"])
+def test_every_signature_sign_writes_verifies_with_securesystemslib(
+    local_set: Path, keys: dict[str, tuple[Path, Path]], kind: str
+) -> None:
+    """An outside verifier (securesystemslib's DSSE ``Envelope.verify``, not this project's code)
+    checks each bundle's envelope with the public key, and its payload is the signed file."""
+    try:
+        from securesystemslib import dsse
+        from securesystemslib.exceptions import VerificationError
+        from securesystemslib.signer._key import SSlibKey
+    except ImportError:
+        unavailable("securesystemslib is not installed (a dev dependency: ./dev setup installs it)")
+
+    private, public = keys[kind]
+    assert cli("sign", local_set, "--key", private).code == 0
+    pub = serialization.load_pem_public_key(public.read_bytes())
+    for name in BUNDLES:
+        envelope_doc = json.loads((local_set.parent / f"{LANE}.sigstore" / name).read_bytes())["dsseEnvelope"]
+        key = SSlibKey.from_crypto(pub, keyid=envelope_doc["signatures"][0]["keyid"])
+        envelope = dsse.Envelope.from_dict(envelope_doc)
+        assert list(envelope.verify([key], 1)) == [key.keyid]
+        signed = local_set / name.removesuffix(".sigstore.json")
+        assert envelope.payload == signed.read_bytes()
+        # and a flipped payload byte is refused by the same outside verifier
+        envelope.payload = bytes([envelope.payload[0] ^ 1]) + envelope.payload[1:]
+        with pytest.raises(VerificationError):
+            envelope.verify([key], 1)
+
+
+def test_verify_key_of_an_unsigned_or_partly_signed_set_says_so(
+    local_set: Path, keys: dict[str, tuple[Path, Path]]
+) -> None:
+    private, public = keys["ed25519"]
+    unsigned = cli("verify", local_set, "--key", public)
+    assert unsigned.code == 0 and "; unsigned;" in unsigned.out.splitlines()[-1]
+    assert json.loads(cli("--json", "verify", local_set, "--key", public).out)["signatures"] == "unsigned"
+    assert cli("sign", local_set, "--key", private).code == 0
+    (local_set.parent / f"{LANE}.sigstore" / "SHA256SUMS.sigstore.json").unlink()
+    partly = cli("verify", local_set, "--key", public)
+    assert partly.code == 0 and "; partly signed;" in partly.out.splitlines()[-1]
+    # without --key the verdict says nothing of signatures (none were looked at)
+    plain = json.loads(cli("--json", "verify", local_set).out)
+    assert plain["signatures"] is None
 
 
 def test_wrong_key_is_exit_5_one_line(local_set: Path, keys: dict[str, tuple[Path, Path]]) -> None:
@@ -231,6 +282,16 @@ def test_publish_sign_then_verify_on_a_registry_as_a_referrer(
         artifact_type=BUNDLE_MEDIA_TYPE,
     )
     assert len(found) == 1
+    # image-spec 1.1: the referrer says what it is in artifactType; its config is the empty descriptor
+    signatures = client.get_manifest(repo, f"{TAG}.draft.sigstore")
+    assert signatures is not None
+    doc = json.loads(signatures.data)
+    assert doc["artifactType"] == BUNDLE_MEDIA_TYPE
+    assert doc["config"] == {
+        "mediaType": "application/vnd.oci.empty.v1+json",
+        "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+        "size": 2,
+    }
 
 
 def test_publish_with_a_bad_key_publishes_nothing(

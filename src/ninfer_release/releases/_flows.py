@@ -58,6 +58,10 @@ class LocatedReport:
     #: The successor the store's supersession record of the tag names (``<tag>.superseded``; a
     #: retired draft's is its final), ``None`` when it has none or the set came from a directory.
     superseded_by: str | None = None
+    #: With ``verify --key``: ``"signed by <key id, 16 hex>"`` (every signed file's bundle is there
+    #: and verifies), ``"partly signed"`` (some bundles are missing), ``"unsigned"`` (none is
+    #: there); ``None`` when no key was given. A bundle that fails is a failure either way.
+    signatures: str | None = None
 
     @property
     def draft(self) -> bool:
@@ -70,13 +74,17 @@ class LocatedReport:
 
         ``OK (qualified: 21 pass, 0 fail, 3 not applicable; <stem>, N checks)``,
         ``OK (unqualified draft, not for release; <stem>, N checks)`` or ``FAILED (...)``; a
-        superseded tag's adds ``; superseded by <tag>`` after the qualification.
+        superseded tag's adds ``; superseded by <tag>`` after the qualification; with ``--key``,
+        ``; signed by <key id>``, ``; partly signed`` or ``; unsigned`` follows (an unsigned set
+        is still ``OK`` unless ``--require-signature``: the line says so instead of implying it).
         """
         r = self.report
         verdict = "OK" if r.ok else f"FAILED ({len(r.failures)} failures)"
         state = qualification_phrase(r, draft_reference=self.draft_reference)
         if self.superseded_by is not None:
             state += f"; superseded by {self.superseded_by}"
+        if self.signatures is not None:
+            state += f"; {self.signatures}"
         return f"{self.location}: {verdict} ({state}; {r.stem}, {len(r.checked)} checks)"
 
     def as_dict(self) -> dict[str, Any]:
@@ -85,6 +93,7 @@ class LocatedReport:
         doc["artifact_digest"] = self.manifest_digest
         doc["draft"] = self.draft
         doc["superseded_by"] = self.superseded_by
+        doc["signatures"] = self.signatures
         return doc
 
 
@@ -388,15 +397,24 @@ def _signed(
     bundles_of: Callable[[AssetNames], Mapping[str, bytes]],
 ) -> LocatedReport:
     """``located`` with the signature checks and failures added (one line each)."""
-    from ninfer_release.releases._signing import check_signatures
+    from ninfer_release.releases._signing import bundle_name, check_signatures, signed_files
 
     report = located.report
     if report.stem is None:
         return located  # the set itself failed to name its files; verify already says so
     names = AssetNames(stem=report.stem)
-    failures, checks = check_signatures(set_dir, names, bundles_of(names), check.key, require=check.require)
+    bundles = bundles_of(names)
+    failures, checks = check_signatures(set_dir, names, bundles, check.key, require=check.require)
+    present = [name for name, _ in signed_files(names) if bundle_name(name) in bundles]
+    if not present:
+        state = "unsigned"
+    elif len(present) < len(signed_files(names)):
+        state = "partly signed"
+    else:
+        state = f"signed by {check.key.key_id[:16]}"
     return replace(
         located,
+        signatures=state,
         report=replace(report, checked=(*report.checked, *checks), failures=(*report.failures, *failures)),
     )
 

@@ -897,8 +897,10 @@ def plan_signatures(
     *, tag: str, bundles: Mapping[str, bytes], epoch: int, subject: tuple[str, int]
 ) -> ArtifactPlan:
     """The signatures artifact of the set at ``tag``: one layer per Sigstore bundle (titled with
-    its name, media type :data:`SIGNATURES_TYPE`), ``subject`` = (digest, size) of the set's
-    manifest (so an OCI registry lists it as a referrer), tagged ``<tag>.sigstore``.
+    its name, media type :data:`SIGNATURES_TYPE`), ``artifactType`` :data:`SIGNATURES_TYPE`, the
+    empty config descriptor (``application/vnd.oci.empty.v1+json``, image-spec 1.1), ``subject`` =
+    (digest, size) of the set's manifest (so an OCI registry lists it as a referrer), tagged
+    ``<tag>.sigstore``.
 
     Raises:
         InputError: ``tag`` is not a tag, or a bundle name is not a bare file name.
@@ -910,7 +912,9 @@ def plan_signatures(
     problems += [Problem(file="sign", field=n, message="not a bare file name") for n in bad]
     if problems:
         raise InputError(problems=problems)
-    config = blob_of_bytes(EMPTY_JSON, SIGNATURES_TYPE)
+    # image-spec 1.1 ("Guidelines for artifact usage"): an artifact with no config of its own has
+    # the empty descriptor as config and says what it is in artifactType.
+    config = blob_of_bytes(EMPTY_JSON, EMPTY_MEDIA_TYPE)
     layers = [
         Blob(
             media_type=SIGNATURES_TYPE,

@@ -9,8 +9,9 @@ Format: one Sigstore bundle v0.3 per signed file, ``<file name>.sigstore.json``
 (``mediaType`` :data:`BUNDLE_MEDIA_TYPE`, ``verificationMaterial.publicKey.hint`` = key id,
 ``dsseEnvelope`` = payload, payload type and one signature). Sigstore's bundle is chosen over
 cosign's bare key-pair signature files because it is one self-describing JSON document per
-signature that carries the DSSE envelope itself (payload type included), and sigstore clients read
-it; with a key pair and no transparency log it needs no network (``tlogEntries`` is empty —
+signature that carries the DSSE envelope itself (payload type included); an outside DSSE verifier
+reads that envelope (securesystemslib, docs/publishing.md; sigstore-python refuses key-pair
+bundles); with a key pair and no transparency log it needs no network (``tlogEntries`` is empty —
 nothing is uploaded anywhere). Keys: Ed25519 or ECDSA P-256 (SHA-256), PEM (PKCS#8 private key,
 SubjectPublicKeyInfo public key), through ``cryptography``. The key id is the SHA-256 (hex) of the
 public key's DER SubjectPublicKeyInfo.
