@@ -4,6 +4,7 @@ publishes (DESIGN.md §8). Checked against the release definition and the real C
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -297,3 +298,54 @@ def test_workflow_runs_locally_and_assembles_the_single_process_manifest(
     for lane in ("rtx4090", "rtx3090"):
         res = cli("verify", f"oci://{reg}/omp-ninfer/{lane}:{TAGS[lane]}.draft")
         assert res.code == 0, res.text
+
+
+# --- the lane matrix from the definition (manifest lanes; issue 33 item 8) ----------------------
+
+
+def test_manifest_lanes_json_of_v0_13_1_is_exact() -> None:
+    """``manifest lanes --json``: each lane with its CI kind, the native lanes listed apart."""
+    res = cli("--json", "manifest", "lanes", str(RELEASE))
+    assert res.code == 0, res.text
+    assert json.loads(res.text) == {
+        "ok": True,
+        "version": "v0.13.1",
+        "native": ["rtx3090", "rtx4090"],
+        "lanes": [
+            {
+                "lane": "rtx3090",
+                "kind": "native",
+                "mode": "build",
+                "component_tag": "v0.7.0-qwen38-3090-beta.2",
+                "profile_id": "qwen38-3090-native-v0.7.0-beta.2",
+            },
+            {
+                "lane": "rtx4090",
+                "kind": "native",
+                "mode": "build",
+                "component_tag": "v0.7.0-qwen38-4090-beta.2",
+                "profile_id": "qwen38-4090-native-v0.7.0-beta.2",
+            },
+            {
+                "lane": "rtx5090",
+                "kind": "carried",
+                "mode": "carry",
+                "component_tag": "v0.7.0-qwen38-5090-beta.2",
+                "profile_id": "qwen38-5090-v0.13.0",
+            },
+        ],
+    }
+
+
+def test_manifest_lanes_follows_a_modified_definition(tmp_path: Path) -> None:
+    """A definition without the RTX 3090 lane gives a matrix without it: nothing is hard-coded."""
+    doc = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
+    del doc["lanes"]["rtx3090"]
+    doc["superseded"] = [s for s in doc["superseded"] if "-3090-" not in s["tag"]]
+    modified = tmp_path / "two-lanes.yaml"
+    modified.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    res = cli("--json", "--repo", str(REPO), "manifest", "lanes", str(modified))
+    assert res.code == 0, res.text
+    got = json.loads(res.text)
+    assert [(e["lane"], e["kind"]) for e in got["lanes"]] == [("rtx4090", "native"), ("rtx5090", "carried")]
+    assert got["native"] == ["rtx4090"]

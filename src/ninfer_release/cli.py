@@ -437,6 +437,18 @@ def manifest_check(ctx: Context, manifest_path: str) -> None:
     )
 
 
+@manifest.command("lanes", example="ninfer-release manifest lanes manifests/v0.13.1.yaml --json")
+@click.argument("manifest_path", metavar="MANIFEST", type=_INPUT_FILE)
+@click.pass_obj
+def manifest_lanes(ctx: Context, manifest_path: str) -> None:
+    """Print the definition's lane matrix (lane, kind native/image/carried, tag), as CI reads it."""
+    from ninfer_release.manifests._matrix import lane_matrix
+
+    doc = lane_matrix(_load_release(ctx, manifest_path))
+    lines = [f"{e['lane']}  {e['kind']}  {e['component_tag']}" for e in doc["lanes"]]
+    emit(ctx, {"ok": True, **doc}, lines)
+
+
 # --- samples ---------------------------------------------------------------------------------
 
 
