@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from ninfer_release.errors import InputError, IntegrityError
-from ninfer_release.releases import _http_fetch
 from ninfer_release.releases._http_fetch import HttpFetcher, HttpPolicy, Wanted, check_url
 
 BODY = bytes(range(256)) * 1024  # 256 KiB
@@ -135,7 +134,7 @@ def test_a_retry_waits_at_least_the_servers_retry_after(
     # The one retry policy (transport.backoff_wait): backoff 0.01 s plus jitter, but never less
     # than the 0.4 s the server asked for.
     waits: list[float] = []
-    monkeypatch.setattr(_http_fetch.time, "sleep", waits.append)
+    monkeypatch.setattr(time, "sleep", waits.append)  # the module the fetcher sleeps with
     assert _fetch(server + "/busy", tmp_path).read_bytes() == BODY
     assert _Handler.counts["/busy"] == 2
     assert waits == [0.4]
