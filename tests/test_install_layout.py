@@ -30,6 +30,7 @@ from ninfer_release.profiles import (
     read_bearer_key,
     write_bearer_key,
 )
+from ninfer_release.releases._standalone_verifier import with_account
 
 REPO = Path(__file__).resolve().parent.parent
 LANES = ["rtx4090", "rtx3090"]
@@ -122,7 +123,10 @@ def test_key_is_described_as_data_the_installer_acts_on(
     key = _json(_asset(tmp_path_factory, lane, ".route.json"))["bearer_key"]
     text = json.dumps(key)
     assert "Fill" not in text and "powershell" not in text.lower() and "generate" not in key
-    assert key == {"file": key["file"], **KEY_FILE_SPEC.as_dict()}
+    account = (
+        "NT SERVICE\\OMP-NInfer-" + _json(_asset(tmp_path_factory, lane, ".route.json"))["component_tag"]
+    )
+    assert key == {"file": key["file"], **with_account(KEY_FILE_SPEC.as_dict(), account)}
     assert (key["file_bytes"], key["random_bytes"], key["min_bytes"]) == (64, 32, 32)
     assert (key["alphabet"], key["encoding"], key["bom"], key["trailing_newline"]) == (
         "0123456789abcdef",
@@ -133,7 +137,7 @@ def test_key_is_described_as_data_the_installer_acts_on(
     acl = key["acl"]
     assert acl["inheritance"] == "disabled"
     principals = [g.get("name") or g.get("principal") for g in acl["grants"]]
-    assert principals == ["NT AUTHORITY\\SYSTEM", "BUILTIN\\Administrators", "engine-account"]
+    assert principals == ["NT AUTHORITY\\SYSTEM", "BUILTIN\\Administrators", account]
     assert [g["rights"] for g in acl["grants"]] == ["full", "full", "read"]
     written = tmp_path / "bearer.key"
     write_bearer_key(written)

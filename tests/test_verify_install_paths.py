@@ -115,15 +115,19 @@ def test_the_route_constants_are_the_layouts_in_both_verifiers(
     from ninfer_release import winpaths
     from ninfer_release.profiles import KEY_FILE_SPEC
     from ninfer_release.profiles._layout import CACHE_GRANTS
-    from ninfer_release.releases import _verify
 
     route = json.loads((release_out(tmp_path_factory) / LANE / f"{stem(LANE)}.route.json").read_bytes())
-    assert _verify.ROUTE_EXTRACT == standalone.ROUTE_EXTRACT == route["install"]["extract"]
+    account = route["service"]["account"]
+    assert account == "NT SERVICE\\OMP-NInfer-" + route["component_tag"]
     cache_acl = {"inheritance": "enabled", "grants": [g.as_dict() for g in CACHE_GRANTS]}
-    assert _verify.ROUTE_CACHE_ACL == standalone.ROUTE_CACHE_ACL == cache_acl == route["install"]["cache_acl"]
+    assert cache_acl == standalone.ROUTE_CACHE_ACL
+    assert standalone.with_account(cache_acl, account) == route["install"]["cache_acl"]
     key = {k: v for k, v in route["bearer_key"].items() if k != "file"}
-    assert _verify.ROUTE_KEY_SPEC == standalone.ROUTE_KEY_SPEC == KEY_FILE_SPEC.as_dict() == key
+    assert KEY_FILE_SPEC.as_dict() == standalone.ROUTE_KEY_SPEC
+    assert standalone.with_account(standalone.ROUTE_KEY_SPEC, account) == key
+    assert standalone.route_plan_problems(route) == ([], account)
     assert (standalone.PROGRAM_ROOT, standalone.DATA_ROOT) == (winpaths.PROGRAM_ROOT, winpaths.DATA_ROOT)
+    assert standalone.SERVICE_ACCOUNT_MARK == winpaths.SERVICE_ACCOUNT_MARK
 
 
 def _program_root_elsewhere(doc: Any) -> None:
@@ -145,14 +149,34 @@ def _everyone_on_the_cache(doc: Any) -> None:
 
 
 def _extract_elsewhere(doc: Any) -> None:
-    doc["install"]["extract"] = "package zip into C:\\Windows\\System32"
+    doc["install"]["extract"]["destination"] = "C:\\Windows\\System32"
+
+
+def _service_as_system(doc: Any) -> None:
+    doc["service"]["account"] = "NT AUTHORITY\\SYSTEM"
+
+
+def _start_another_executable(doc: Any) -> None:
+    doc["service"]["executable"] = "C:\\Windows\\System32\\cmd.exe"
+
+
+def _gpu_uuid_into_the_shipped_config(doc: Any) -> None:
+    doc["parameters"][0]["file"] = doc["install"]["config"]
+
+
+def _model_store_of_another_digest(doc: Any) -> None:
+    doc["model"]["store_path"] = doc["model"]["store_path"].replace(doc["model"]["sha256"], "0" * 64)
 
 
 @pytest.mark.parametrize(
     ("edit", "says"),
     [
         (_program_root_elsewhere, "install.program_root is 'C:\\\\Windows\\\\System32', not "),
-        (_extract_elsewhere, "install.extract is "),
+        (_extract_elsewhere, "extract is not the step the route's own paths and model give"),
+        (_service_as_system, "service is not the step the route's own paths and model give"),
+        (_start_another_executable, "service is not the step"),
+        (_gpu_uuid_into_the_shipped_config, "parameters is not the step"),
+        (_model_store_of_another_digest, "model_store is not the step"),
         (_everyone_on_the_cache, "install.cache_acl is not the cache ACL the layout sets"),
         (_set_key("random_bytes", 1), "bearer_key.random_bytes is not the key file's 32"),
         (_set_key("overwrite_existing", True), "bearer_key.overwrite_existing is not the key file's False"),
@@ -170,6 +194,10 @@ def _extract_elsewhere(doc: Any) -> None:
     ids=[
         "program-root-system32",
         "extract",
+        "service-as-system",
+        "start-cmd",
+        "gpu-uuid-into-shipped-config",
+        "model-store-other-digest",
         "cache-acl-everyone",
         "key-1-byte",
         "key-overwrite",

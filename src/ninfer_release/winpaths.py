@@ -15,6 +15,9 @@ PROGRAM_ROOT = "C:\\Program Files\\OMP NInfer\\<component>"
 DATA_ROOT = "C:\\ProgramData\\OMP NInfer\\<component>"
 #: The engine config inside the package (relative to the program root).
 CONFIG_PATH = "config/ninfer.toml"
+#: Where an ACL grants the engine's account: the route block writes its service's virtual account
+#: there (``releases._standalone_verifier.route_plan``, which holds the same text).
+SERVICE_ACCOUNT_MARK = "<service-account>"
 #: The placeholder the route block resolves (reference: ``cache/<release-instance-id>/...``).
 INSTANCE_PLACEHOLDER = "<release-instance-id>"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ninfer_release.atomic import write_bytes
 from ninfer_release.errors import DefinitionError, InputError, Problem
+from ninfer_release.winpaths import SERVICE_ACCOUNT_MARK
 
 #: Smallest accepted bearer key, in bytes (reference).
 MIN_KEY_BYTES = 32
@@ -25,7 +26,8 @@ KEY_ALPHABET = "0123456789abcdef"
 
 @dataclass(frozen=True, kw_only=True)
 class AclGrant:
-    """One access-control entry: a well-known ``sid`` with its ``name``, or the engine's account.
+    """One access-control entry: a well-known ``sid`` with its ``name``, or the engine's account
+    (``winpaths.SERVICE_ACCOUNT_MARK``, which the route block names: its service's virtual account).
 
     ``rights`` is ``full``, ``modify`` or ``read`` (icacls ``F``, ``M``, ``R``).
     """
@@ -36,7 +38,7 @@ class AclGrant:
 
     def as_dict(self) -> dict[str, Any]:
         if self.sid is None:
-            return {"principal": "engine-account", "rights": self.rights}
+            return {"name": SERVICE_ACCOUNT_MARK, "rights": self.rights}
         return {"sid": self.sid, "name": self.name, "rights": self.rights}
 
 

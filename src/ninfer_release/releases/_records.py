@@ -25,6 +25,7 @@ from ninfer_release import __version__
 from ninfer_release.jsonrecord import ABSENT_WHEN_NONE, JsonRecord, json_key
 from ninfer_release.manifests._refs import ConfigHash, FileRef, Rollback
 from ninfer_release.releases._receipts import Binding, Qualification
+from ninfer_release.releases._standalone_verifier import route_plan, with_account
 
 if TYPE_CHECKING:  # types only: verify imports this module and must not load the profiles stage
     from ninfer_release.manifests import ModelBinding
@@ -536,6 +537,13 @@ class RouteModel(_Record):
     revision: str
     store_as: str
     resume_onto_older_version: Literal[False]
+    #: The shared store (``winpaths.MODEL_STORE_ROOT``): ``store_dirs`` to create, the file at
+    #: ``store_path`` (``…\\sha256\\<sha256>\\<store_as>``) reused when its size and SHA-256
+    #: are these, else replaced, never resumed; ``install.model_path`` is a hard ``link`` to it.
+    store_dirs: tuple[str, ...]
+    store_path: str
+    reuse: Literal["size-and-sha256"]
+    link: Literal["hardlink"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -546,12 +554,75 @@ class Hardware(_Record):
 
     gpu: str
     gpu_binding: Literal["uuid"]
+    #: The installer parameter (``parameters[].name``) holding the UUID of the GPU bound.
+    gpu_uuid_parameter: Literal["gpu_uuid"]
     cuda_arch: str
     cuda_version: str
     cuda_runtime_version: str | None
     host_memory_floor_mib: int | None
     gpu_power_limit_w: int | None
     exclusive: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class ExtractStep(_Record):
+    """``install.extract``: unpack ``archive`` (the package's name) from ``member_root`` (``""``: the
+    whole zip) into ``destination``, member paths kept, never over an existing file."""
+
+    RECORD_KIND = "an extract step"
+
+    archive: str
+    format: Literal["zip"]
+    member_root: str
+    destination: str
+    preserve_paths: Literal[True]
+    overwrite_existing: Literal[False]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class InstallParameter(_Record):
+    """One value only the installer knows: it writes it as ``key`` (TOML dotted path) of ``file``,
+    matching ``pattern`` (a Python/ECMAScript regular expression)."""
+
+    RECORD_KIND = "an installer parameter"
+
+    name: str
+    supplied_by: Literal["installer"]
+    describes: str
+    pattern: str
+    file: str
+    key: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class HealthCheck(_Record):
+    """``service.health``: ``GET url`` with the bearer key of ``key_file`` answers ``expect_status``
+    within ``timeout_ms`` of the service's start."""
+
+    RECORD_KIND = "a health check"
+
+    method: Literal["GET"]
+    url: str
+    auth: Literal["bearer"]
+    key_file: str
+    expect_status: int
+    timeout_ms: int
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class ServiceBlock(_Record):
+    """``service``: the Windows service the installer creates, whose virtual ``account``
+    (``NT SERVICE\\<name>``) the ACLs grant; it starts ``executable`` with ``arguments``."""
+
+    RECORD_KIND = "a service block"
+
+    name: str
+    account: str
+    account_kind: Literal["virtual-service-account"]
+    executable: str
+    arguments: tuple[str, ...]
+    working_dir: str
+    health: HealthCheck
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -562,8 +633,9 @@ class Install(_Record):
 
     program_root: str
     program_root_writable: Literal[False]
-    extract: str
+    extract: ExtractStep
     config: str
+    machine_config: str
     config_bytes_sha256: str
     data_root: str
     create_dirs: tuple[str, ...]
@@ -615,7 +687,7 @@ class RouteRecord(_Record):
 
     RECORD_KIND = "a route block"
 
-    schema: Literal[2]
+    schema: Literal[3]
     release: str
     lane: str
     component_tag: str
@@ -624,7 +696,9 @@ class RouteRecord(_Record):
     stand_ins: tuple[str, ...]
     model: RouteModel
     hardware: Hardware
+    parameters: tuple[InstallParameter, ...]
     install: Install
+    service: ServiceBlock
     endpoint: RouteEndpoint
     bearer_key: BearerKey
 
@@ -657,26 +731,46 @@ def route_record(
     deployment profiles" and its rules).
     """
     m = model_record(model)
+    install = {
+        "program_root": layout.program_root,
+        "data_root": layout.data_root,
+        "config": layout.config_path,
+        "key_file": layout.key_path,
+    }
+    endpoint = {"host": facts.endpoint_host, "port": facts.endpoint_port}
+    plan = route_plan(
+        tag=facts.component_tag,
+        archive=package.name,
+        install=install,
+        endpoint=endpoint,
+        model={"sha256": m.sha256, "store_as": m.local_name},
+    )
+    account = plan["service"]["account"]
     return RouteRecord(
-        schema=2,
+        schema=3,
         release=facts.release_version,
         lane=facts.lane_id,
         component_tag=facts.component_tag,
         release_instance_id=instance_id,
         package=package,
         stand_ins=tuple(sorted(stand_ins)),
-        model=RouteModel(
-            binding="components.model",
-            url=m.url,
-            size=m.size,
-            sha256=m.sha256,
-            revision=m.revision,
-            store_as=m.local_name,
-            resume_onto_older_version=False,
+        model=RouteModel.parse_doc(
+            {
+                "binding": "components.model",
+                "url": m.url,
+                "size": m.size,
+                "sha256": m.sha256,
+                "revision": m.revision,
+                "store_as": m.local_name,
+                "resume_onto_older_version": False,
+                **plan["model_store"],
+            },
+            source="model",
         ),
         hardware=Hardware(
             gpu=facts.gpu,
             gpu_binding="uuid",
+            gpu_uuid_parameter="gpu_uuid",
             cuda_arch=facts.cuda_arch,
             cuda_version=facts.cuda_version,
             cuda_runtime_version=cuda_runtime_version,
@@ -684,28 +778,44 @@ def route_record(
             gpu_power_limit_w=facts.gpu_power_limit_w,
             exclusive="one lane at a time per host; bound to one GPU by UUID",
         ),
-        install=Install(
-            program_root=layout.program_root,
-            program_root_writable=False,
-            extract="package zip into program_root, preserving paths",
-            config=layout.config_path,
-            config_bytes_sha256=config_bytes_sha256,
-            data_root=layout.data_root,
-            create_dirs=tuple(layout.data_dirs(instance_id)),
-            key_file=layout.key_path,
-            model_path=layout.model_path,
-            cache_root=layout.cache_path,
-            cache_acl=AclRecord.parse_doc(layout.cache_acl(), source="cache_acl"),
-            checkpoint_dir=layout.checkpoint_path(instance_id),
-            checkpoint_schema=3,
-            path_budget=PathBudgetRecord.of(path_budget),
-        ),
+        parameters=tuple(InstallParameter.parse_doc(p, source="parameters") for p in plan["parameters"]),
+        install=_route_install(layout, plan, config_bytes_sha256, path_budget, instance_id, account),
+        service=ServiceBlock.parse_doc(plan["service"], source="service"),
         endpoint=RouteEndpoint(
             host=facts.endpoint_host, port=facts.endpoint_port, auth="bearer", loopback_only=True
         ),
         bearer_key=BearerKey.parse_doc(
-            {"file": layout.key_path, **layout.key_spec.as_dict()}, source="bearer_key"
+            {"file": layout.key_path, **with_account(layout.key_spec.as_dict(), account)},
+            source="bearer_key",
         ),
+    )
+
+
+def _route_install(
+    layout: InstallLayout,
+    plan: Mapping[str, Any],
+    config_bytes_sha256: str,
+    path_budget: PathBudget,
+    instance_id: str,
+    account: str,
+) -> Install:
+    """The route's ``install`` block (paths from ``layout``, steps from ``plan``)."""
+    return Install(
+        program_root=layout.program_root,
+        program_root_writable=False,
+        extract=ExtractStep.parse_doc(plan["extract"], source="install.extract"),
+        config=layout.config_path,
+        machine_config=plan["machine_config"],
+        config_bytes_sha256=config_bytes_sha256,
+        data_root=layout.data_root,
+        create_dirs=tuple(layout.data_dirs(instance_id)),
+        key_file=layout.key_path,
+        model_path=layout.model_path,
+        cache_root=layout.cache_path,
+        cache_acl=AclRecord.parse_doc(with_account(layout.cache_acl(), account), source="cache_acl"),
+        checkpoint_dir=layout.checkpoint_path(instance_id),
+        checkpoint_schema=3,
+        path_budget=PathBudgetRecord.of(path_budget),
     )
 
 

@@ -102,12 +102,13 @@ PROVENANCE_SUBJECTS = (
 ZIP_CONFIG_PATH = "config/ninfer.toml"
 ZIP_NOTICE_PATH = "NOTICE.txt"
 SHIPPED_FOLDERS = ("bin/", "licenses/")
-#: What every route states that no input changes: how the package is extracted, the cache
-#: root's ACL, the bearer key's form and ACL (its file aside), the install roots (as
-#: ``ninfer-release verify``, ``releases/_verify.py``; a test keeps them equal).
-ROUTE_EXTRACT = "package zip into program_root, preserving paths"
+#: What every route states that no input changes: the cache root's ACL and the bearer key's form
+#: and ACL (its file aside), ``<service-account>`` standing for :func:`route_plan`'s ``account``
+#: (``ninfer-release verify`` reads these; ``profiles.install_layout`` and ``profiles.KEY_FILE_SPEC``
+#: write them, a test keeps them equal).
+SERVICE_ACCOUNT_MARK = "<service-account>"
 ROUTE_CACHE_ACL: dict[str, Any] = {
-    "grants": [{"principal": "engine-account", "rights": "modify"}],
+    "grants": [{"name": SERVICE_ACCOUNT_MARK, "rights": "modify"}],
     "inheritance": "enabled",
 }
 ROUTE_KEY_SPEC: dict[str, Any] = {
@@ -115,7 +116,7 @@ ROUTE_KEY_SPEC: dict[str, Any] = {
         "grants": [
             {"name": "NT AUTHORITY\\SYSTEM", "rights": "full", "sid": "S-1-5-18"},
             {"name": "BUILTIN\\Administrators", "rights": "full", "sid": "S-1-5-32-544"},
-            {"principal": "engine-account", "rights": "read"},
+            {"name": SERVICE_ACCOUNT_MARK, "rights": "read"},
         ],
         "inheritance": "disabled",
     },
@@ -131,6 +132,121 @@ ROUTE_KEY_SPEC: dict[str, Any] = {
     "stored_in_assets": False,
     "trailing_newline": False,
 }
+#: The Windows service of a component release: the Service Control Manager creates its virtual
+#: account ``NT SERVICE\\<name>`` with the service, a named principal (issue 33 item 9).
+SERVICE_NAME = "OMP-NInfer-<component>"
+#: The engine inside the package, relative to the program root.
+ENGINE_EXECUTABLE = "bin\\ninfer-server.exe"
+#: The host-only values (the GPU UUID) the installer writes under the data root. The shipped
+#: config stays byte-exact (its SHA-256 is published and bound by the receipts; the program root
+#: is read-only), so the engine is given this file by its start arguments.
+MACHINE_CONFIG = "machine.toml"
+#: The shared, content-addressed model store beside the data roots: ``…\\sha256\\<hex>\\<file>``.
+MODEL_STORE_ROOT = "C:\\ProgramData\\OMP NInfer\\models"
+#: A GPU UUID as ``nvidia-smi --query-gpu=uuid`` prints it.
+GPU_UUID_PATTERN = "^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+#: How long the service may take to answer its health check after start (loading a 20 GB model).
+HEALTH_TIMEOUT_MS = 600_000
+
+
+def with_account(doc: Any, account: str) -> Any:
+    """``doc`` (JSON values) with every :data:`SERVICE_ACCOUNT_MARK` string replaced by ``account``."""
+    if isinstance(doc, dict):
+        return {k: with_account(v, account) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [with_account(v, account) for v in doc]
+    return account if doc == SERVICE_ACCOUNT_MARK else doc
+
+
+def route_plan_problems(route: dict[str, Any]) -> tuple[list[str], str]:
+    """Why a decoded route block's executable steps (``install.extract``, ``install.machine_config``,
+    ``parameters``, ``service``, the ``model`` store fields) are not :func:`route_plan`'s for its
+    own tag, package name, install paths, endpoint and model (one line per block; empty: they
+    are), and its service account. ``ninfer-release verify`` and this file both report these."""
+    install, model = _get(route, "install") or {}, _get(route, "model") or {}
+    plan = route_plan(
+        tag=str(route.get("component_tag")),
+        archive=str(_get(route, "package", "name")),
+        install=install if isinstance(install, dict) else {},
+        endpoint=_get(route, "endpoint") if isinstance(_get(route, "endpoint"), dict) else {},
+        model=model if isinstance(model, dict) else {},
+    )
+    got = {
+        "extract": _get(route, "install", "extract"),
+        "machine_config": _get(route, "install", "machine_config"),
+        "parameters": route.get("parameters"),
+        "service": route.get("service"),
+        "model_store": {k: _get(route, "model", k) for k in plan["model_store"]},
+    }
+    problems = [
+        f"{key} is not the step the route's own paths and model give: {plan[key]!r}"
+        for key in sorted(plan)
+        if got[key] != plan[key]
+    ]
+    return problems, str(plan["service"]["account"])
+
+
+def route_plan(
+    *, tag: str, archive: str, install: dict[str, Any], endpoint: dict[str, Any], model: dict[str, Any]
+) -> dict[str, Any]:
+    """The executable steps of a route, from its tag, package name (``archive``), ``install`` paths
+    (``program_root``, ``data_root``, ``config``, ``key_file``), ``endpoint`` (``host``, ``port``)
+    and ``model`` (``sha256``, ``store_as``): ``{"extract", "machine_config", "parameters",
+    "service", "model_store"}`` as the route block writes them (schema 3; docs/install-layout.md).
+    The one rule: the build writes these blocks with it and verify compares a route's to it."""
+    program, data = str(install.get("program_root")), str(install.get("data_root"))
+    machine = data + "\\" + MACHINE_CONFIG
+    name = SERVICE_NAME.replace("<component>", tag)
+    store_dirs = [
+        MODEL_STORE_ROOT,
+        MODEL_STORE_ROOT + "\\sha256",
+        f"{MODEL_STORE_ROOT}\\sha256\\{model.get('sha256')}",
+    ]
+    return {
+        "extract": {
+            "archive": archive,
+            "destination": program,
+            "format": "zip",
+            "member_root": "",
+            "overwrite_existing": False,
+            "preserve_paths": True,
+        },
+        "machine_config": machine,
+        "parameters": [
+            {
+                "describes": "UUID of the GPU named by hardware.gpu that this component is bound to",
+                "file": machine,
+                "key": "gpu.uuid",
+                "name": "gpu_uuid",
+                "pattern": GPU_UUID_PATTERN,
+                "supplied_by": "installer",
+            }
+        ],
+        "service": {
+            "account": "NT SERVICE\\" + name,
+            "account_kind": "virtual-service-account",
+            "arguments": ["--config", install.get("config"), "--machine-config", machine],
+            "executable": program + "\\" + ENGINE_EXECUTABLE,
+            "health": {
+                "auth": "bearer",
+                "expect_status": 200,
+                "key_file": install.get("key_file"),
+                "method": "GET",
+                "timeout_ms": HEALTH_TIMEOUT_MS,
+                "url": f"http://{endpoint.get('host')}:{endpoint.get('port')}/health",
+            },
+            "name": name,
+            "working_dir": data,
+        },
+        "model_store": {
+            "link": "hardlink",
+            "reuse": "size-and-sha256",
+            "store_dirs": store_dirs,
+            "store_path": f"{store_dirs[-1]}\\{model.get('store_as')}",
+        },
+    }
+
+
 PROGRAM_ROOT = "C:\\Program Files\\OMP NInfer\\<component>"
 DATA_ROOT = "C:\\ProgramData\\OMP NInfer\\<component>"
 
@@ -431,6 +547,10 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 "revision": (True, "str", None),
                 "store_as": (True, "str", None),
                 "resume_onto_older_version": (True, "bool", None),
+                "store_dirs": (True, "array", "str"),
+                "store_path": (True, "str", None),
+                "reuse": (True, "str", None),
+                "link": (True, "str", None),
             },
         ),
         "hardware": (
@@ -439,6 +559,7 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
             {
                 "gpu": (True, "str", None),
                 "gpu_binding": (True, "str", None),
+                "gpu_uuid_parameter": (True, "str", None),
                 "cuda_arch": (True, "str", None),
                 "cuda_version": (True, "str", None),
                 "cuda_runtime_version": (True, "null|str", None),
@@ -447,14 +568,40 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 "exclusive": (True, "str", None),
             },
         ),
+        "parameters": (
+            True,
+            "array",
+            [
+                {
+                    "name": (True, "str", None),
+                    "supplied_by": (True, "str", None),
+                    "describes": (True, "str", None),
+                    "pattern": (True, "str", None),
+                    "file": (True, "str", None),
+                    "key": (True, "str", None),
+                }
+            ],
+        ),
         "install": (
             True,
             "object",
             {
                 "program_root": (True, "str", None),
                 "program_root_writable": (True, "bool", None),
-                "extract": (True, "str", None),
+                "extract": (
+                    True,
+                    "object",
+                    {
+                        "archive": (True, "str", None),
+                        "format": (True, "str", None),
+                        "member_root": (True, "str", None),
+                        "destination": (True, "str", None),
+                        "preserve_paths": (True, "bool", None),
+                        "overwrite_existing": (True, "bool", None),
+                    },
+                ),
                 "config": (True, "str", None),
+                "machine_config": (True, "str", None),
                 "config_bytes_sha256": (True, "str", None),
                 "data_root": (True, "str", None),
                 "create_dirs": (True, "array", "str"),
@@ -465,6 +612,30 @@ RECORD_SHAPES: dict[str, dict[str, Any]] = {
                 "checkpoint_dir": (True, "str", None),
                 "checkpoint_schema": (True, "int", None),
                 "path_budget": _PATH_BUDGET_SHAPE,
+            },
+        ),
+        "service": (
+            True,
+            "object",
+            {
+                "name": (True, "str", None),
+                "account": (True, "str", None),
+                "account_kind": (True, "str", None),
+                "executable": (True, "str", None),
+                "arguments": (True, "array", "str"),
+                "working_dir": (True, "str", None),
+                "health": (
+                    True,
+                    "object",
+                    {
+                        "method": (True, "str", None),
+                        "url": (True, "str", None),
+                        "auth": (True, "str", None),
+                        "key_file": (True, "str", None),
+                        "expect_status": (True, "int", None),
+                        "timeout_ms": (True, "int", None),
+                    },
+                ),
             },
         ),
         "endpoint": (
@@ -2715,17 +2886,17 @@ def _route_constants(run: Run, n_route: str, route: dict[str, Any], install: dic
             run.fail(n_route, f"install.{key} is {install.get(key)!r}, not {want!r} (the layout's)")
         if _get(install, "path_budget", key, "root") != want:
             run.fail(n_route, f"install.path_budget.{key}.root is not {want!r}")
-    if install.get("extract") != ROUTE_EXTRACT:
-        run.fail(n_route, f"install.extract is {install.get('extract')!r}, not {ROUTE_EXTRACT!r}")
-    if install.get("cache_acl") != ROUTE_CACHE_ACL:
+    problems, account = route_plan_problems(route)
+    for problem in problems:
+        run.fail(n_route, problem)
+    if install.get("cache_acl") != with_account(ROUTE_CACHE_ACL, account):
         run.fail(n_route, "install.cache_acl is not the cache ACL the layout sets")
     block = route.get("bearer_key")
     spec: dict[str, Any] = {k: v for k, v in block.items() if k != "file"} if isinstance(block, dict) else {}
-    for name in sorted(set(spec) | set(ROUTE_KEY_SPEC)):
-        if spec.get(name) != ROUTE_KEY_SPEC.get(name) or type(spec.get(name)) is not type(
-            ROUTE_KEY_SPEC.get(name)
-        ):
-            run.fail(n_route, f"bearer_key.{name} is not the key file's {ROUTE_KEY_SPEC.get(name)!r}")
+    key_spec = with_account(ROUTE_KEY_SPEC, account)
+    for name in sorted(set(spec) | set(key_spec)):
+        if spec.get(name) != key_spec.get(name) or type(spec.get(name)) is not type(key_spec.get(name)):
+            run.fail(n_route, f"bearer_key.{name} is not the key file's {key_spec.get(name)!r}")
 
 
 _PLAIN_NAME = re.compile(r'^[^<>:"/\\|?*\x00-\x1f]+$')
@@ -2856,10 +3027,11 @@ _CONSTANTS: dict[str, tuple[tuple[tuple[str, ...], Any], ...]] = {
     "manifest": ((("schema",), 1), (("kind",), "windows-zip")),
     "model": ((("schema",), 1), (("binding",), "components.model")),
     "route": (
-        (("schema",), 2),
+        (("schema",), 3),
         (("model", "binding"), "components.model"),
         (("model", "resume_onto_older_version"), False),
         (("hardware", "gpu_binding"), "uuid"),
+        (("hardware", "gpu_uuid_parameter"), "gpu_uuid"),
         (("install", "program_root_writable"), False),
         (("install", "checkpoint_schema"), 3),
         (("endpoint", "auth"), "bearer"),

@@ -77,6 +77,12 @@ from ninfer_release.releases._records import (
     RouteRecord,
     release_instance_id,
 )
+from ninfer_release.releases._standalone_verifier import (
+    ROUTE_CACHE_ACL,
+    ROUTE_KEY_SPEC,
+    route_plan_problems,
+    with_account,
+)
 from ninfer_release.winpaths import (
     DATA_ROOT,
     INSTANCE_PLACEHOLDER,
@@ -144,35 +150,6 @@ CONFIG_FROM_PROFILE: tuple[tuple[str, str], ...] = (
 #: Config keys the route check reads (``_config_paths``), not the profile.
 CONFIG_FROM_LAYOUT = ("paths.data_root", "model.path")
 
-#: What every route states that no input changes (``profiles.install_layout``, ``profiles.KEY_FILE_SPEC``,
-#: ``releases._records.route_record``; tests/test_verify_install_paths.py keeps them equal): how
-#: the package is extracted, the cache root's ACL, and the bearer key's form and ACL (its file aside).
-ROUTE_EXTRACT = "package zip into program_root, preserving paths"
-ROUTE_CACHE_ACL: dict[str, Any] = {
-    "grants": [{"principal": "engine-account", "rights": "modify"}],
-    "inheritance": "enabled",
-}
-ROUTE_KEY_SPEC: dict[str, Any] = {
-    "acl": {
-        "grants": [
-            {"name": "NT AUTHORITY\\SYSTEM", "rights": "full", "sid": "S-1-5-18"},
-            {"name": "BUILTIN\\Administrators", "rights": "full", "sid": "S-1-5-32-544"},
-            {"principal": "engine-account", "rights": "read"},
-        ],
-        "inheritance": "disabled",
-    },
-    "alphabet": "0123456789abcdef",
-    "bom": False,
-    "encoding": "ascii",
-    "file_bytes": 64,
-    "generated_chars": 64,
-    "min_bytes": 32,
-    "overwrite_existing": False,
-    "random_bytes": 32,
-    "randomness": "operating-system CSPRNG",
-    "stored_in_assets": False,
-    "trailing_newline": False,
-}
 SBOM_CONTAINERS_PER_MEMBER = 64
 #: Members assumed when the zip's index cannot be read (the zip itself then fails verify).
 _FALLBACK_MEMBERS = 1024
@@ -1452,7 +1429,7 @@ def _check_route_dirs(run: _Run, names: AssetNames, route: RouteRecord, want: Ma
 def _check_route_constants(run: _Run, names: AssetNames, route: RouteRecord) -> None:
     """The route's install roots are the layout's for its component tag (``winpaths.PROGRAM_ROOT``,
     ``winpaths.DATA_ROOT``; its path budget names the same roots), and what no input changes is
-    what the build writes: :data:`ROUTE_EXTRACT`, :data:`ROUTE_CACHE_ACL`, :data:`ROUTE_KEY_SPEC`
+    what the build writes: :func:`route_plan_problems`' steps, :data:`ROUTE_CACHE_ACL`, :data:`ROUTE_KEY_SPEC`
     (second hostile review, 2026-12-04: a re-sealed route extracting into ``C:\\Windows\\System32``,
     with a one-byte key or Everyone on the key's ACL, verified OK)."""
     install, tag = route.install, route.component_tag
@@ -1465,17 +1442,26 @@ def _check_route_constants(run: _Run, names: AssetNames, route: RouteRecord) -> 
             run.fail(names.route, f"install.{key} is {getattr(install, key)!r}, not {root!r} (the layout's)")
         if getattr(install.path_budget, key).root != root:
             run.fail(names.route, f"install.path_budget.{key}.root is not {root!r}")
-    if install.extract != ROUTE_EXTRACT:
-        run.fail(names.route, f"install.extract is {install.extract!r}, not {ROUTE_EXTRACT!r}")
-    if install.cache_acl.to_json() != ROUTE_CACHE_ACL:
+    account = _check_route_plan(run, names, route)
+    if install.cache_acl.to_json() != with_account(ROUTE_CACHE_ACL, account):
         run.fail(names.route, "install.cache_acl is not the cache ACL the layout sets")
     spec = {k: v for k, v in route.bearer_key.to_json().items() if k != "file"}
-    for field_name in sorted(set(spec) | set(ROUTE_KEY_SPEC)):
-        if spec.get(field_name) != ROUTE_KEY_SPEC.get(field_name):
+    key_spec = with_account(ROUTE_KEY_SPEC, account)
+    for field_name in sorted(set(spec) | set(key_spec)):
+        if spec.get(field_name) != key_spec.get(field_name):
             run.fail(
                 names.route,
-                f"bearer_key.{field_name} is not the key file's {ROUTE_KEY_SPEC.get(field_name)!r}",
+                f"bearer_key.{field_name} is not the key file's {key_spec.get(field_name)!r}",
             )
+
+
+def _check_route_plan(run: _Run, names: AssetNames, route: RouteRecord) -> str:
+    """The route's executable steps are :func:`route_plan`'s (``route_plan_problems``: issue 33
+    item 9); returns the service account the ACLs must grant."""
+    problems, account = route_plan_problems(route.to_json())
+    for problem in problems:
+        run.fail(names.route, problem)
+    return account
 
 
 def _under(root: str, path: str) -> str:
