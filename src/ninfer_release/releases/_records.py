@@ -754,19 +754,7 @@ def route_record(
         release_instance_id=instance_id,
         package=package,
         stand_ins=tuple(sorted(stand_ins)),
-        model=RouteModel.parse_doc(
-            {
-                "binding": "components.model",
-                "url": m.url,
-                "size": m.size,
-                "sha256": m.sha256,
-                "revision": m.revision,
-                "store_as": m.local_name,
-                "resume_onto_older_version": False,
-                **plan["model_store"],
-            },
-            source="model",
-        ),
+        model=_route_model(m, plan["model_store"]),
         hardware=Hardware(
             gpu=facts.gpu,
             gpu_binding="uuid",
@@ -788,6 +776,23 @@ def route_record(
             {"file": layout.key_path, **with_account(layout.key_spec.as_dict(), account)},
             source="bearer_key",
         ),
+    )
+
+
+def _route_model(m: ModelRecord, store: Mapping[str, Any]) -> RouteModel:
+    """The route's ``model`` block: the model entry's binding and the store fields of ``store``."""
+    return RouteModel.parse_doc(
+        {
+            "binding": "components.model",
+            "url": m.url,
+            "size": m.size,
+            "sha256": m.sha256,
+            "revision": m.revision,
+            "store_as": m.local_name,
+            "resume_onto_older_version": False,
+            **store,
+        },
+        source="model",
     )
 
 
