@@ -232,6 +232,7 @@ VERIFY_JSON_KEYS = [
     "ok",
     "qualification",
     "sha256sums_sha256",
+    "signatures",
     "stem",
     "superseded_by",
     "warnings",
